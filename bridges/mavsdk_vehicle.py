@@ -1,0 +1,364 @@
+"""The `Vehicle` over MAVSDK 4 (the native binding), for any MAVLink flight controller.
+
+MAVSDK does the protocols (commands with retries, mission transfer, parameters); this module adds
+what a harness needs on top: one telemetry snapshot assembled from MAVSDK's streams, setpoint
+streaming at a fixed rate, refusals that carry the autopilot's own reason (its STATUSTEXT),
+parameters restored however a block ends, and clean-up that leaves no task behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+from collections import deque
+from dataclasses import replace
+from typing import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+
+from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
+from mavsdk.asyncio.plugins.action import ActionAsync
+from mavsdk.asyncio.plugins.mavlink_direct import MavlinkDirectAsync
+from mavsdk.asyncio.plugins.mission import MissionAsync
+from mavsdk.asyncio.plugins.offboard import OffboardAsync
+from mavsdk.asyncio.plugins.param import ParamAsync
+from mavsdk.asyncio.plugins.telemetry import TelemetryAsync
+from mavsdk.exceptions import MavsdkError
+from mavsdk.plugins.action import ActionError
+from mavsdk.plugins.mission import MissionItem, MissionPlan
+from mavsdk.plugins.offboard import OffboardError, PositionNedYaw, VelocityNedYaw
+from mavsdk.plugins.param import ParamError, ParamResult
+
+from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, VehicleConnectionError, VehicleError,
+                             VehicleState)
+from px4.geo import GeoOrigin
+
+NAN = float("nan")
+# A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.
+REASON_WINDOW_S = 2.0
+
+
+def _name(enum_value) -> str:
+    return getattr(enum_value, "name", str(enum_value))
+
+
+class MavsdkVehicle:
+    """A connected flight controller. Create with `await connect(url)`; close with `await close()`."""
+
+    def __init__(self, url: str, mavsdk: Mavsdk, system):
+        self.url = url
+        self._mavsdk = mavsdk
+        self._system = system
+        self.action = ActionAsync(system)
+        self.telemetry_plugin = TelemetryAsync(system)
+        self.offboard = OffboardAsync(system)
+        self.mission = MissionAsync(system)
+        self.param = ParamAsync(system)
+        self.mavlink = MavlinkDirectAsync(system)
+        self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
+                                   "UNKNOWN", "UNKNOWN", NAN)
+        self._state_changed = asyncio.Condition()
+        self._status_texts: deque[tuple[float, str]] = deque(maxlen=32)
+        self._home: GeoOrigin | None = None
+        self._armable = False
+        self._tasks: list[asyncio.Task] = []
+        self._param_is_int: dict[str, bool] = {}
+        self._offboard_task: asyncio.Task | None = None
+        self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ telemetry
+    def _start_streams(self) -> None:
+        t = self.telemetry_plugin
+        self._spawn(self._follow(t.subscribe_position_velocity_ned(), self._on_local_position))
+        self._spawn(self._follow(t.subscribe_attitude_euler(), lambda a: self._update(
+            roll=math.radians(a.roll_deg), pitch=math.radians(a.pitch_deg), yaw=math.radians(a.yaw_deg))))
+        self._spawn(self._follow(t.subscribe_position(), lambda p: self._update(
+            lat=p.latitude_deg, lon=p.longitude_deg, alt_amsl=p.absolute_altitude_m)))
+        self._spawn(self._follow(t.subscribe_armed(), lambda v: self._update(armed=bool(v))))
+        self._spawn(self._follow(t.subscribe_in_air(), lambda v: self._update(in_air=bool(v))))
+        self._spawn(self._follow(t.subscribe_flight_mode(), lambda m: self._update(flight_mode=_name(m))))
+        self._spawn(self._follow(t.subscribe_landed_state(), lambda s: self._update(landed_state=_name(s))))
+        self._spawn(self._follow(t.subscribe_battery(), lambda b: self._update(battery_pct=b.remaining_percent)))
+        self._spawn(self._follow(t.subscribe_status_text(), lambda s: self._status_texts.append((time.monotonic(), s.text))))
+        self._spawn(self._follow(t.subscribe_health(), self._on_health))
+        self._spawn(self._follow(t.subscribe_home(), self._on_home))
+
+    def _spawn(self, coro) -> None:
+        self._tasks.append(asyncio.create_task(coro))
+
+    async def _follow(self, stream, handle) -> None:
+        async for value in stream:
+            handle(value)
+
+    def _update(self, **fields) -> None:
+        self._state = replace(self._state, **fields)
+
+    def _on_local_position(self, pv) -> None:
+        p, v = pv.position, pv.velocity
+        self._state = replace(self._state, t_ns=time.monotonic_ns(), north=p.north_m, east=p.east_m, down=p.down_m,
+                              vn=v.north_m_s, ve=v.east_m_s, vd=v.down_m_s)
+        self._spawn_notify()
+
+    def _spawn_notify(self) -> None:
+        async def notify() -> None:
+            async with self._state_changed:
+                self._state_changed.notify_all()
+        asyncio.get_running_loop().create_task(notify())
+
+    def _on_health(self, health) -> None:
+        self._armable = bool(health.is_armable)
+
+    def _on_home(self, home) -> None:
+        if not math.isnan(home.latitude_deg):
+            self._home = GeoOrigin(home.latitude_deg, home.longitude_deg, home.absolute_altitude_m)
+
+    @property
+    def state(self) -> VehicleState:
+        return self._state
+
+    async def telemetry(self) -> AsyncIterator[VehicleState]:
+        """Yield each new local-position snapshot (with the latest of everything else)."""
+        last = -1
+        while True:
+            async with self._state_changed:
+                await self._state_changed.wait_for(lambda: self._state.t_ns != last)
+            last = self._state.t_ns
+            yield self._state
+
+    async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
+        """Wait for a telemetry snapshot that satisfies `predicate`; VehicleError naming `what` on timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                async for state in self.telemetry():
+                    if predicate(state):
+                        return state
+        except TimeoutError:
+            raise VehicleError(f"{self.url}: timed out after {timeout:.1f} s waiting for {what} "
+                               f"(last state: mode {self._state.flight_mode}, armed {self._state.armed}, "
+                               f"altitude {self._state.altitude:.2f} m)") from None
+        raise VehicleError(f"{self.url}: telemetry ended while waiting for {what}")
+
+    async def wait_armable(self, timeout: float = 30.0) -> None:
+        """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""
+        deadline = time.monotonic() + timeout
+        while not (self._armable and self._home is not None):
+            if time.monotonic() > deadline:
+                reason = self._recent_reason() or "no reason given"
+                raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({reason})")
+            await asyncio.sleep(0.05)
+
+    @property
+    def home(self) -> GeoOrigin:
+        if self._home is None:
+            raise VehicleError(f"{self.url}: home position not known yet (wait_armable first)")
+        return self._home
+
+    # ------------------------------------------------------------------ actions
+    def _recent_reason(self) -> str:
+        now = time.monotonic()
+        texts = [text for t, text in self._status_texts if now - t <= REASON_WINDOW_S]
+        return texts[-1] if texts else ""
+
+    async def _act(self, what: str, call: Awaitable) -> None:
+        try:
+            await call
+        except ActionError as exc:
+            await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
+            raise CommandDenied(what, _name(exc.result), self._recent_reason()) from exc
+
+    async def arm(self) -> None:
+        await self._act("arm", self.action.arm())
+
+    async def disarm(self) -> None:
+        await self._act("disarm", self.action.disarm())
+
+    async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
+        await self._act("set takeoff altitude", self.action.set_takeoff_altitude(float(altitude)))
+        await self._act("takeoff", self.action.takeoff())
+        await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
+                              f"takeoff to {altitude:.1f} m")
+
+    async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
+        lat, lon, alt = self.home.to_global(north, east, down)
+        yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else NAN
+        await self._act("goto", self.action.goto_location(lat, lon, alt, yaw_deg))
+
+    async def land(self) -> None:
+        await self._act("land", self.action.land())
+
+    async def return_to_launch(self) -> None:
+        await self._act("return to launch", self.action.return_to_launch())
+
+    async def hold(self) -> None:
+        await self._act("hold", self.action.hold())
+
+    # ------------------------------------------------------------------ offboard
+    async def start_offboard(self, rate_hz: float = 20.0) -> None:
+        """Stream setpoints at `rate_hz` (the current position first, as PX4 requires), then switch."""
+        s = self._state
+        await self.set_position_ned(s.north, s.east, s.down, s.yaw)
+        if self._offboard_task is None:
+            self._offboard_task = asyncio.create_task(self._stream_setpoints(1.0 / rate_hz))
+        await asyncio.sleep(0.1)
+        try:
+            await self.offboard.start()
+        except OffboardError as exc:
+            await self._stop_stream()
+            raise CommandDenied("start offboard", _name(exc.result), self._recent_reason()) from exc
+
+    async def _stream_setpoints(self, period: float) -> None:
+        next_t = time.monotonic()
+        while True:
+            if self._offboard_setpoint is not None:
+                await self._offboard_setpoint()
+            next_t += period
+            await asyncio.sleep(max(0.0, next_t - time.monotonic()))
+
+    async def set_position_ned(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
+        yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else math.degrees(self._state.yaw)
+        sp = PositionNedYaw(north, east, down, yaw_deg)
+        self._offboard_setpoint = lambda: self.offboard.set_position_ned(sp)
+        await self._offboard_setpoint()
+
+    async def set_velocity_ned(self, vn: float, ve: float, vd: float, yaw: float = NAN) -> None:
+        yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else math.degrees(self._state.yaw)
+        sp = VelocityNedYaw(vn, ve, vd, yaw_deg)
+        self._offboard_setpoint = lambda: self.offboard.set_velocity_ned(sp)
+        await self._offboard_setpoint()
+
+    async def _stop_stream(self) -> None:
+        if self._offboard_task is not None:
+            self._offboard_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._offboard_task
+            self._offboard_task = None
+        self._offboard_setpoint = None
+
+    async def stop_offboard(self) -> None:
+        """Leave offboard (the autopilot switches to Hold) and stop streaming."""
+        try:
+            await self.offboard.stop()
+        finally:
+            await self._stop_stream()
+
+    # ------------------------------------------------------------------ missions
+    async def upload_mission(self, waypoints: Sequence[MissionWaypoint]) -> None:
+        """Upload waypoints (local NED) as a MAVSDK mission, converted with the vehicle's own home."""
+        home = self.home
+        items = []
+        for wp in waypoints:
+            lat, lon, _ = home.to_global(wp.north, wp.east, wp.down)
+            items.append(MissionItem(latitude_deg=lat, longitude_deg=lon, relative_altitude_m=-wp.down,
+                                     speed_m_s=wp.speed, is_fly_through=wp.hold_s <= 0, loiter_time_s=wp.hold_s,
+                                     acceptance_radius_m=wp.acceptance_radius, yaw_deg=wp.yaw_deg,
+                                     camera_action=MissionItem.CameraAction.NONE,
+                                     vehicle_action=MissionItem.VehicleAction.NONE))
+        try:
+            await self.mission.upload_mission(MissionPlan(items))
+        except MavsdkError as exc:
+            raise VehicleError(f"{self.url}: mission upload of {len(items)} items failed: {exc}") from exc
+
+    async def start_mission(self) -> None:
+        try:
+            await self.mission.start_mission()
+        except MavsdkError as exc:
+            raise CommandDenied("start mission", _name(getattr(exc, "result", "")), self._recent_reason()) from exc
+
+    async def mission_progress(self) -> AsyncIterator[MissionProgress]:
+        async for p in self.mission.subscribe_mission_progress():
+            yield MissionProgress(p.current, p.total)
+
+    async def mission_items_reached(self) -> AsyncIterator[int]:
+        """Sequence numbers from the autopilot's MISSION_ITEM_REACHED messages (MAVLink item indices)."""
+        async for msg in self.mavlink.subscribe_message("MISSION_ITEM_REACHED"):
+            yield int(json.loads(msg.fields_json)["seq"])
+
+    # ------------------------------------------------------------------ parameters
+    async def get_param(self, name: str) -> float:
+        if not self._param_is_int.get(name, False):
+            try:
+                value = await self.param.get_param_float(name)
+                self._param_is_int[name] = False
+                return value
+            except ParamError as exc:
+                if exc.result != ParamResult.WRONG_TYPE:
+                    raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
+        try:
+            value = await self.param.get_param_int(name)
+        except ParamError as exc:
+            raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
+        self._param_is_int[name] = True
+        return float(value)
+
+    async def set_param(self, name: str, value: float) -> None:
+        if name not in self._param_is_int:
+            await self.get_param(name)
+        try:
+            if self._param_is_int[name]:
+                await self.param.set_param_int(name, int(round(value)))
+            else:
+                await self.param.set_param_float(name, float(value))
+        except ParamError as exc:
+            raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
+
+    @contextlib.asynccontextmanager
+    async def params_changed(self, changes: Mapping[str, float]):
+        """Set parameters for a block; the originals come back on exit, on error and on cancellation."""
+        originals: dict[str, float] = {}
+        try:
+            for name, value in changes.items():
+                originals[name] = await self.get_param(name)
+                await self.set_param(name, value)
+            yield dict(originals)
+        finally:
+            # Shielded so that a cancelled trial still restores the flight controller.
+            await asyncio.shield(self._restore(originals))
+
+    async def _restore(self, originals: Mapping[str, float]) -> None:
+        for name, value in reversed(list(originals.items())):
+            await self.set_param(name, value)
+
+    # ------------------------------------------------------------------ clean-up
+    async def close(self) -> None:
+        """Stop offboard streaming (land first if still flying offboard), end every task, drop MAVSDK."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._offboard_task is not None:
+            if self._state.in_air:
+                # Never leave a vehicle in offboard with nobody streaming: tell it to land instead
+                # of waiting for its own failsafe.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.action.land(), 3.0)
+            await self._stop_stream()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._mavsdk.destroy()
+
+    async def __aenter__(self) -> "MavsdkVehicle":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+async def connect(url: str, timeout: float = 10.0) -> MavsdkVehicle:
+    """Connect to the autopilot on a MAVSDK connection string, or raise naming the string."""
+    mavsdk = Mavsdk(Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER))
+    try:
+        await mavsdk.add_any_connection(url)
+    except MavsdkConnectionError as exc:
+        mavsdk.destroy()
+        raise VehicleConnectionError(f"{url}: cannot open connection: {exc}") from exc
+    system = await mavsdk.first_autopilot(timeout_s=timeout)
+    if system is None:
+        mavsdk.destroy()
+        raise VehicleConnectionError(f"{url}: no autopilot answered within {timeout:.1f} s "
+                                     "(is the vehicle running, and sending to this address and port?)")
+    vehicle = MavsdkVehicle(url, mavsdk, system)
+    vehicle._start_streams()
+    return vehicle

@@ -1,0 +1,299 @@
+"""The trial record: one directory per trial, written as the trial happens.
+
+Layout::
+
+    RECORD/
+      manifest.json                      configuration, versions, seed, target, status, outcome, summary
+      events.jsonl                       one JSON object per line, fsynced as it is written
+      tables/telemetry/part-000001.parquet   while running: one part per flush (about one per second)
+      tables/telemetry.parquet           after finish(): the parts merged, parts removed
+
+Durability: every file is written to a temporary name, fsynced and renamed into place, so a reader
+(or a trial killed at any instant) sees either a complete file or none. A killed trial loses at most
+the rows buffered since the last flush; its manifest stays "running" (or "crashed" if the error was
+a Python exception), and `read_table` concatenates its parts.
+
+Every row and event carries `t_ns` from `time.monotonic_ns()`, this process's one clock
+(DESIGN.md, "Conventions that cross parts"), unless the caller supplies its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path, PurePath
+from types import TracebackType
+from typing import Any, BinaryIO, Callable, Mapping, TextIO
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MANIFEST_NAME = "manifest.json"
+EVENTS_NAME = "events.jsonl"
+TABLES_DIR = "tables"
+FORMAT_VERSION = 1
+
+_ARROW_TYPES: dict[type, pa.DataType] = {
+    bool: pa.bool_(),
+    int: pa.int64(),
+    float: pa.float64(),
+    str: pa.string(),
+}
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+# Distributions whose versions explain a record's behaviour. Looked up in package metadata rather
+# than imported, so recording never pays for (or fails on) importing mavsdk.
+_VERSIONED_PACKAGES = ("quad-hil", "mavsdk", "pymavlink", "numpy", "pandas", "pyarrow")
+
+
+class TrialRecorder:
+    """Writes one trial record; use as a context manager and call `finish()` at the end.
+
+    Leaving the `with` block through an exception (or without calling `finish()`) flushes what is
+    buffered and marks the record "crashed" with the error text. Not thread-safe: one recorder
+    belongs to one trial loop.
+
+    Column types are fixed by the first value seen in each column (bool, int, float or str); later
+    ints are accepted into a float column, any other mismatch raises `TypeError` at `append`, so
+    every part of a table has the same schema. A key missing from a row, or None, is stored as null.
+    """
+
+    def __init__(
+        self,
+        record_dir: str | os.PathLike[str],
+        *,
+        config: Mapping[str, Any],
+        target: str,
+        seed: int | None = None,
+        flush_interval_s: float = 1.0,
+    ) -> None:
+        self.record_dir = Path(record_dir)
+        self._config = dict(config)
+        self._target = target
+        self._seed = seed
+        self._flush_interval_ns = int(flush_interval_s * 1e9)
+        self._manifest: dict[str, Any] = {}
+        self._events: TextIO | None = None
+        self._buffers: dict[str, list[dict[str, Any]]] = {}
+        self._column_types: dict[str, dict[str, type]] = {}
+        self._parts_written: dict[str, int] = {}
+        self._last_flush_ns = 0
+        self._running = False
+
+    def __enter__(self) -> TrialRecorder:
+        manifest_path = self.record_dir / MANIFEST_NAME
+        if manifest_path.exists():
+            raise FileExistsError(f"{self.record_dir} already holds a trial record; refusing to overwrite it")
+        (self.record_dir / TABLES_DIR).mkdir(parents=True, exist_ok=True)
+        self._manifest = {
+            "format_version": FORMAT_VERSION,
+            "status": "running",
+            "target": self._target,
+            "seed": self._seed,
+            "config": self._config,
+            "versions": _versions(),
+            "host": {"platform": platform.platform(), "machine": platform.machine(), "pid": os.getpid()},
+            "started": _now(),
+            "ended": None,
+            "outcome": None,
+            "summary": None,
+            "error": None,
+            "tables": None,
+        }
+        self._write_manifest()
+        self._events = open(self.record_dir / EVENTS_NAME, "a", encoding="utf-8")
+        self._running = True
+        self._last_flush_ns = time.monotonic_ns()
+        self.event("trial_started", target=self._target, seed=self._seed)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._running:
+            return  # finished normally; a later exception must not un-finish a complete record
+        if exc is None:
+            error = "the trial ended without finish() being called"
+        else:
+            error = "".join(traceback.format_exception_only(exc)).strip()
+        self.flush()
+        self.event("trial_crashed", error=error)
+        self._close(status="crashed", error=error)
+
+    def append(self, table: str, row: Mapping[str, Any]) -> None:
+        """Buffer one flat row for `table`; flushes all tables once the flush interval has passed."""
+        self._require_running()
+        if not _TABLE_NAME.fullmatch(table):
+            raise ValueError(f"table name {table!r} must be letters, digits, '_' or '-' (it becomes a path)")
+        stamped = {"t_ns": time.monotonic_ns(), **row}
+        self._buffers.setdefault(table, []).append(self._conform(table, stamped))
+        if time.monotonic_ns() - self._last_flush_ns >= self._flush_interval_ns:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every table's buffered rows as a new part file now."""
+        self._require_running()
+        for table, rows in self._buffers.items():
+            if rows:
+                self._write_part(table, rows)
+        self._buffers = {}
+        self._last_flush_ns = time.monotonic_ns()
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Append one event line to events.jsonl and fsync it before returning."""
+        self._require_running()
+        assert self._events is not None
+        line = json.dumps({"t_ns": time.monotonic_ns(), "kind": kind, **fields}, default=_jsonable)
+        self._events.write(line + "\n")
+        self._events.flush()
+        os.fsync(self._events.fileno())
+
+    def finish(self, outcome: str, summary: Mapping[str, Any] | None = None) -> None:
+        """Flush, merge each table's parts into one file, and mark the record finished."""
+        self.flush()
+        self.event("trial_finished", outcome=outcome)
+        tables_dir = self.record_dir / TABLES_DIR
+        rows_per_table = {}
+        for table in self._parts_written:
+            parts_dir = tables_dir / table
+            merged = _concat_parts(sorted(parts_dir.glob("part-*.parquet")))
+            _write_atomically(tables_dir / f"{table}.parquet", lambda f: pq.write_table(merged, f))
+            # Only now that the merged file is in place may the parts go; readers prefer the merged file.
+            for leftover in parts_dir.iterdir():
+                leftover.unlink()
+            parts_dir.rmdir()
+            rows_per_table[table] = merged.num_rows
+        self._manifest["tables"] = rows_per_table
+        self._close(status="finished", outcome=outcome, summary=dict(summary or {}))
+
+    def _require_running(self) -> None:
+        if not self._running:
+            raise RuntimeError(f"recorder for {self.record_dir} is not running (use it inside `with`, before finish())")
+
+    def _conform(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
+        """Check a row against the table's column types, fixing a column's type on first sight."""
+        types = self._column_types.setdefault(table, {})
+        conformed = {}
+        for column, value in row.items():
+            if isinstance(value, np.generic):
+                value = value.item()
+            if value is None:
+                continue  # null; the column's type comes from its first real value
+            kind = type(value)
+            if kind not in _ARROW_TYPES:
+                raise TypeError(
+                    f"table {table!r} column {column!r}: expected bool, int, float or str, got {kind.__name__}"
+                )
+            known = types.setdefault(column, kind)
+            if known is float and kind is int:
+                value = float(value)
+            elif known is not kind:
+                raise TypeError(
+                    f"table {table!r} column {column!r} holds {known.__name__} (its first value), "
+                    f"got {kind.__name__} {value!r}"
+                )
+            conformed[column] = value
+        return conformed
+
+    def _write_part(self, table: str, rows: list[dict[str, Any]]) -> None:
+        schema = pa.schema([(column, _ARROW_TYPES[kind]) for column, kind in self._column_types[table].items()])
+        arrow = pa.Table.from_pylist(rows, schema=schema)
+        number = self._parts_written.get(table, 0) + 1
+        parts_dir = self.record_dir / TABLES_DIR / table
+        parts_dir.mkdir(exist_ok=True)
+        _write_atomically(parts_dir / f"part-{number:06d}.parquet", lambda f: pq.write_table(arrow, f))
+        self._parts_written[table] = number
+
+    def _close(self, status: str, **fields: Any) -> None:
+        self._running = False
+        assert self._events is not None
+        self._events.close()
+        self._manifest.update(status=status, ended=_now(), **fields)
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        text = json.dumps(self._manifest, indent=2, default=_jsonable) + "\n"
+        _write_atomically(self.record_dir / MANIFEST_NAME, lambda f: f.write(text.encode("utf-8")))
+
+
+def read_manifest(record_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The record's manifest as a dict."""
+    return json.loads((Path(record_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
+
+
+def read_events(record_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every event in the order written. A torn last line (killed mid-write) is skipped."""
+    text = (Path(record_dir) / EVENTS_NAME).read_text(encoding="utf-8")
+    # Only newline-terminated lines were completely written.
+    complete = text.split("\n")[:-1]
+    return [json.loads(line) for line in complete if line]
+
+
+def read_table(record_dir: str | os.PathLike[str], name: str) -> pd.DataFrame:
+    """One table of a record: the merged file of a finished trial, else its parts in order."""
+    tables_dir = Path(record_dir) / TABLES_DIR
+    merged = tables_dir / f"{name}.parquet"
+    if merged.exists():
+        return pq.read_table(merged).to_pandas()
+    parts = sorted((tables_dir / name).glob("part-*.parquet"))
+    if not parts:
+        raise FileNotFoundError(f"{record_dir} has no table {name!r}")
+    return _concat_parts(parts).to_pandas()
+
+
+def _concat_parts(parts: list[Path]) -> pa.Table:
+    # Columns first seen in a later part are null in earlier ones; types never differ (see _conform).
+    return pa.concat_tables([pq.read_table(part) for part in parts], promote_options="default")
+
+
+def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write via a temporary file, fsync, rename; readers see the old file or the new, never half."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "wb") as file:
+        write(file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    # The rename itself lives in the directory; sync it too so it survives a power loss.
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _now() -> dict[str, Any]:
+    # Both clocks read together, so monotonic t_ns values in the record can be placed in wall time.
+    return {"wall_clock": datetime.now(timezone.utc).isoformat(), "monotonic_ns": time.monotonic_ns()}
+
+
+def _versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for package in _VERSIONED_PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON fallback for the few non-JSON types a configuration or summary commonly holds."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot record {type(value).__name__} as JSON")

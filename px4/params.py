@@ -1,0 +1,164 @@
+"""The built-in vehicle's parameter table: PX4 names, types and v1.14 defaults.
+
+Everything a client may read or set over the MAVLink parameter protocol lives here, so that the
+same name means the same thing on the built-in vehicle, on PX4 SITL and on a real PX4 flight
+controller. Physical parameters use the names of PX4's SIH simulator (SIH_*); they are filled from
+the vehicle profile when the vehicle is built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: PX4 name, MAVLink type, default, range and meaning."""
+
+    name: str
+    default: float
+    is_int: bool = False
+    min: float = -math.inf
+    max: float = math.inf
+    unit: str = ""
+    doc: str = ""
+
+
+def _f(name: str, default: float, lo: float = -math.inf, hi: float = math.inf, unit: str = "", doc: str = "") -> ParamSpec:
+    return ParamSpec(name, float(default), False, lo, hi, unit, doc)
+
+
+def _i(name: str, default: int, lo: float = -math.inf, hi: float = math.inf, unit: str = "", doc: str = "") -> ParamSpec:
+    return ParamSpec(name, float(default), True, lo, hi, unit, doc)
+
+
+# Grouped as PX4 groups them. Defaults are PX4 v1.14's (../shared/reference/README.md where measured).
+SPECS: tuple[ParamSpec, ...] = (
+    # --- multicopter position control (mc_pos_control) ---
+    _f("MPC_XY_CRUISE", 5.0, 0.0, 20.0, "m/s", "horizontal speed in auto modes"),
+    _f("MPC_XY_VEL_MAX", 12.0, 0.0, 20.0, "m/s", "maximum horizontal speed"),
+    _f("MPC_Z_VEL_MAX_UP", 3.0, 0.5, 8.0, "m/s", "maximum climb rate"),
+    _f("MPC_Z_VEL_MAX_DN", 1.5, 0.5, 4.0, "m/s", "maximum descent rate"),
+    _f("MPC_Z_V_AUTO_UP", 3.0, 0.5, 8.0, "m/s", "climb rate in auto modes"),
+    _f("MPC_Z_V_AUTO_DN", 1.5, 0.5, 4.0, "m/s", "descent rate in auto modes"),
+    _f("MPC_ACC_HOR", 3.0, 2.0, 15.0, "m/s^2", "horizontal acceleration in auto modes"),
+    _f("MPC_ACC_HOR_MAX", 5.0, 2.0, 15.0, "m/s^2", "maximum horizontal acceleration"),
+    _f("MPC_ACC_UP_MAX", 4.0, 2.0, 15.0, "m/s^2", "maximum upward acceleration"),
+    _f("MPC_ACC_DOWN_MAX", 3.0, 2.0, 15.0, "m/s^2", "maximum downward acceleration"),
+    _f("MPC_TILTMAX_AIR", 45.0, 20.0, 89.0, "deg", "maximum tilt in air"),
+    _f("MPC_THR_MAX", 1.0, 0.0, 1.0, "norm", "maximum collective thrust"),
+    _f("MPC_THR_MIN", 0.08, 0.05, 0.5, "norm", "minimum collective thrust in air"),
+    _f("MPC_THR_HOVER", 0.5, 0.1, 0.8, "norm", "hover thrust (the built-in vehicle sets it from its profile)"),
+    _f("MPC_XY_P", 0.95, 0.0, 2.0, "1/s", "horizontal position gain"),
+    _f("MPC_Z_P", 1.0, 0.0, 1.5, "1/s", "vertical position gain"),
+    _f("MPC_XY_VEL_P_ACC", 1.8, 1.2, 5.0, "1/s", "horizontal velocity P gain"),
+    _f("MPC_XY_VEL_I_ACC", 0.4, 0.0, 60.0, "1/s^2", "horizontal velocity I gain"),
+    _f("MPC_XY_VEL_D_ACC", 0.2, 0.0, 2.0, "", "horizontal velocity D gain"),
+    _f("MPC_Z_VEL_P_ACC", 4.0, 2.0, 15.0, "1/s", "vertical velocity P gain"),
+    _f("MPC_Z_VEL_I_ACC", 2.0, 0.2, 3.0, "1/s^2", "vertical velocity I gain"),
+    _f("MPC_Z_VEL_D_ACC", 0.0, 0.0, 2.0, "", "vertical velocity D gain"),
+    _f("MPC_LAND_SPEED", 0.7, 0.6, 4.0, "m/s", "landing descent rate"),
+    _f("MPC_TKO_SPEED", 1.5, 1.0, 5.0, "m/s", "takeoff climb rate"),
+    # --- multicopter attitude and rate control (mc_att_control, mc_rate_control) ---
+    _f("MC_ROLL_P", 6.5, 0.0, 12.0, "1/s", "roll angle gain"),
+    _f("MC_PITCH_P", 6.5, 0.0, 12.0, "1/s", "pitch angle gain"),
+    _f("MC_YAW_P", 2.8, 0.0, 5.0, "1/s", "yaw angle gain"),
+    _f("MC_YAW_WEIGHT", 0.4, 0.0, 1.0, "", "yaw priority in the attitude error"),
+    _f("MC_ROLLRATE_MAX", 220.0, 0.0, 1800.0, "deg/s", "maximum roll rate"),
+    _f("MC_PITCHRATE_MAX", 220.0, 0.0, 1800.0, "deg/s", "maximum pitch rate"),
+    _f("MC_YAWRATE_MAX", 200.0, 0.0, 1800.0, "deg/s", "maximum yaw rate"),
+    # --- navigator, commander ---
+    _f("MIS_TAKEOFF_ALT", 2.5, 0.0, 1000.0, "m", "default takeoff altitude above home"),
+    _f("NAV_ACC_RAD", 2.0, 0.05, 200.0, "m", "waypoint acceptance radius"),
+    _f("NAV_MC_ALT_RAD", 0.8, 0.05, 200.0, "m", "waypoint altitude acceptance"),
+    _f("RTL_RETURN_ALT", 30.0, 0.0, 150.0, "m", "return altitude above home"),
+    _f("RTL_DESCEND_ALT", 10.0, 2.0, 100.0, "m", "altitude to descend to before landing at home"),
+    _f("RTL_CONE_ANG", 45.0, 0.0, 90.0, "deg", "return altitude cone: close to home the vehicle climbs less"),
+    _f("COM_OF_LOSS_T", 1.0, 0.0, 60.0, "s", "offboard setpoint timeout before failsafe"),
+    _i("COM_OBL_RC_ACT", 0, 0, 7, "", "offboard loss action: 0 position(->hold without RC) 1 altitude 2 manual 3 RTL 4 land 5 hold 6 terminate 7 disarm"),
+    _f("COM_DISARM_LAND", 2.0, -1.0, 20.0, "s", "auto-disarm after landing (<0: off)"),
+    _f("COM_DISARM_PRFLT", 10.0, -1.0, 20.0, "s", "auto-disarm when armed but not taking off (<0: off)"),
+    _i("COM_ARM_WO_GPS", 1, 0, 1, "", "allow arming without a GPS fix"),
+    _i("SYS_FAILURE_EN", 1, 0, 1, "", "accept MAV_CMD_INJECT_FAILURE (1 in SITL)"),
+    _f("BAT_LOW_THR", 0.15, 0.12, 0.5, "norm", "battery low threshold"),
+    _f("BAT_CRIT_THR", 0.07, 0.05, 0.5, "norm", "battery critical threshold"),
+    # --- SITL simulation of sensors and battery (PX4's SIM_* names) ---
+    _f("SIM_BAT_DRAIN", 60.0, 1.0, 86400.0, "s", "time to drain the simulated battery to SIM_BAT_MIN_PCT while armed"),
+    _f("SIM_BAT_MIN_PCT", 50.0, 0.0, 100.0, "%", "simulated battery floor"),
+    _i("SIM_GPS_USED", 10, 0, 50, "", "simulated GPS satellites used (fewer than 6: no 3D fix)"),
+    # --- SIH physical model; filled from the vehicle profile ---
+    _f("SIH_MASS", 1.0, 0.0, 100.0, "kg", "vehicle mass"),
+    _f("SIH_IXX", 0.025, 0.0, 100.0, "kg m^2", "inertia about body x"),
+    _f("SIH_IYY", 0.025, 0.0, 100.0, "kg m^2", "inertia about body y"),
+    _f("SIH_IZZ", 0.03, 0.0, 100.0, "kg m^2", "inertia about body z"),
+    _f("SIH_T_MAX", 5.0, 0.0, 1000.0, "N", "maximum thrust of one rotor"),
+    _f("SIH_Q_MAX", 0.1, 0.0, 10.0, "N m", "maximum reaction torque of one rotor"),
+    _f("SIH_L_ROLL", 0.2, 0.0, 10.0, "m", "rotor arm moment about body x"),
+    _f("SIH_L_PITCH", 0.2, 0.0, 10.0, "m", "rotor arm moment about body y"),
+    _f("SIH_T_TAU", 0.05, 0.0, 1.0, "s", "motor time constant"),
+    _f("SIH_KDV", 1.0, 0.0, 10.0, "N/(m/s)", "linear drag"),
+    _f("SIH_KDW", 0.025, 0.0, 10.0, "N m/(rad/s)", "angular damping"),
+    _f("SIH_LOC_H0", 32.34, -420.0, 8848.0, "m", "home altitude AMSL"),
+    _f("SIH_LOC_LAT0", 47.397742, -90.0, 90.0, "deg", "home latitude"),
+    _f("SIH_LOC_LON0", 8.545594, -180.0, 180.0, "deg", "home longitude"),
+)
+
+SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
+
+
+class ParamError(ValueError):
+    """A parameter name is unknown or a value is out of its range."""
+
+
+class ParamStore:
+    """The vehicle's parameter values, in a fixed order (MAVLink parameters are also read by index)."""
+
+    def __init__(self, specs: tuple[ParamSpec, ...] = SPECS, overrides: Mapping[str, float] | None = None):
+        self._specs = {s.name: s for s in specs}
+        self._names = [s.name for s in specs]
+        self._values = {s.name: s.default for s in specs}
+        self.version = 0  # bumped on every change, so controllers can re-read cheaply
+        for name, value in (overrides or {}).items():
+            self.set(name, value)
+
+    def __getitem__(self, name: str) -> float:
+        return self._values[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def spec(self, name: str) -> ParamSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise ParamError(f"unknown parameter {name!r}") from None
+
+    def index(self, name: str) -> int:
+        return self._names.index(name)
+
+    def name_at(self, index: int) -> str:
+        return self._names[index]
+
+    def set(self, name: str, value: float) -> float:
+        """Set a parameter, enforcing its range; returns the value stored."""
+        spec = self.spec(name)
+        value = float(value)
+        if math.isnan(value) or not spec.min <= value <= spec.max:
+            raise ParamError(f"{name}={value} is outside [{spec.min}, {spec.max}] {spec.unit}".rstrip())
+        if spec.is_int:
+            value = float(int(round(value)))
+        if self._values[name] != value:
+            self._values[name] = value
+            self.version += 1
+        return value
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self._values)

@@ -1,0 +1,592 @@
+"""The built-in vehicle's flight controller: PX4's commander and navigator behaviour over the physics.
+
+It owns arming and pre-arm checks, flight modes, auto modes (takeoff, hold/goto, mission, land,
+return), offboard with PX4's stream rules and failsafe, land detection, auto-disarm and a battery,
+and turns all of that into setpoints for the controllers of `control.py`. It knows nothing of
+MAVLink: `mavlink_server.py` translates messages into these calls, and the lockstep vehicle calls
+them directly, so both clocks fly the very same logic.
+
+Time is simulation time (`time_s`), advanced only by `step()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from profiles.vehicle import PhysicalParams, VehicleProfile
+from px4.geo import GeoOrigin
+from px4.modes import FlightMode
+from px4.params import ParamStore
+from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
+from px4.sim.dynamics import QuadrotorDynamics
+from px4.sim.mission_items import MissionItem
+from px4.sim.navigator import MotionLimits, SetpointGenerator
+
+NAN = float("nan")
+GRAVITY = 9.80665
+
+# Navigator and land detector run at 50 Hz, as PX4's navigator does; controllers run faster inside.
+NAV_PERIOD_S = 0.02
+# Sensors "calibrate" for this long after boot before pre-arm checks pass (PX4 SITL takes ~10 s;
+# a harness wants trials to start at once, see benchmarks/startup_to_armable.py).
+SENSOR_INIT_S = 0.2
+# A position setpoint this far above the vehicle while landed means "take off".
+TAKEOFF_INTENT_M = 0.3
+LAND_DETECT_S = 0.5
+FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
+
+
+class LandedState(Enum):
+    """EXTENDED_SYS_STATE.landed_state values."""
+
+    ON_GROUND = mavlink.MAV_LANDED_STATE_ON_GROUND
+    IN_AIR = mavlink.MAV_LANDED_STATE_IN_AIR
+    TAKEOFF = mavlink.MAV_LANDED_STATE_TAKEOFF
+    LANDING = mavlink.MAV_LANDED_STATE_LANDING
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of a command: a MAV_RESULT and, when refused, the reason a pilot would read."""
+
+    result: int
+    reason: str = ""
+
+    @property
+    def accepted(self) -> bool:
+        return self.result == mavlink.MAV_RESULT_ACCEPTED
+
+
+ACCEPTED = CommandResult(mavlink.MAV_RESULT_ACCEPTED)
+
+
+def _denied(reason: str) -> CommandResult:
+    return CommandResult(mavlink.MAV_RESULT_DENIED, reason)
+
+
+def _rejected(reason: str) -> CommandResult:
+    return CommandResult(mavlink.MAV_RESULT_TEMPORARILY_REJECTED, reason)
+
+
+@dataclass
+class OffboardInput:
+    """The last offboard setpoint and when (sim time) it arrived."""
+
+    setpoint: TrajectorySetpoint | AttitudeSetpoint
+    time_s: float
+
+
+class _Phase(Enum):
+    """Sub-steps of the multi-stage auto modes."""
+
+    CLIMB = 1
+    CRUISE = 2
+    DESCEND = 3
+    LAND = 4
+    HOLD_TIME = 5
+    DONE = 6
+
+
+class Autopilot:
+    """A PX4-like flight controller flying the rigid-body model. Drive it with `step()`."""
+
+    def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
+        self.profile = profile
+        self.params = params if params is not None else ParamStore()
+        for name, value in profile.physical().to_sih_params().items():
+            self.params.set(name, value)
+        self.dt = dt
+        self.phys = profile.physical()
+        self.dyn = QuadrotorDynamics(self.phys, dt=dt)
+        self.ctrl = MulticopterController(self.phys, self.params)
+        self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
+        self.time_s = 0.0
+        self.armed = False
+        self.mode = FlightMode.HOLD
+        self.landed = True
+        self.landed_state = LandedState.ON_GROUND
+        self.battery_remaining = 1.0
+        self.failsafe = False
+        # Messages for the pilot and protocol events, drained by whoever speaks for the vehicle.
+        self.statustexts: deque[tuple[int, str]] = deque(maxlen=64)
+        self.reached_items: deque[int] = deque(maxlen=64)
+        self.offboard: OffboardInput | None = None
+        self.mission: list[MissionItem] = []
+        # Geofence and rally point lists are stored and returned (MAVLink mission types 1 and 2).
+        self.extra_missions: dict[int, list[MissionItem]] = {}
+        self.mission_current = 0
+        self.mission_finished = False
+        self.motor_commands = [0.0, 0.0, 0.0, 0.0]
+        self.current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None = None
+        self._gen = SetpointGenerator()
+        self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        self._target_yaw = NAN
+        self._speed_override: float | None = None
+        self._phase = _Phase.DONE
+        self._phase_until = 0.0
+        self._next_nav_s = 0.0
+        self._landed_since: float | None = None
+        self._armed_at = 0.0
+        self._took_off = False
+        self._rtl_alt = 0.0
+
+    # ------------------------------------------------------------------ state a client sees
+    @property
+    def position(self) -> tuple[float, float, float]:
+        p = self.dyn.pos
+        return p[0], p[1], p[2]
+
+    @property
+    def ready(self) -> bool:
+        """Sensors initialised (the estimator would have converged)."""
+        return self.time_s >= SENSOR_INIT_S
+
+    def prearm_failure(self) -> str | None:
+        """The first failing pre-arm check as PX4 would word it, or None when armable."""
+        if not self.ready:
+            return "Arming denied: system not ready (sensors initializing)"
+        if not self.gps_fix and self.params["COM_ARM_WO_GPS"] == 0:
+            return "Arming denied: no GPS fix (COM_ARM_WO_GPS is 0)"
+        if self.battery_remaining < self.params["BAT_LOW_THR"]:
+            return f"Arming denied: battery low ({self.battery_remaining:.0%})"
+        if self.mode in (FlightMode.LAND, FlightMode.RTL):
+            return f"Arming denied: not possible in {self.mode.name} mode"
+        return None
+
+    @property
+    def gps_fix(self) -> bool:
+        """A 3D fix needs six satellites."""
+        return self.params["SIM_GPS_USED"] >= 6
+
+    @property
+    def global_position_ok(self) -> bool:
+        return self.ready and self.gps_fix
+
+    def home_position(self) -> tuple[float, float, float]:
+        """Home in local NED: the boot position (PX4 sets it at arming; on the ground they agree)."""
+        return 0.0, 0.0, 0.0
+
+    def apply_params(self) -> None:
+        """Take up parameter changes: SIH_* rebuild the physics (controllers re-read the rest themselves)."""
+        sih = {name: self.params[name] for name in self.phys.to_sih_params()}
+        if sih != self.phys.to_sih_params():
+            self.phys = PhysicalParams.from_sih_params(sih, self.phys.layout)
+            self.dyn.configure(self.phys)
+            self.ctrl.configure(self.phys)
+
+    def say(self, severity: int, text: str) -> None:
+        """Queue a STATUSTEXT for the pilot."""
+        self.statustexts.append((severity, text))
+
+    # ------------------------------------------------------------------ commands
+    def arm(self, force: bool = False) -> CommandResult:
+        """MAV_CMD_COMPONENT_ARM_DISARM(1)."""
+        if self.armed:
+            return ACCEPTED
+        reason = None if force else self.prearm_failure()
+        if reason:
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _denied(reason)
+        self.armed = True
+        self._armed_at = self.time_s
+        self._took_off = False
+        self.failsafe = False
+        self.ctrl.reset()
+        self._enter_mode(self.mode)
+        self.say(mavlink.MAV_SEVERITY_INFO, "Armed by external command")
+        return ACCEPTED
+
+    def disarm(self, force: bool = False) -> CommandResult:
+        """MAV_CMD_COMPONENT_ARM_DISARM(0); refused in the air unless forced."""
+        if not self.armed:
+            return ACCEPTED
+        if not self.landed and not force:
+            reason = "Disarming denied: not landed"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _denied(reason)
+        self._disarm("Disarmed by external command")
+        return ACCEPTED
+
+    def set_mode(self, mode: FlightMode) -> CommandResult:
+        """DO_SET_MODE / SET_MODE with PX4's admission rules."""
+        if mode in (FlightMode.MANUAL, FlightMode.ALTCTL, FlightMode.POSCTL, FlightMode.ACRO, FlightMode.STABILIZED):
+            reason = f"Switching to {mode.name} is not possible: no manual control (RC) input"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        if mode == FlightMode.OFFBOARD and not self._offboard_fresh():
+            reason = "Switching to Offboard is not possible: no offboard setpoints received"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        if mode == FlightMode.MISSION and not any(item.is_nav for item in self.mission):
+            reason = "Switching to Mission is not possible: no valid mission"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        if mode == FlightMode.TAKEOFF:
+            return self.takeoff(NAN)
+        if mode != self.mode:
+            self._enter_mode(mode)
+        return ACCEPTED
+
+    def takeoff(self, alt_amsl: float, lat: float = NAN, lon: float = NAN) -> CommandResult:
+        """MAV_CMD_NAV_TAKEOFF: climb to param7 (AMSL) or MIS_TAKEOFF_ALT above home, then hold."""
+        if not self.armed:
+            return _denied("Takeoff denied: vehicle is not armed")
+        n, e, d = self.position
+        if not (math.isnan(lat) or math.isnan(lon)):
+            n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
+        alt_rel = self.params["MIS_TAKEOFF_ALT"] if math.isnan(alt_amsl) else alt_amsl - self.origin.alt_m
+        if alt_rel <= 0.5:
+            return _denied(f"Takeoff denied: altitude {alt_rel:.1f} m above home is too low")
+        self._target = (n, e, -alt_rel)
+        self._enter_mode(FlightMode.TAKEOFF)
+        return ACCEPTED
+
+    def land(self) -> CommandResult:
+        """MAV_CMD_NAV_LAND at the current position."""
+        self._enter_mode(FlightMode.LAND)
+        return ACCEPTED
+
+    def return_to_launch(self) -> CommandResult:
+        """MAV_CMD_NAV_RETURN_TO_LAUNCH."""
+        self._enter_mode(FlightMode.RTL)
+        return ACCEPTED
+
+    def reposition(self, north: float, east: float, down: float, yaw: float = NAN, speed: float = -1.0) -> CommandResult:
+        """MAV_CMD_DO_REPOSITION: go to a point and hold there (PX4 does it in Hold mode)."""
+        if not self.armed:
+            return _denied("Reposition denied: vehicle is not armed")
+        self._speed_override = speed if speed > 0 else None
+        self._enter_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
+        return ACCEPTED
+
+    def change_speed(self, speed: float) -> CommandResult:
+        """MAV_CMD_DO_CHANGE_SPEED (ground speed, m/s); <= 0 restores the default."""
+        self._speed_override = speed if speed > 0 else None
+        return ACCEPTED
+
+    def offboard_setpoint(self, setpoint: TrajectorySetpoint | AttitudeSetpoint) -> None:
+        """A SET_POSITION_TARGET_* / SET_ATTITUDE_TARGET arrived."""
+        self.offboard = OffboardInput(setpoint, self.time_s)
+
+    # ------------------------------------------------------------------ mission protocol side
+    def set_mission(self, items: list[MissionItem]) -> None:
+        """A complete upload replaces the mission and restarts it from the first item."""
+        self.mission = list(items)
+        self.mission_current = 0
+        self.mission_finished = False
+        if self.mode == FlightMode.MISSION:
+            self._enter_mode(FlightMode.MISSION)
+
+    def set_mission_current(self, seq: int) -> CommandResult:
+        """MAV_CMD_DO_SET_MISSION_CURRENT / MISSION_SET_CURRENT."""
+        if not 0 <= seq < max(1, len(self.mission)):
+            return _denied(f"Mission item {seq} does not exist ({len(self.mission)} items)")
+        self.mission_current = seq
+        self.mission_finished = False
+        if self.mode == FlightMode.MISSION:
+            self._start_mission_item()
+        return ACCEPTED
+
+    # ------------------------------------------------------------------ simulation
+    def step(self) -> None:
+        """Advance the whole vehicle by one physics step."""
+        if self.time_s >= self._next_nav_s:
+            self._next_nav_s = self.time_s + NAV_PERIOD_S
+            self._navigate(NAV_PERIOD_S)
+        sp = self.current_setpoint
+        if not self.armed:
+            u = [0.0, 0.0, 0.0, 0.0]
+        elif sp is None or (self.landed and not self._wants_climb(sp)):
+            u = self.ctrl.idle()
+        else:
+            u = self.ctrl.update(self.dyn, sp)
+        self.motor_commands = u
+        self.dyn.step(u)
+        self.time_s += self.dt
+        self._drain_battery(u)
+
+    def run(self, seconds: float) -> None:
+        """Step for a span of simulation time."""
+        for _ in range(int(round(seconds / self.dt))):
+            self.step()
+
+    # ------------------------------------------------------------------ internals
+    def _offboard_fresh(self) -> bool:
+        return self.offboard is not None and self.time_s - self.offboard.time_s <= self.params["COM_OF_LOSS_T"]
+
+    def _wants_climb(self, sp) -> bool:
+        if isinstance(sp, AttitudeSetpoint):
+            return sp.thrust > 1.0 / self.profile.twr_max
+        z = sp.position[2]
+        if not math.isnan(z):
+            return z < self.dyn.pos[2] - TAKEOFF_INTENT_M
+        vz = sp.velocity[2]
+        return not math.isnan(vz) and vz < -0.1
+
+    def _disarm(self, why: str) -> None:
+        self.armed = False
+        self.current_setpoint = None
+        self.say(mavlink.MAV_SEVERITY_INFO, why)
+
+    def _limits(self) -> MotionLimits:
+        p = self.params
+        speed = self._speed_override or p["MPC_XY_CRUISE"]
+        return MotionLimits(speed_xy=min(speed, p["MPC_XY_VEL_MAX"]), speed_up=p["MPC_Z_V_AUTO_UP"],
+                            speed_down=p["MPC_Z_V_AUTO_DN"], acc_xy=p["MPC_ACC_HOR"], acc_z=p["MPC_ACC_UP_MAX"] * 0.75)
+
+    def _enter_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None, yaw: float = NAN) -> None:
+        previous = self.mode
+        self.mode = mode
+        pos = self.position
+        self._gen.reset(pos, self.dyn.vel if not self.landed else (0.0, 0.0, 0.0))
+        self._target_yaw = yaw if not math.isnan(yaw) else self.dyn.yaw
+        self._phase = _Phase.CRUISE
+        if mode == FlightMode.HOLD:
+            self._target = target if target is not None else self._braking_point()
+        elif mode == FlightMode.LAND:
+            self._target = (pos[0], pos[1], 0.0)
+            self._phase = _Phase.LAND
+        elif mode == FlightMode.RTL:
+            home = self.home_position()
+            dist = math.hypot(pos[0] - home[0], pos[1] - home[1])
+            # Close to home PX4 climbs only to the cone's surface, not all the way to RTL_RETURN_ALT.
+            cone = math.radians(self.params["RTL_CONE_ANG"])
+            cone_alt = dist / math.tan(cone) if cone > 0 else math.inf
+            self._rtl_alt = max(-pos[2], min(self.params["RTL_RETURN_ALT"], max(self.params["RTL_DESCEND_ALT"], cone_alt)))
+            self._phase = _Phase.CLIMB
+            self._target = (pos[0], pos[1], -self._rtl_alt)
+        elif mode == FlightMode.MISSION:
+            if previous != FlightMode.MISSION or self.mission_finished:
+                self.mission_finished = False
+            self._start_mission_item()
+        elif mode == FlightMode.OFFBOARD:
+            self.failsafe = False
+        if mode != FlightMode.OFFBOARD:
+            self.current_setpoint = self._auto_setpoint()
+
+    def _braking_point(self) -> tuple[float, float, float]:
+        """Where the vehicle can stop from its current velocity (PX4 brakes, then holds)."""
+        p, v = self.position, self.dyn.vel
+        acc = max(self.params["MPC_ACC_HOR"], 1.0)
+        k = 1.0 / (2.0 * acc)
+        speed = math.hypot(v[0], v[1])
+        return p[0] + v[0] * speed * k, p[1] + v[1] * speed * k, p[2] if not self.landed else 0.0
+
+    def _auto_setpoint(self) -> TrajectorySetpoint:
+        g = self._gen
+        return TrajectorySetpoint(position=(g.pos[0], g.pos[1], g.pos[2]), velocity=(g.vel[0], g.vel[1], g.vel[2]),
+                                  acceleration=(NAN, NAN, NAN), yaw=self._target_yaw, yawspeed=NAN)
+
+    def _reached(self, target: tuple[float, float, float], radius: float) -> bool:
+        p = self.position
+        return (math.hypot(p[0] - target[0], p[1] - target[1]) <= radius
+                and abs(p[2] - target[2]) <= self.params["NAV_MC_ALT_RAD"])
+
+    def _navigate(self, dt: float) -> None:
+        """50 Hz: failsafes, land detection, auto-mode progress, setpoint generation."""
+        self._check_failsafes()
+        self._detect_landing()
+        if not self.armed:
+            return
+        if self.mode == FlightMode.OFFBOARD:
+            if self.offboard is not None:
+                self.current_setpoint = self.offboard.setpoint
+            return
+        if self.mode == FlightMode.TAKEOFF:
+            self._fly_to(self._target, dt)
+            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
+                self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
+                self._enter_mode(FlightMode.HOLD, target=self._target)
+        elif self.mode == FlightMode.HOLD:
+            self._fly_to(self._target, dt)
+        elif self.mode == FlightMode.LAND:
+            self._descend(dt)
+        elif self.mode == FlightMode.RTL:
+            self._navigate_rtl(dt)
+        elif self.mode == FlightMode.MISSION:
+            self._navigate_mission(dt)
+        self.current_setpoint = self._auto_setpoint()
+
+    def _fly_to(self, target: tuple[float, float, float], dt: float) -> None:
+        self._gen.update(target, self._limits(), dt, self.dyn.pos)
+
+    def _descend(self, dt: float) -> None:
+        """Land: hold x/y, descend fast high up and at MPC_LAND_SPEED near the ground."""
+        lim = self._limits()
+        alt = -self.dyn.pos[2]
+        lim.speed_down = self.params["MPC_LAND_SPEED"] if alt < 5.0 else lim.speed_down
+        # The setpoint keeps pushing below ground so that touchdown is firm, as PX4's land does.
+        target = (self._target[0], self._target[1], 1.0)
+        self._gen.update(target, lim, dt, self.dyn.pos)
+
+    def _navigate_rtl(self, dt: float) -> None:
+        home = self.home_position()
+        if self._phase == _Phase.CLIMB:
+            self._fly_to(self._target, dt)
+            if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
+                self._phase = _Phase.CRUISE
+                self._target = (home[0], home[1], -self._rtl_alt)
+        elif self._phase == _Phase.CRUISE:
+            self._fly_to(self._target, dt)
+            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
+                self._phase = _Phase.DESCEND
+                self._target = (home[0], home[1], -min(self._rtl_alt, self.params["RTL_DESCEND_ALT"]))
+        elif self._phase == _Phase.DESCEND:
+            self._fly_to(self._target, dt)
+            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
+                self._phase = _Phase.LAND
+                self._target = (home[0], home[1], 0.0)
+        else:
+            self._descend(dt)
+
+    # --- mission
+    def _start_mission_item(self) -> None:
+        """Set up the current item: DO items apply at once; nav items set a target."""
+        while self.mission_current < len(self.mission) and not self.mission[self.mission_current].is_nav:
+            self._apply_do_item(self.mission[self.mission_current])
+            self.mission_current += 1
+        if self.mission_current >= len(self.mission):
+            self._finish_mission()
+            return
+        item = self.mission[self.mission_current]
+        pos = self.position
+        target = item.target_local(self.origin, pos)
+        if item.command == mavlink.MAV_CMD_NAV_TAKEOFF or (self.landed and item.command != mavlink.MAV_CMD_NAV_LAND):
+            # PX4's mission takeoff: climb vertically first when the mission starts on the ground.
+            climb = min(target[2], -self.params["MIS_TAKEOFF_ALT"]) if item.command != mavlink.MAV_CMD_NAV_TAKEOFF else target[2]
+            self._phase = _Phase.CLIMB
+            self._target = (pos[0], pos[1], climb)
+            if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:
+                self._target = (target[0], target[1], target[2]) if item.has_position() else (pos[0], pos[1], target[2])
+        elif item.command == mavlink.MAV_CMD_NAV_LAND:
+            self._phase = _Phase.CRUISE
+            self._target = (target[0], target[1], pos[2]) if item.has_position() else pos
+        elif item.command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH:
+            self._advance_mission(report=True)
+            self._enter_mode(FlightMode.RTL)
+            return
+        else:
+            self._phase = _Phase.CRUISE
+            self._target = target
+        yaw = item.param4
+        if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_TAKEOFF) and not math.isnan(yaw):
+            self._target_yaw = math.radians(yaw)
+
+    def _apply_do_item(self, item: MissionItem) -> None:
+        if item.command == mavlink.MAV_CMD_DO_CHANGE_SPEED and item.param2 > 0:
+            self._speed_override = item.param2
+
+    def _navigate_mission(self, dt: float) -> None:
+        if self.mission_finished or self.mission_current >= len(self.mission):
+            self._fly_to(self._target, dt)
+            return
+        item = self.mission[self.mission_current]
+        radius = item.param2 if item.command == mavlink.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else self.params["NAV_ACC_RAD"]
+        if self._phase == _Phase.CLIMB:
+            self._fly_to(self._target, dt)
+            if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
+                if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:
+                    self._advance_mission(report=True)
+                else:
+                    self._phase = _Phase.CRUISE
+                    self._target = item.target_local(self.origin, self.position)
+        elif self._phase == _Phase.CRUISE:
+            self._fly_to(self._target, dt)
+            if self._reached(self._target, radius):
+                if item.command == mavlink.MAV_CMD_NAV_LAND:
+                    self._phase = _Phase.LAND
+                    self._target = (self._target[0], self._target[1], 0.0)
+                elif item.command == mavlink.MAV_CMD_NAV_LOITER_UNLIM:
+                    self._phase = _Phase.HOLD_TIME
+                    self._phase_until = math.inf
+                else:
+                    hold = item.param1 if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME) else 0.0
+                    self._phase = _Phase.HOLD_TIME
+                    self._phase_until = self.time_s + max(0.0, hold)
+        elif self._phase == _Phase.HOLD_TIME:
+            self._fly_to(self._target, dt)
+            if self.time_s >= self._phase_until:
+                self._advance_mission(report=True)
+        elif self._phase == _Phase.LAND:
+            self._descend(dt)
+            if self.landed:
+                self._advance_mission(report=True)
+
+    def _advance_mission(self, report: bool) -> None:
+        if report:
+            self.reached_items.append(self.mission_current)
+        self.mission_current += 1
+        self._start_mission_item()
+
+    def _finish_mission(self) -> None:
+        self.mission_finished = True
+        self.mission_current = len(self.mission)
+        self._phase = _Phase.DONE
+        if not self.landed:
+            self._target = self.position
+            self._gen.reset(self.position, self.dyn.vel)
+        self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
+
+    # --- safety
+    def _check_failsafes(self) -> None:
+        if self.armed and self.mode == FlightMode.OFFBOARD and not self._offboard_fresh():
+            self.failsafe = True
+            action = int(self.params["COM_OBL_RC_ACT"])
+            # Without RC, PX4 falls back from the manual-pilot actions (0-2) to Hold.
+            target = {3: FlightMode.RTL, 4: FlightMode.LAND}.get(action, FlightMode.HOLD)
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe activated: no offboard signal, switching to {target.name}")
+            if action in (6, 7):
+                self._disarm("Failsafe: offboard lost, disarming")
+            else:
+                self._enter_mode(target)
+
+    def _detect_landing(self) -> None:
+        dyn = self.dyn
+        if not self.armed:
+            self.landed = True
+            self._landed_since = None
+        elif self.landed:
+            if not dyn.on_ground:
+                self.landed = False
+                self._took_off = True
+            elif self.params["COM_DISARM_PRFLT"] > 0 and not self._took_off and \
+                    self.time_s - self._armed_at > self.params["COM_DISARM_PRFLT"] and self.current_setpoint is not None \
+                    and not self._wants_climb(self.current_setpoint):
+                self._disarm("Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
+        else:
+            descending_or_still = dyn.on_ground and abs(dyn.vel[2]) < 0.3
+            if descending_or_still:
+                self._landed_since = self._landed_since if self._landed_since is not None else self.time_s
+                if self.time_s - self._landed_since >= LAND_DETECT_S:
+                    self.landed = True
+                    self._landed_since = self.time_s
+                    self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
+            else:
+                self._landed_since = None
+        if self.armed and self.landed and self._took_off and self.params["COM_DISARM_LAND"] >= 0 \
+                and self._landed_since is not None and self.time_s - self._landed_since >= self.params["COM_DISARM_LAND"]:
+            self._disarm("Disarmed by auto preflight disarming after landing")
+        self.landed_state = self._landed_state()
+
+    def _landed_state(self) -> LandedState:
+        if self.landed:
+            return LandedState.ON_GROUND
+        if self.mode == FlightMode.TAKEOFF or (self.mode == FlightMode.MISSION and self._phase == _Phase.CLIMB
+                                               and self.dyn.pos[2] > -1.0):
+            return LandedState.TAKEOFF
+        if self.mode == FlightMode.LAND or self._phase == _Phase.LAND:
+            return LandedState.LANDING
+        return LandedState.IN_AIR
+
+    def _drain_battery(self, u: list[float]) -> None:
+        """PX4 SITL's battery: drains while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
+        if not self.armed:
+            return
+        floor = self.params["SIM_BAT_MIN_PCT"] / 100.0
+        rate = 1.0 / max(self.params["SIM_BAT_DRAIN"], 1e-3)
+        self.battery_remaining = max(floor, self.battery_remaining - rate * self.dt)

@@ -1,0 +1,736 @@
+"""The built-in vehicle's MAVLink side: what PX4 v1.14 shows a client, spoken for the Autopilot.
+
+One server serves any number of links (PX4 runs one MAVLink instance per port too). Each link
+has its own encoder, sequence numbers, message rates and protocol state. Telemetry is scheduled in
+simulation time, so a speed factor speeds the streams up exactly as PX4_SIM_SPEED_FACTOR does.
+Default rates follow ../shared/reference/px4_v1.14_sih_mavlink_surface.json.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.modes import FlightMode, mode_from_set_mode
+from px4.params import ParamError
+from px4.sim.autopilot import Autopilot, CommandResult
+from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
+from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
+
+NAN = float("nan")
+PX4_VERSION = (1, 14, 0)
+# Rates (Hz) PX4 v1.14 SITL streams on its onboard port, as measured in reference/.
+DEFAULT_RATES_HZ = {
+    "HEARTBEAT": 1.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0, "HOME_POSITION": 0.5,
+    "GPS_RAW_INT": 8.0, "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 30.0, "ODOMETRY": 30.0,
+    "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0, "ALTITUDE": 10.0, "BATTERY_STATUS": 0.5,
+    "VFR_HUD": 10.0, "HIGHRES_IMU": 50.0, "ATTITUDE_TARGET": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
+    "SERVO_OUTPUT_RAW": 10.0, "ESTIMATOR_STATUS": 1.0, "SYSTEM_TIME": 1.0, "TIMESYNC": 10.0,
+    "MISSION_CURRENT": 1.0,
+}
+SENSORS = (mavlink.MAV_SYS_STATUS_SENSOR_3D_GYRO | mavlink.MAV_SYS_STATUS_SENSOR_3D_ACCEL
+           | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE
+           | mavlink.MAV_SYS_STATUS_SENSOR_GPS | mavlink.MAV_SYS_STATUS_AHRS
+           | mavlink.MAV_SYS_STATUS_SENSOR_MOTOR_OUTPUTS | mavlink.MAV_SYS_STATUS_SENSOR_BATTERY
+           | mavlink.MAV_SYS_STATUS_PREARM_CHECK)
+CAPABILITIES = (mavlink.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT | mavlink.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
+                | mavlink.MAV_PROTOCOL_CAPABILITY_MISSION_INT | mavlink.MAV_PROTOCOL_CAPABILITY_COMMAND_INT
+                | mavlink.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE
+                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_ATTITUDE_TARGET
+                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED
+                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_GLOBAL_INT
+                | mavlink.MAV_PROTOCOL_CAPABILITY_MAVLINK2)
+# SET_POSITION_TARGET_* type_mask bits (set = ignore)
+_POS_IGNORE, _VEL_IGNORE, _ACC_IGNORE = 0x007, 0x038, 0x1C0
+_YAW_IGNORE, _YAW_RATE_IGNORE = 0x400, 0x800
+# SET_ATTITUDE_TARGET type_mask bits
+_ATT_RATES_IGNORE, _ATT_THRUST_IGNORE, _ATT_IGNORE = 0x07, 0x40, 0x80
+MISSION_RETRY_S = 0.25
+MISSION_RETRIES = 5
+PARAMS_PER_TICK = 40
+
+
+def _int(value: float, default: int = 0) -> int:
+    """A command parameter as an int; clients send NaN for "unused" (MAVSDK does)."""
+    return default if math.isnan(value) else int(value)
+
+
+def _param_wire_value(value: float, is_int: bool) -> float:
+    """PX4 sends int32 parameters bytewise inside the float field (PARAM_ENCODE_BYTEWISE)."""
+    if is_int:
+        return struct.unpack("<f", struct.pack("<i", int(value)))[0]
+    return value
+
+
+def _param_from_wire(value: float, param_type: int) -> float:
+    if param_type in (mavlink.MAV_PARAM_TYPE_INT32, mavlink.MAV_PARAM_TYPE_UINT32, mavlink.MAV_PARAM_TYPE_INT16,
+                      mavlink.MAV_PARAM_TYPE_UINT16, mavlink.MAV_PARAM_TYPE_INT8, mavlink.MAV_PARAM_TYPE_UINT8):
+        return float(struct.unpack("<i", struct.pack("<f", value))[0])
+    return value
+
+
+@dataclass
+class _Upload:
+    """An upload in progress: the client announced `count` items of one mission type."""
+
+    mission_type: int
+    count: int
+    peer: tuple[int, int]
+    items: list[MissionItem] = field(default_factory=list)
+    asked_at: float = 0.0
+    retries: int = 0
+
+
+class Link:
+    """One MAVLink port of the vehicle: codec, rates and per-link protocol state."""
+
+    def __init__(self, transport, sysid: int, compid: int):
+        self.transport = transport
+        self.mav = mavlink.MAVLink(None, srcSystem=sysid, srcComponent=compid)
+        self.mav.robust_parsing = True
+        self.intervals = {name: 1.0 / hz for name, hz in DEFAULT_RATES_HZ.items()}
+        self.next_due: dict[str, float] = {}
+        self.param_queue: list[int] = []
+        self.upload: _Upload | None = None
+        self.peer: tuple[int, int] = (255, 190)
+        self.received = 0
+        self.bad_frames = 0
+
+    def send(self, msg) -> None:
+        """Encode with this link's sequence numbers and hand to the transport."""
+        buf = msg.pack(self.mav)
+        self.mav.seq = (self.mav.seq + 1) % 256
+        self.transport.send(buf)
+
+    def parse(self, data: bytes) -> list:
+        try:
+            msgs = self.mav.parse_buffer(data) or []
+        except mavlink.MAVError:
+            self.bad_frames += 1
+            return []
+        good = []
+        for m in msgs:
+            if m.get_type() == "BAD_DATA":
+                self.bad_frames += 1
+            else:
+                good.append(m)
+        return good
+
+
+class MavlinkServer:
+    """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
+
+    def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
+                 on_message: Callable[[Link, object, int], None] | None = None):
+        self.ap = autopilot
+        self.sysid = sysid
+        self.compid = compid
+        self.links: list[Link] = []
+        # Called with every message that arrives, with its arrival time (monotonic ns): the
+        # latency benchmark and the recorder hook in here without the server knowing them.
+        self.on_message = on_message
+        self.time_offset_ns: int | None = None  # client clock minus ours, from TIMESYNC
+        self.handler_errors = 0
+        self.uid = 0x4849_4C00_0000_0000 | (sysid & 0xFF)
+
+    def add_link(self, transport) -> Link:
+        link = Link(transport, self.sysid, self.compid)
+        self.links.append(link)
+        return link
+
+    def receive(self, link: Link, data: bytes) -> None:
+        """Bytes arrived on a link: handle every complete message at once (not at the next tick)."""
+        now_ns = time.monotonic_ns()
+        for msg in link.parse(data):
+            link.received += 1
+            if self.on_message is not None:
+                self.on_message(link, msg, now_ns)
+            handler = getattr(self, "_on_" + msg.get_type().lower(), None)
+            target = getattr(msg, "target_system", self.sysid)
+            if handler is None or target not in (0, self.sysid):
+                continue
+            link.peer = (msg.get_srcSystem(), msg.get_srcComponent())
+            try:
+                handler(link, msg)
+            except Exception:  # noqa: BLE001 - one bad message must never stop the vehicle
+                self.handler_errors += 1
+                if self.handler_errors <= 5:
+                    traceback.print_exc()
+                if msg.get_type() in ("COMMAND_LONG", "COMMAND_INT"):
+                    self._ack(link, msg.command, mavlink.MAV_RESULT_FAILED)
+
+    # ------------------------------------------------------------------ periodic output
+    @property
+    def boot_ms(self) -> int:
+        return int(self.ap.time_s * 1000)
+
+    @property
+    def boot_us(self) -> int:
+        return int(self.ap.time_s * 1e6)
+
+    def tick(self) -> None:
+        """Send what is due on every link, plus queued status texts and protocol events."""
+        now = self.ap.time_s
+        events = []
+        while self.ap.statustexts:
+            severity, text = self.ap.statustexts.popleft()
+            events.append(mavlink.MAVLink_statustext_message(severity, text.encode()[:50], 0, 0))
+        reached = list(self.ap.reached_items)
+        self.ap.reached_items.clear()
+        for seq in reached:
+            events.append(mavlink.MAVLink_mission_item_reached_message(seq))
+        for link in self.links:
+            for msg in events:
+                link.send(msg)
+            if reached:
+                link.send(self._mission_current())
+            for name, interval in link.intervals.items():
+                if interval <= 0:
+                    continue
+                due = link.next_due.get(name, 0.0)
+                if now >= due:
+                    # Keep the phase but never burst to catch up after a stall.
+                    link.next_due[name] = max(due + interval, now)
+                    msg = self._build(name)
+                    if msg is not None:
+                        link.send(msg)
+            self._pump_params(link)
+            self._retry_upload(link)
+
+    def _build(self, name: str):
+        return getattr(self, "_msg_" + name.lower())()
+
+    def _msg_heartbeat(self):
+        ap = self.ap
+        if not ap.ready:
+            status = mavlink.MAV_STATE_BOOT
+        elif ap.failsafe:
+            status = mavlink.MAV_STATE_CRITICAL
+        else:
+            status = mavlink.MAV_STATE_ACTIVE if ap.armed else mavlink.MAV_STATE_STANDBY
+        return mavlink.MAVLink_heartbeat_message(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4,
+                                                 ap.mode.base_mode(ap.armed), ap.mode.custom_mode, status, 3)
+
+    def _sensor_health(self) -> int:
+        ap = self.ap
+        health = SENSORS
+        if not ap.ready:
+            health &= ~(mavlink.MAV_SYS_STATUS_SENSOR_3D_GYRO | mavlink.MAV_SYS_STATUS_SENSOR_3D_ACCEL
+                        | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_AHRS)
+        if not ap.gps_fix:
+            health &= ~mavlink.MAV_SYS_STATUS_SENSOR_GPS
+        if ap.prearm_failure() is not None and not ap.armed:
+            health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
+        return health
+
+    def _battery_voltage(self) -> float:
+        cells = 4
+        return cells * (3.5 + 0.7 * self.ap.battery_remaining)
+
+    def _msg_sys_status(self):
+        ap = self.ap
+        return mavlink.MAVLink_sys_status_message(
+            SENSORS, SENSORS, self._sensor_health(), 250, int(self._battery_voltage() * 1000),
+            int(sum(ap.motor_commands) * 500), int(ap.battery_remaining * 100), 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    def _msg_extended_sys_state(self):
+        return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
+
+    def _msg_home_position(self):
+        h = self.ap.home_position()
+        lat, lon, alt = self.ap.origin.to_global(*h)
+        return mavlink.MAVLink_home_position_message(int(lat * 1e7), int(lon * 1e7), int(alt * 1000), h[0], h[1], h[2],
+                                                     [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
+
+    def _global(self) -> tuple[float, float, float]:
+        return self.ap.origin.to_global(*self.ap.position)
+
+    def _msg_gps_raw_int(self):
+        ap = self.ap
+        lat, lon, alt = self._global()
+        v = ap.dyn.vel
+        fix = mavlink.GPS_FIX_TYPE_3D_FIX if ap.gps_fix else mavlink.GPS_FIX_TYPE_NO_FIX
+        sats = int(ap.params["SIM_GPS_USED"])
+        cog = (math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0
+        return mavlink.MAVLink_gps_raw_int_message(self.boot_us, fix, int(lat * 1e7), int(lon * 1e7), int(alt * 1000),
+                                                   90, 120, int(math.hypot(v[0], v[1]) * 100), int(cog * 100), sats,
+                                                   int(alt * 1000), 500, 800, 150, 0, 0)
+
+    def _msg_global_position_int(self):
+        ap = self.ap
+        lat, lon, alt = self._global()
+        v = ap.dyn.vel
+        heading = (math.degrees(ap.dyn.yaw) + 360.0) % 360.0
+        return mavlink.MAVLink_global_position_int_message(
+            self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-ap.dyn.pos[2] * 1000),
+            int(v[0] * 100), int(v[1] * 100), int(v[2] * 100), int(heading * 100))
+
+    def _msg_local_position_ned(self):
+        p, v = self.ap.dyn.pos, self.ap.dyn.vel
+        return mavlink.MAVLink_local_position_ned_message(self.boot_ms, p[0], p[1], p[2], v[0], v[1], v[2])
+
+    def _msg_odometry(self):
+        d = self.ap.dyn
+        nan_cov = [NAN] + [0.0] * 20
+        return mavlink.MAVLink_odometry_message(
+            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, d.pos[0], d.pos[1], d.pos[2],
+            list(d.q), d.vel[0], d.vel[1], d.vel[2], d.omega[0], d.omega[1], d.omega[2], nan_cov, nan_cov, 0,
+            mavlink.MAV_ESTIMATOR_TYPE_VIO, 100)
+
+    def _msg_attitude(self):
+        d = self.ap.dyn
+        r, p, y = d.euler()
+        return mavlink.MAVLink_attitude_message(self.boot_ms, r, p, y, d.omega[0], d.omega[1], d.omega[2])
+
+    def _msg_attitude_quaternion(self):
+        d = self.ap.dyn
+        return mavlink.MAVLink_attitude_quaternion_message(self.boot_ms, d.q[0], d.q[1], d.q[2], d.q[3],
+                                                           d.omega[0], d.omega[1], d.omega[2], [0.0, 0.0, 0.0, 0.0])
+
+    def _msg_altitude(self):
+        ap = self.ap
+        alt_local = -ap.dyn.pos[2]
+        amsl = ap.origin.alt_m + alt_local
+        return mavlink.MAVLink_altitude_message(self.boot_us, amsl, amsl, alt_local, alt_local, NAN, alt_local)
+
+    def _msg_battery_status(self):
+        ap = self.ap
+        cell_mv = int(self._battery_voltage() / 4 * 1000)
+        return mavlink.MAVLink_battery_status_message(
+            0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO, 32767, [cell_mv] * 4 + [65535] * 6,
+            int(sum(ap.motor_commands) * 500), -1, -1, int(ap.battery_remaining * 100), 0, 0, [0, 0, 0, 0], 0, 0)
+
+    def _msg_vfr_hud(self):
+        ap = self.ap
+        v = ap.dyn.vel
+        heading = int((math.degrees(ap.dyn.yaw) + 360.0) % 360.0)
+        throttle = int(100 * sum(ap.motor_commands) / 4)
+        return mavlink.MAVLink_vfr_hud_message(math.hypot(v[0], v[1]), math.hypot(v[0], v[1]), heading, throttle,
+                                               ap.origin.alt_m - ap.dyn.pos[2], -v[2])
+
+    def _msg_highres_imu(self):
+        d = self.ap.dyn
+        f, w = d.specific_force, d.omega
+        alt = self.ap.origin.alt_m - d.pos[2]
+        pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
+        return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], 0.21, 0.0, 0.42,
+                                                   pressure, 0.0, alt, 25.0, 0x1FFF, 0)
+
+    def _msg_attitude_target(self):
+        c = self.ap.ctrl
+        return mavlink.MAVLink_attitude_target_message(self.boot_ms, 0, list(c.attitude_sp), *c.rate_sp, c.thrust_sp)
+
+    def _msg_position_target_local_ned(self):
+        sp = self.ap.current_setpoint
+        if not isinstance(sp, TrajectorySetpoint):
+            return None
+        mask = 0
+        if any(math.isnan(c) for c in sp.position):
+            mask |= _POS_IGNORE
+        if any(math.isnan(c) for c in sp.velocity):
+            mask |= _VEL_IGNORE
+        if any(math.isnan(c) for c in sp.acceleration):
+            mask |= _ACC_IGNORE
+        return mavlink.MAVLink_position_target_local_ned_message(
+            self.boot_ms, mavlink.MAV_FRAME_LOCAL_NED, mask, *sp.position, *sp.velocity, *sp.acceleration,
+            sp.yaw, sp.yawspeed if not math.isnan(sp.yawspeed) else 0.0)
+
+    def _msg_servo_output_raw(self):
+        u = self.ap.motor_commands
+        pwm = [int(1000 + 1000 * c) if self.ap.armed else 900 for c in u]
+        return mavlink.MAVLink_servo_output_raw_message(self.boot_us, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    def _msg_estimator_status(self):
+        ap = self.ap
+        flags = 0
+        if ap.ready:
+            flags = (mavlink.ESTIMATOR_ATTITUDE | mavlink.ESTIMATOR_VELOCITY_HORIZ | mavlink.ESTIMATOR_VELOCITY_VERT
+                     | mavlink.ESTIMATOR_POS_HORIZ_REL | mavlink.ESTIMATOR_POS_VERT_ABS
+                     | mavlink.ESTIMATOR_PRED_POS_HORIZ_REL)
+            if ap.gps_fix:
+                flags |= mavlink.ESTIMATOR_POS_HORIZ_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_ABS
+        return mavlink.MAVLink_estimator_status_message(self.boot_us, flags, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, 0.5, 0.8)
+
+    def _msg_system_time(self):
+        return mavlink.MAVLink_system_time_message(int(time.time() * 1e6), self.boot_ms)
+
+    def _msg_timesync(self):
+        # PX4 asks the companion for its clock too; the reply gives the offset we record.
+        return mavlink.MAVLink_timesync_message(0, int(self.ap.time_s * 1e9))
+
+    def _msg_mission_current(self):
+        if not self.ap.mission:
+            return None
+        return self._mission_current()
+
+    def _mission_current(self):
+        ap = self.ap
+        total = len(ap.mission)
+        if total == 0:
+            state = mavlink.MISSION_STATE_NO_MISSION
+        elif ap.mission_finished:
+            state = mavlink.MISSION_STATE_COMPLETE
+        elif ap.mode == FlightMode.MISSION:
+            state = mavlink.MISSION_STATE_ACTIVE
+        else:
+            state = mavlink.MISSION_STATE_NOT_STARTED
+        return mavlink.MAVLink_mission_current_message(min(ap.mission_current, max(total - 1, 0)) if not ap.mission_finished
+                                                       else total, total, state, int(ap.mode == FlightMode.MISSION))
+
+    def _msg_autopilot_version(self):
+        major, minor, patch = PX4_VERSION
+        version = (major << 24) | (minor << 16) | (patch << 8) | 0xFF  # 0xFF: FIRMWARE_VERSION_TYPE_OFFICIAL
+        return mavlink.MAVLink_autopilot_version_message(CAPABILITIES, version, version, 0, 0, [0] * 8, [0] * 8,
+                                                         [0] * 8, 0, 0, self.uid, [0] * 18)
+
+    def _msg_protocol_version(self):
+        return mavlink.MAVLink_protocol_version_message(200, 100, 200, [0] * 8, [0] * 8)
+
+    # ------------------------------------------------------------------ commands
+    def _ack(self, link: Link, command: int, result: CommandResult | int) -> None:
+        if isinstance(result, CommandResult):
+            result = result.result
+        link.send(mavlink.MAVLink_command_ack_message(command, result, 0, 0, link.peer[0], link.peer[1]))
+
+    def _on_command_long(self, link: Link, msg) -> None:
+        p = (msg.param1, msg.param2, msg.param3, msg.param4, msg.param5, msg.param6, msg.param7)
+        self._command(link, msg.command, p, mavlink.MAV_FRAME_GLOBAL)
+
+    def _on_command_int(self, link: Link, msg) -> None:
+        # COMMAND_INT carries lat/lon as degrees * 1e7 in x/y.
+        x = msg.x / 1e7 if msg.frame != mavlink.MAV_FRAME_LOCAL_NED else float(msg.x)
+        y = msg.y / 1e7 if msg.frame != mavlink.MAV_FRAME_LOCAL_NED else float(msg.y)
+        if msg.x == 0 and msg.y == 0:
+            x = y = NAN
+        p = (msg.param1, msg.param2, msg.param3, msg.param4, x, y, msg.z)
+        self._command(link, msg.command, p, msg.frame)
+
+    def _command(self, link: Link, command: int, p: tuple, frame: int) -> None:
+        ap = self.ap
+        C = mavlink
+        if command == C.MAV_CMD_COMPONENT_ARM_DISARM:
+            force = _int(p[1]) == 21196
+            result = ap.arm(force) if p[0] >= 0.5 else ap.disarm(force)
+        elif command == C.MAV_CMD_NAV_TAKEOFF:
+            alt = p[6]
+            if frame in (C.MAV_FRAME_GLOBAL_RELATIVE_ALT, C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) and not math.isnan(alt):
+                alt += ap.origin.alt_m
+            result = ap.takeoff(alt, p[4], p[5])
+        elif command == C.MAV_CMD_NAV_LAND:
+            result = ap.land()
+        elif command == C.MAV_CMD_NAV_RETURN_TO_LAUNCH:
+            result = ap.return_to_launch()
+        elif command == C.MAV_CMD_DO_SET_MODE:
+            main, sub = _int(p[1]), _int(p[2])
+            mode = mode_from_set_mode(main, sub)
+            result = ap.set_mode(mode) if mode is not None else CommandResult(
+                C.MAV_RESULT_UNSUPPORTED, f"unknown PX4 mode main={main} sub={sub}")
+        elif command == C.MAV_CMD_DO_REPOSITION:
+            result = self._reposition(p, frame)
+        elif command == C.MAV_CMD_DO_CHANGE_SPEED:
+            result = ap.change_speed(p[1])
+        elif command == C.MAV_CMD_MISSION_START:
+            first = _int(p[0])
+            result = ap.set_mission_current(first) if first > 0 else CommandResult(C.MAV_RESULT_ACCEPTED)
+            if result.accepted:
+                result = ap.set_mode(FlightMode.MISSION)
+        elif command == C.MAV_CMD_DO_SET_MISSION_CURRENT:
+            result = ap.set_mission_current(_int(p[0]))
+            if result.accepted:
+                link.send(self._mission_current())
+        elif command == C.MAV_CMD_SET_MESSAGE_INTERVAL:
+            result = self._set_interval(link, _int(p[0], -1), p[1])
+        elif command == C.MAV_CMD_REQUEST_MESSAGE:
+            result = self._request_message(link, _int(p[0], -1))
+        elif command == C.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES:
+            result = self._request_message(link, C.MAVLINK_MSG_ID_AUTOPILOT_VERSION)
+        elif command == C.MAV_CMD_GET_HOME_POSITION:
+            result = self._request_message(link, C.MAVLINK_MSG_ID_HOME_POSITION)
+        elif command == C.MAV_CMD_REQUEST_PROTOCOL_VERSION:
+            result = self._request_message(link, C.MAVLINK_MSG_ID_PROTOCOL_VERSION)
+        else:
+            result = CommandResult(C.MAV_RESULT_UNSUPPORTED)
+        if result.reason:
+            # The ack has no room for text; PX4 tells the pilot why in a STATUSTEXT first.
+            self.tick_statustexts()
+        if result.result >= 0:  # REQUEST_MESSAGE acks before its answer, itself
+            self._ack(link, command, result)
+
+    def tick_statustexts(self) -> None:
+        """Send queued status texts now (so a refusal's reason arrives before its ack)."""
+        while self.ap.statustexts:
+            severity, text = self.ap.statustexts.popleft()
+            for link in self.links:
+                link.send(mavlink.MAVLink_statustext_message(severity, text.encode()[:50], 0, 0))
+
+    def _reposition(self, p: tuple, frame: int) -> CommandResult:
+        ap = self.ap
+        speed, yaw_deg, lat, lon, alt = p[0], p[3], p[4], p[5], p[6]
+        n, e, d = ap.position
+        if not (math.isnan(lat) or math.isnan(lon)):
+            n, e, _ = ap.origin.to_local(lat, lon, ap.origin.alt_m)
+        if not math.isnan(alt):
+            if frame in (mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT):
+                alt += ap.origin.alt_m
+            d = ap.origin.alt_m - alt
+        yaw = math.radians(yaw_deg) if not math.isnan(yaw_deg) else NAN
+        return ap.reposition(n, e, d, yaw, speed)
+
+    def _stream_name(self, msg_id: int) -> str | None:
+        cls = mavlink.mavlink_map.get(msg_id)
+        if cls is None:
+            return None
+        name = cls.msgname
+        return name if hasattr(self, "_msg_" + name.lower()) else None
+
+    def _set_interval(self, link: Link, msg_id: int, interval_us: float) -> CommandResult:
+        name = self._stream_name(msg_id)
+        if name is None:
+            return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED, f"message id {msg_id} is not streamed")
+        if interval_us < 0:
+            link.intervals[name] = 0.0
+        elif interval_us == 0:
+            link.intervals[name] = 1.0 / DEFAULT_RATES_HZ[name] if name in DEFAULT_RATES_HZ else 0.0
+        else:
+            link.intervals[name] = interval_us / 1e6
+        link.next_due[name] = self.ap.time_s
+        return CommandResult(mavlink.MAV_RESULT_ACCEPTED)
+
+    def _request_message(self, link: Link, msg_id: int) -> CommandResult:
+        name = self._stream_name(msg_id)
+        msg = self._build(name) if name is not None else None
+        if msg is None:
+            return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED)
+        # Ack first, as PX4 does, then the message.
+        link.send(mavlink.MAVLink_command_ack_message(mavlink.MAV_CMD_REQUEST_MESSAGE, mavlink.MAV_RESULT_ACCEPTED, 0, 0,
+                                                      link.peer[0], link.peer[1]))
+        link.send(msg)
+        return CommandResult(-1)  # already acknowledged
+
+    def _on_set_mode(self, link: Link, msg) -> None:
+        mode = mode_from_set_mode((msg.custom_mode >> 16) & 0xFF, (msg.custom_mode >> 24) & 0xFF)
+        if mode is not None:
+            self.ap.set_mode(mode)
+
+    # ------------------------------------------------------------------ offboard
+    def _on_set_position_target_local_ned(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        pos = (NAN, NAN, NAN) if mask & _POS_IGNORE else (msg.x, msg.y, msg.z)
+        vel = (NAN, NAN, NAN) if mask & _VEL_IGNORE else (msg.vx, msg.vy, msg.vz)
+        acc = (NAN, NAN, NAN) if mask & _ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
+        yaw = NAN if mask & _YAW_IGNORE else msg.yaw
+        yawspeed = NAN if mask & _YAW_RATE_IGNORE else msg.yaw_rate
+        if msg.coordinate_frame in (mavlink.MAV_FRAME_BODY_NED, mavlink.MAV_FRAME_BODY_OFFSET_NED, mavlink.MAV_FRAME_BODY_FRD):
+            # Body frames are yaw-rotated local frames for setpoints (PX4 ignores roll/pitch here).
+            yaw_now = self.ap.dyn.yaw
+            c, s = math.cos(yaw_now), math.sin(yaw_now)
+
+            def rot(v):
+                return (c * v[0] - s * v[1], s * v[0] + c * v[1], v[2])
+            vel, acc = rot(vel), rot(acc)
+            if not math.isnan(pos[0]):
+                p0 = self.ap.position
+                dp = rot(pos)
+                pos = (p0[0] + dp[0], p0[1] + dp[1], p0[2] + dp[2])
+        elif msg.coordinate_frame == mavlink.MAV_FRAME_LOCAL_OFFSET_NED and not math.isnan(pos[0]):
+            p0 = self.ap.position
+            pos = (p0[0] + pos[0], p0[1] + pos[1], p0[2] + pos[2])
+        self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+
+    def _on_set_position_target_global_int(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        pos = (NAN, NAN, NAN)
+        if not mask & _POS_IGNORE:
+            alt = msg.alt + (self.ap.origin.alt_m if msg.coordinate_frame in (
+                mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) else 0.0)
+            pos = self.ap.origin.to_local(msg.lat_int / 1e7, msg.lon_int / 1e7, alt)
+        vel = (NAN, NAN, NAN) if mask & _VEL_IGNORE else (msg.vx, msg.vy, msg.vz)
+        acc = (NAN, NAN, NAN) if mask & _ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
+        yaw = NAN if mask & _YAW_IGNORE else msg.yaw
+        yawspeed = NAN if mask & _YAW_RATE_IGNORE else msg.yaw_rate
+        self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+
+    def _on_set_attitude_target(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        q = None if mask & _ATT_IGNORE else tuple(msg.q)
+        rates = (NAN, NAN, NAN) if (mask & _ATT_RATES_IGNORE) == _ATT_RATES_IGNORE else (
+            msg.body_roll_rate, msg.body_pitch_rate, msg.body_yaw_rate)
+        # Thrust ignored means "keep the current collective", as PX4 holds its last value.
+        thrust = self.ap.ctrl.thrust_sp if mask & _ATT_THRUST_IGNORE else msg.thrust
+        if q is None:
+            q = tuple(self.ap.dyn.q)
+        self.ap.offboard_setpoint(AttitudeSetpoint(q_d=q, thrust=thrust, body_rates=rates))
+
+    # ------------------------------------------------------------------ parameters
+    def _param_value(self, index: int):
+        store = self.ap.params
+        name = store.name_at(index)
+        spec = store.spec(name)
+        ptype = mavlink.MAV_PARAM_TYPE_INT32 if spec.is_int else mavlink.MAV_PARAM_TYPE_REAL32
+        return mavlink.MAVLink_param_value_message(name.encode(), _param_wire_value(store[name], spec.is_int), ptype,
+                                                   len(store), index)
+
+    def _on_param_request_list(self, link: Link, msg) -> None:
+        link.param_queue = list(range(len(self.ap.params)))
+
+    def _pump_params(self, link: Link) -> None:
+        # Paced so a list request does not flood a slow radio link in one burst.
+        batch, link.param_queue = link.param_queue[:PARAMS_PER_TICK], link.param_queue[PARAMS_PER_TICK:]
+        for index in batch:
+            link.send(self._param_value(index))
+
+    def _param_index(self, param_id: str, param_index: int) -> int | None:
+        store = self.ap.params
+        if param_index >= 0:
+            return param_index if param_index < len(store) else None
+        return store.index(param_id) if param_id in store else None
+
+    def _on_param_request_read(self, link: Link, msg) -> None:
+        name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
+        index = self._param_index(name, msg.param_index)
+        if index is None:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
+            return
+        link.send(self._param_value(index))
+
+    def _on_param_set(self, link: Link, msg) -> None:
+        name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
+        store = self.ap.params
+        if name not in store:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
+            return
+        try:
+            store.set(name, _param_from_wire(msg.param_value, msg.param_type))
+        except ParamError as exc:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, str(exc))
+        self.ap.apply_params()
+        # PX4 always answers a set with the value now stored: a client sees a refusal as an unchanged value.
+        for each in self.links:
+            each.send(self._param_value(store.index(name)))
+
+    # ------------------------------------------------------------------ mission protocol
+    def _on_mission_count(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        peer = (msg.get_srcSystem(), msg.get_srcComponent())
+        if msg.count == 0:
+            self._install(mtype, [])
+            link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mtype))
+            return
+        link.upload = _Upload(mtype, msg.count, peer)
+        self._request_item(link)
+
+    def _request_item(self, link: Link) -> None:
+        up = link.upload
+        assert up is not None
+        up.asked_at = time.monotonic()
+        link.send(mavlink.MAVLink_mission_request_int_message(up.peer[0], up.peer[1], len(up.items), up.mission_type))
+
+    def _retry_upload(self, link: Link) -> None:
+        up = link.upload
+        if up is None or time.monotonic() - up.asked_at < MISSION_RETRY_S:
+            return
+        if up.retries >= MISSION_RETRIES:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_OPERATION_CANCELLED,
+                                                          up.mission_type))
+            link.upload = None
+            return
+        up.retries += 1
+        self._request_item(link)
+
+    def _on_mission_item_int(self, link: Link, msg) -> None:
+        up = link.upload
+        if up is None or getattr(msg, "mission_type", 0) != up.mission_type:
+            return
+        if msg.seq != len(up.items):
+            self._request_item(link)  # a repeat or a skip: ask again for the one we need
+            return
+        item = MissionItem.from_message(msg)
+        if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and item.frame not in SUPPORTED_FRAMES:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED_FRAME,
+                                                          up.mission_type))
+            link.upload = None
+            return
+        up.items.append(item)
+        up.retries = 0
+        if len(up.items) < up.count:
+            self._request_item(link)
+            return
+        self._install(up.mission_type, up.items)
+        link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_ACCEPTED, up.mission_type))
+        link.upload = None
+
+    _on_mission_item = _on_mission_item_int
+
+    def _install(self, mission_type: int, items: list[MissionItem]) -> None:
+        if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
+            self.ap.set_mission(items)
+        else:
+            self.ap.extra_missions[mission_type] = items
+
+    def _items(self, mission_type: int) -> list[MissionItem]:
+        if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
+            return self.ap.mission
+        return self.ap.extra_missions.get(mission_type, [])
+
+    def _on_mission_request_list(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        link.send(mavlink.MAVLink_mission_count_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                        len(self._items(mtype)), mtype))
+
+    def _on_mission_request_int(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        items = self._items(mtype)
+        if not 0 <= msg.seq < len(items):
+            link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                          mavlink.MAV_MISSION_INVALID_SEQUENCE, mtype))
+            return
+        it = items[msg.seq]
+        current = int(mtype == mavlink.MAV_MISSION_TYPE_MISSION and msg.seq == self.ap.mission_current)
+        if msg.get_type() == "MISSION_REQUEST":
+            scale = 1e7 if it.frame not in (mavlink.MAV_FRAME_LOCAL_NED,) else 1e4
+            out = mavlink.MAVLink_mission_item_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq, it.frame,
+                                                       it.command, current, it.autocontinue, it.param1, it.param2,
+                                                       it.param3, it.param4, it.x / scale, it.y / scale, it.z, mtype)
+        else:
+            out = mavlink.MAVLink_mission_item_int_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq, it.frame,
+                                                           it.command, current, it.autocontinue, it.param1, it.param2,
+                                                           it.param3, it.param4, it.x, it.y, it.z, mtype)
+        link.send(out)
+
+    _on_mission_request = _on_mission_request_int
+
+    def _on_mission_clear_all(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        if mtype == mavlink.MAV_MISSION_TYPE_ALL:
+            self._install(mavlink.MAV_MISSION_TYPE_MISSION, [])
+            self.ap.extra_missions.clear()
+        else:
+            self._install(mtype, [])
+        link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                      mavlink.MAV_MISSION_ACCEPTED, mtype))
+
+    def _on_mission_set_current(self, link: Link, msg) -> None:
+        if self.ap.set_mission_current(msg.seq).accepted:
+            for each in self.links:
+                each.send(self._mission_current())
+
+    # ------------------------------------------------------------------ time
+    def _on_ping(self, link: Link, msg) -> None:
+        if msg.target_system == 0:  # a request: answer it so the client can measure the round trip
+            link.send(mavlink.MAVLink_ping_message(msg.time_usec, msg.seq, msg.get_srcSystem(), msg.get_srcComponent()))
+
+    def _on_timesync(self, link: Link, msg) -> None:
+        now_ns = int(self.ap.time_s * 1e9)
+        if msg.tc1 == 0:
+            link.send(mavlink.MAVLink_timesync_message(now_ns, msg.ts1))
+        elif msg.ts1 > 0:
+            # Our own request came back: the client's clock at the midpoint of the round trip.
+            rtt = now_ns - msg.ts1
+            if 0 <= rtt < 1e9:
+                self.time_offset_ns = msg.tc1 - (msg.ts1 + rtt // 2)
