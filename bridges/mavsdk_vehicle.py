@@ -37,6 +37,8 @@ from px4.geo import GeoOrigin
 NAN = float("nan")
 # A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.
 REASON_WINDOW_S = 2.0
+# PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
+ARM_CONFIRM_S = 3.0
 
 
 def _name(enum_value) -> str:
@@ -169,10 +171,13 @@ class MavsdkVehicle:
             raise CommandDenied(what, _name(exc.result), self._recent_reason()) from exc
 
     async def arm(self) -> None:
+        """Arm and return once telemetry shows it (MAVSDK learns it from the next HEARTBEAT)."""
         await self._act("arm", self.action.arm())
+        await self.wait_until(lambda s: s.armed, ARM_CONFIRM_S, "armed state in telemetry")
 
     async def disarm(self) -> None:
         await self._act("disarm", self.action.disarm())
+        await self.wait_until(lambda s: not s.armed, ARM_CONFIRM_S, "disarmed state in telemetry")
 
     async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
         await self._act("set takeoff altitude", self.action.set_takeoff_altitude(float(altitude)))
@@ -274,6 +279,12 @@ class MavsdkVehicle:
         """Sequence numbers from the autopilot's MISSION_ITEM_REACHED messages (MAVLink item indices)."""
         async for msg in self.mavlink.subscribe_message("MISSION_ITEM_REACHED"):
             yield int(json.loads(msg.fields_json)["seq"])
+
+    async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
+        """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""
+        async for msg in self.mavlink.subscribe_message("POSITION_TARGET_LOCAL_NED"):
+            f = json.loads(msg.fields_json)
+            yield time.monotonic_ns(), (float(f["x"]), float(f["y"]), float(f["z"]))
 
     # ------------------------------------------------------------------ parameters
     async def get_param(self, name: str) -> float:

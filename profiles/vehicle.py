@@ -231,7 +231,7 @@ _RULES: dict[str, tuple[bool, Any, str]] = {
     "category": (False, lambda v: isinstance(v, str), "a string"),
     "radius": (False, lambda v: v is None or (_is_number(v) and 0 < v <= 5.0),
                "a collision radius in m, > 0 and <= 5"),
-    "motor_tau": (False, lambda v: _is_number(v) and 0 < v <= 0.5, "a time constant in s, > 0 and <= 0.5"),
+    "motor_tau": (False, lambda v: _is_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
 }
 
 

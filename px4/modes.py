@@ -81,15 +81,13 @@ _BY_PAIR = {m.value: m for m in FlightMode}
 
 def decode_custom_mode(custom_mode: int) -> FlightMode | None:
     """The FlightMode of a HEARTBEAT.custom_mode, or None for a mode this vehicle does not have."""
-    main = (custom_mode >> 16) & 0xFF
-    sub = (custom_mode >> 24) & 0xFF
-    if main != MAIN_AUTO:
-        sub = 0
-    return _BY_PAIR.get((main, sub))
+    return mode_from_set_mode((custom_mode >> 16) & 0xFF, (custom_mode >> 24) & 0xFF)
 
 
 def mode_from_set_mode(main: int, sub: int) -> FlightMode | None:
     """The FlightMode asked for by DO_SET_MODE / SET_MODE (param2 = main, param3 = sub)."""
     if main != MAIN_AUTO:
         sub = 0
+    elif sub == 0:
+        sub = AUTO_MISSION  # PX4 reads AUTO without a sub mode as Mission
     return _BY_PAIR.get((int(main), int(sub)))

@@ -111,6 +111,7 @@ class Autopilot:
         self.landed = True
         self.landed_state = LandedState.ON_GROUND
         self.battery_remaining = 1.0
+        self.home: tuple[float, float, float] = (0.0, 0.0, 0.0)  # local NED; reset at every arming
         self.failsafe = False
         # Messages for the pilot and protocol events, drained by whoever speaks for the vehicle.
         self.statustexts: deque[tuple[int, str]] = deque(maxlen=64)
@@ -149,9 +150,9 @@ class Autopilot:
     def prearm_failure(self) -> str | None:
         """The first failing pre-arm check as PX4 would word it, or None when armable."""
         if not self.ready:
-            return "Arming denied: system not ready (sensors initializing)"
+            return "Arming denied: sensors initializing"
         if not self.gps_fix and self.params["COM_ARM_WO_GPS"] == 0:
-            return "Arming denied: no GPS fix (COM_ARM_WO_GPS is 0)"
+            return "Arming denied: no GPS fix (COM_ARM_WO_GPS 0)"
         if self.battery_remaining < self.params["BAT_LOW_THR"]:
             return f"Arming denied: battery low ({self.battery_remaining:.0%})"
         if self.mode in (FlightMode.LAND, FlightMode.RTL):
@@ -166,10 +167,6 @@ class Autopilot:
     @property
     def global_position_ok(self) -> bool:
         return self.ready and self.gps_fix
-
-    def home_position(self) -> tuple[float, float, float]:
-        """Home in local NED: the boot position (PX4 sets it at arming; on the ground they agree)."""
-        return 0.0, 0.0, 0.0
 
     def apply_params(self) -> None:
         """Take up parameter changes: SIH_* rebuild the physics (controllers re-read the rest themselves)."""
@@ -188,12 +185,14 @@ class Autopilot:
         """MAV_CMD_COMPONENT_ARM_DISARM(1)."""
         if self.armed:
             return ACCEPTED
-        reason = None if force else self.prearm_failure()
+        # PX4 runs the pre-arm checks even for a forced arm from MAVLink (force only matters to disarm).
+        reason = self.prearm_failure()
         if reason:
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _denied(reason)
+            return _rejected(reason)
         self.armed = True
         self._armed_at = self.time_s
+        self.home = self.position  # PX4 sets home where it arms
         self._took_off = False
         self.failsafe = False
         self.ctrl.reset()
@@ -208,22 +207,22 @@ class Autopilot:
         if not self.landed and not force:
             reason = "Disarming denied: not landed"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _denied(reason)
+            return _rejected(reason)
         self._disarm("Disarmed by external command")
         return ACCEPTED
 
     def set_mode(self, mode: FlightMode) -> CommandResult:
         """DO_SET_MODE / SET_MODE with PX4's admission rules."""
         if mode in (FlightMode.MANUAL, FlightMode.ALTCTL, FlightMode.POSCTL, FlightMode.ACRO, FlightMode.STABILIZED):
-            reason = f"Switching to {mode.name} is not possible: no manual control (RC) input"
+            reason = f"{mode.name} not possible: no RC input"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
         if mode == FlightMode.OFFBOARD and not self._offboard_fresh():
-            reason = "Switching to Offboard is not possible: no offboard setpoints received"
+            reason = "Offboard not possible: no setpoint stream"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
         if mode == FlightMode.MISSION and not any(item.is_nav for item in self.mission):
-            reason = "Switching to Mission is not possible: no valid mission"
+            reason = "Mission not possible: no valid mission"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
         if mode == FlightMode.TAKEOFF:
@@ -233,16 +232,24 @@ class Autopilot:
         return ACCEPTED
 
     def takeoff(self, alt_amsl: float, lat: float = NAN, lon: float = NAN) -> CommandResult:
-        """MAV_CMD_NAV_TAKEOFF: climb to param7 (AMSL) or MIS_TAKEOFF_ALT above home, then hold."""
-        if not self.armed:
-            return _denied("Takeoff denied: vehicle is not armed")
+        """MAV_CMD_NAV_TAKEOFF: climb to param7 (AMSL), never below MIS_TAKEOFF_ALT above home, then hold.
+
+        Like PX4 it is a mode switch, accepted while disarmed too: arming then starts the climb.
+        """
         n, e, d = self.position
         if not (math.isnan(lat) or math.isnan(lon)):
             n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
-        alt_rel = self.params["MIS_TAKEOFF_ALT"] if math.isnan(alt_amsl) else alt_amsl - self.origin.alt_m
-        if alt_rel <= 0.5:
-            return _denied(f"Takeoff denied: altitude {alt_rel:.1f} m above home is too low")
-        self._target = (n, e, -alt_rel)
+        home_alt = self.origin.alt_m - self.home[2]
+        minimum = self.params["MIS_TAKEOFF_ALT"]
+        if math.isnan(alt_amsl) or alt_amsl - home_alt < minimum:
+            self.say(mavlink.MAV_SEVERITY_INFO if math.isnan(alt_amsl) else mavlink.MAV_SEVERITY_CRITICAL,
+                     f"Using minimum takeoff altitude: {minimum:.2f} m")
+            alt_amsl = home_alt + minimum
+        target_down = self.origin.alt_m - alt_amsl
+        if target_down > d and not self.landed:
+            self.say(mavlink.MAV_SEVERITY_INFO, "Already higher than takeoff altitude")
+            target_down = d
+        self._target = (n, e, target_down)
         self._enter_mode(FlightMode.TAKEOFF)
         return ACCEPTED
 
@@ -352,7 +359,7 @@ class Autopilot:
             self._target = (pos[0], pos[1], 0.0)
             self._phase = _Phase.LAND
         elif mode == FlightMode.RTL:
-            home = self.home_position()
+            home = self.home
             dist = math.hypot(pos[0] - home[0], pos[1] - home[1])
             # Close to home PX4 climbs only to the cone's surface, not all the way to RTL_RETURN_ALT.
             cone = math.radians(self.params["RTL_CONE_ANG"])
@@ -380,7 +387,7 @@ class Autopilot:
     def _auto_setpoint(self) -> TrajectorySetpoint:
         g = self._gen
         return TrajectorySetpoint(position=(g.pos[0], g.pos[1], g.pos[2]), velocity=(g.vel[0], g.vel[1], g.vel[2]),
-                                  acceleration=(NAN, NAN, NAN), yaw=self._target_yaw, yawspeed=NAN)
+                                  acceleration=(g.acc[0], g.acc[1], g.acc[2]), yaw=self._target_yaw, yawspeed=NAN)
 
     def _reached(self, target: tuple[float, float, float], radius: float) -> bool:
         p = self.position
@@ -398,7 +405,9 @@ class Autopilot:
                 self.current_setpoint = self.offboard.setpoint
             return
         if self.mode == FlightMode.TAKEOFF:
-            self._fly_to(self._target, dt)
+            lim = self._limits()
+            lim.speed_up = min(lim.speed_up, self.params["MPC_TKO_SPEED"])
+            self._gen.update(self._target, lim, dt, self.dyn.pos)
             if self._reached(self._target, self.params["NAV_ACC_RAD"]):
                 self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
                 self._enter_mode(FlightMode.HOLD, target=self._target)
@@ -425,7 +434,7 @@ class Autopilot:
         self._gen.update(target, lim, dt, self.dyn.pos)
 
     def _navigate_rtl(self, dt: float) -> None:
-        home = self.home_position()
+        home = self.home
         if self._phase == _Phase.CLIMB:
             self._fly_to(self._target, dt)
             if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
@@ -501,6 +510,9 @@ class Autopilot:
                 if item.command == mavlink.MAV_CMD_NAV_LAND:
                     self._phase = _Phase.LAND
                     self._target = (self._target[0], self._target[1], 0.0)
+                elif item.command == mavlink.MAV_CMD_NAV_DELAY:
+                    self._phase = _Phase.HOLD_TIME
+                    self._phase_until = self.time_s + max(0.0, item.param1)
                 elif item.command == mavlink.MAV_CMD_NAV_LOITER_UNLIM:
                     self._phase = _Phase.HOLD_TIME
                     self._phase_until = math.inf
@@ -537,9 +549,10 @@ class Autopilot:
         if self.armed and self.mode == FlightMode.OFFBOARD and not self._offboard_fresh():
             self.failsafe = True
             action = int(self.params["COM_OBL_RC_ACT"])
-            # Without RC, PX4 falls back from the manual-pilot actions (0-2) to Hold.
-            target = {3: FlightMode.RTL, 4: FlightMode.LAND}.get(action, FlightMode.HOLD)
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe activated: no offboard signal, switching to {target.name}")
+            # Position/altitude/manual (0-2) need a pilot on RC; without one PX4 v1.14's fallback
+            # chain ends in Return, so that is what a harness without RC sees.
+            target = {4: FlightMode.LAND, 5: FlightMode.HOLD}.get(action, FlightMode.RTL)
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no offboard signal, {target.name}")
             if action in (6, 7):
                 self._disarm("Failsafe: offboard lost, disarming")
             else:

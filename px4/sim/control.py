@@ -20,14 +20,16 @@ FLYINGTRUST's Table I to the strongest virtual one:
 * The rate loop commands angular acceleration and turns it into torque with the inertia (plus the
   gyroscopic and damping torques), so in angular-acceleration units the loop is the same for every
   vehicle: an integrator (the body) behind the motor lag. Its gains are set from the motor time
-  constant tau: ``Kp = 1/tau`` with derivative damping on the measured angular acceleration
-  (closed-loop natural frequency ``1/tau``, damping 0.7). Vehicles differ only in where their
-  torque saturates.
+  constant tau: ``Kp = 3/tau`` with derivative damping on the measured angular acceleration, for a
+  closed-loop natural frequency of ``sqrt(3)/tau`` with damping 0.7 (about 58 rad/s at 30 ms),
+  fast enough under PX4's default attitude gains for motor lags up to 0.1 s. Vehicles differ only
+  in where their torque saturates.
 * The attitude loop keeps PX4's proportional law (MC_*_P) but never asks for a rate the vehicle
   cannot stop from in time: near large errors the rate follows ``sqrt(2 * a * error)`` with ``a``
   half the angular acceleration available around hover (the usual square-root controller). Without
   it, a weak yaw axis (3 rad/s^2 in Table I) overshoots any large heading change.
-* The hover thrust is ``m g / T_max`` from the model, not MPC_THR_HOVER.
+* The hover thrust is ``m g / T_max`` from the model, not MPC_THR_HOVER, and the model's drag at
+  the current velocity is compensated (PX4 leaves both to its estimator and integrator).
 
 Units: thrusts are normalized, 1 = all rotors at full thrust; motor commands are normalized
 per-rotor thrust in [0, 1] (what ``QuadrotorDynamics.step`` takes).
@@ -217,7 +219,8 @@ class MulticopterController:
     velocity loop is not in use).
     """
 
-    # Fraction of the motor-lag-limited bandwidth used by the rate loop, and its damping.
+    # Rate loop: proportional gain times the motor time constant, and damping ratio.
+    RATE_GAIN_TAU = 3.0
     RATE_DAMPING = 0.7
     # Rate integrator: zero at a tenth of the loop's natural frequency; limited to this fraction
     # of the axis' maximum angular acceleration.
@@ -238,6 +241,7 @@ class MulticopterController:
         """Adopt new physical parameters (the model the controller is built on)."""
         self.phys = phys
         self.hover_thrust = phys.hover_thrust
+        self._drag_per_mass = phys.kdv / phys.mass
         f_max = phys.rotor_thrust_max
         positions, spins = rotor_geometry(phys)
         roll_k = [-y for _, y in positions]
@@ -248,10 +252,13 @@ class MulticopterController:
         self._mix_pitch = tuple(k / (f_max * sum(c * c for c in pitch_k)) for k in pitch_k)
         self._mix_yaw = tuple(k / (f_max * sum(c * c for c in yaw_k)) for k in yaw_k)
 
+        # Rate loop in angular-acceleration units: plant 1/(s (tau s + 1)), PD on the measurement
+        # gives tau s^2 + (1 + Kd) s + Kp, i.e. wn = sqrt(Kp/tau), 2 zeta wn tau = 1 + Kd.
         tau = phys.motor_tau
-        self._kp_rate = 1.0 / tau
-        self._kd_rate = 2.0 * self.RATE_DAMPING - 1.0
-        self._ki_rate = 0.1 * self._kp_rate / tau
+        self._kp_rate = self.RATE_GAIN_TAU / tau
+        wn = math.sqrt(self._kp_rate / tau)
+        self._kd_rate = 2.0 * self.RATE_DAMPING * wn * tau - 1.0
+        self._ki_rate = 0.1 * wn * self._kp_rate
         alpha = phys.alpha_max
         self._rate_int_max = tuple(self.RATE_INT_LIMIT * a for a in alpha)
         # Torque margin around hover: the rotors can move by min(h, 1 - h) either way, which
@@ -367,14 +374,17 @@ class MulticopterController:
         if isfinite(vel_sp[2]):
             vel_sp[2] = min(max(vel_sp[2], -lim.vel_up_max), lim.vel_dn_max)
 
-        # Velocity PID -> acceleration. The derivative acts on the measured velocity only.
+        # Velocity PID -> acceleration. The derivative acts on the measured velocity only. The
+        # model's drag at the current velocity (still air) is compensated, so an acceleration
+        # setpoint means the acceleration flown and the integrator is left with wind alone.
         prev = self._vel_prev
         self._vel_prev = [vel[0], vel[1], vel[2]]
+        drag_per_mass = self._drag_per_mass
         acc = [0.0, 0.0, 0.0]
         vel_err = [0.0, 0.0, 0.0]
         for i in range(3):
             a_ff = sp.acceleration[i]
-            a_ff = a_ff if isfinite(a_ff) else 0.0
+            a_ff = (a_ff if isfinite(a_ff) else 0.0) + drag_per_mass * vel[i]
             if isfinite(vel_sp[i]):
                 vel_err[i] = vel_sp[i] - vel[i]
                 v_dot = (vel[i] - prev[i]) / dt if prev is not None else 0.0
@@ -390,16 +400,19 @@ class MulticopterController:
 
         thr = self._thrust_vector(acc)
 
-        # Anti-windup (as PX4): no vertical integration against a saturated thrust; horizontally,
-        # bleed the integrator by how much of the demanded acceleration the thrust can deliver.
+        # Anti-windup. Vertically as PX4: no integration against a saturated thrust. Horizontally
+        # PX4 uses tracking anti-windup, which drives the integrator negative during every long
+        # acceleration and leaves the vehicle creeping up to its speed afterwards; with the drag
+        # compensated the integrator only has wind to carry, so here it simply does not integrate
+        # an error that pushes further into saturation (acceleration cap, tilt or thrust limit).
         if not landed:
             h = self.hover_thrust
             if (thr[2] >= -lim.thr_min and vel_err[2] >= 0.0) or (thr[2] <= -lim.thr_max and vel_err[2] <= 0.0):
                 vel_err[2] = 0.0
-            if lim.vel_p[0] > 0.0:
-                arw = 2.0 / lim.vel_p[0]
-                for i in (0, 1):
-                    vel_err[i] -= arw * (demand[i] - thr[i] * GRAVITY / h)
+            short_x = demand[0] - thr[0] * GRAVITY / h  # acceleration asked for but not delivered
+            short_y = demand[1] - thr[1] * GRAVITY / h
+            if short_x * short_x + short_y * short_y > 1e-6 and short_x * vel_err[0] + short_y * vel_err[1] > 0.0:
+                vel_err[0] = vel_err[1] = 0.0
             for i in range(3):
                 if isfinite(vel_sp[i]):
                     self._vel_int[i] += lim.vel_i[i] * vel_err[i] * dt

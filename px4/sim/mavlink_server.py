@@ -137,6 +137,7 @@ class MavlinkServer:
         self.on_message = on_message
         self.time_offset_ns: int | None = None  # client clock minus ours, from TIMESYNC
         self.handler_errors = 0
+        self._text_id = 0
         self.uid = 0x4849_4C00_0000_0000 | (sysid & 0xFF)
 
     def add_link(self, transport) -> Link:
@@ -177,10 +178,7 @@ class MavlinkServer:
     def tick(self) -> None:
         """Send what is due on every link, plus queued status texts and protocol events."""
         now = self.ap.time_s
-        events = []
-        while self.ap.statustexts:
-            severity, text = self.ap.statustexts.popleft()
-            events.append(mavlink.MAVLink_statustext_message(severity, text.encode()[:50], 0, 0))
+        events = self._statustext_messages()
         reached = list(self.ap.reached_items)
         self.ap.reached_items.clear()
         for seq in reached:
@@ -243,7 +241,7 @@ class MavlinkServer:
         return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
 
     def _msg_home_position(self):
-        h = self.ap.home_position()
+        h = self.ap.home
         lat, lon, alt = self.ap.origin.to_global(*h)
         return mavlink.MAVLink_home_position_message(int(lat * 1e7), int(lon * 1e7), int(alt * 1000), h[0], h[1], h[2],
                                                      [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
@@ -380,8 +378,10 @@ class MavlinkServer:
             state = mavlink.MISSION_STATE_ACTIVE
         else:
             state = mavlink.MISSION_STATE_NOT_STARTED
-        return mavlink.MAVLink_mission_current_message(min(ap.mission_current, max(total - 1, 0)) if not ap.mission_finished
-                                                       else total, total, state, int(ap.mode == FlightMode.MISSION))
+        # PX4 keeps seq on the last item once finished; v1.14 leaves total/state 0, v1.15 fills them
+        # (MAVSDK understands both), and a filled state lets clients see "complete" without guessing.
+        return mavlink.MAVLink_mission_current_message(min(ap.mission_current, max(total - 1, 0)), total, state,
+                                                       int(ap.mode == FlightMode.MISSION))
 
     def _msg_autopilot_version(self):
         major, minor, patch = PX4_VERSION
@@ -462,16 +462,33 @@ class MavlinkServer:
         if result.result >= 0:  # REQUEST_MESSAGE acks before its answer, itself
             self._ack(link, command, result)
 
-    def tick_statustexts(self) -> None:
-        """Send queued status texts now (so a refusal's reason arrives before its ack)."""
+    def _statustext_messages(self) -> list:
+        """Queued texts as STATUSTEXT messages; a text over 50 bytes goes in MAVLink 2 chunks."""
+        out = []
         while self.ap.statustexts:
             severity, text = self.ap.statustexts.popleft()
+            data = text.encode()
+            if len(data) <= 50:
+                out.append(mavlink.MAVLink_statustext_message(severity, data, 0, 0))
+                continue
+            self._text_id = self._text_id % 65535 + 1
+            chunks = [data[i:i + 50] for i in range(0, len(data), 50)]
+            if len(chunks[-1]) == 50:
+                chunks.append(b"")  # the receiver knows the text ended from a short chunk
+            out += [mavlink.MAVLink_statustext_message(severity, c, self._text_id, n) for n, c in enumerate(chunks)]
+        return out
+
+    def tick_statustexts(self) -> None:
+        """Send queued status texts now (so a refusal's reason arrives before its ack)."""
+        for msg in self._statustext_messages():
             for link in self.links:
-                link.send(mavlink.MAVLink_statustext_message(severity, text.encode()[:50], 0, 0))
+                link.send(msg)
 
     def _reposition(self, p: tuple, frame: int) -> CommandResult:
         ap = self.ap
-        speed, yaw_deg, lat, lon, alt = p[0], p[3], p[4], p[5], p[6]
+        if not _int(p[1]) & mavlink.MAV_DO_REPOSITION_FLAGS_CHANGE_MODE:
+            return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED, "DO_REPOSITION without the change-mode flag is not supported")
+        speed, yaw, lat, lon, alt = p[0], p[3], p[4], p[5], p[6]
         n, e, d = ap.position
         if not (math.isnan(lat) or math.isnan(lon)):
             n, e, _ = ap.origin.to_local(lat, lon, ap.origin.alt_m)
@@ -479,8 +496,7 @@ class MavlinkServer:
             if frame in (mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT):
                 alt += ap.origin.alt_m
             d = ap.origin.alt_m - alt
-        yaw = math.radians(yaw_deg) if not math.isnan(yaw_deg) else NAN
-        return ap.reposition(n, e, d, yaw, speed)
+        return ap.reposition(n, e, d, yaw, -1.0 if math.isnan(speed) else speed)
 
     def _stream_name(self, msg_id: int) -> str | None:
         cls = mavlink.mavlink_map.get(msg_id)

@@ -27,6 +27,7 @@ NAV_COMMANDS = {
     mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH,
     mavlink.MAV_CMD_NAV_LAND,
     mavlink.MAV_CMD_NAV_TAKEOFF,
+    mavlink.MAV_CMD_NAV_DELAY,  # MAVSDK's loiter_time_s: wait where the vehicle is
 }
 
 
@@ -67,6 +68,8 @@ class MissionItem:
 
     def has_position(self) -> bool:
         """Whether x/y name a place (0/0 or NaN-like means 'where the vehicle is', as in PX4)."""
+        if self.command == mavlink.MAV_CMD_NAV_DELAY or self.frame == mavlink.MAV_FRAME_MISSION:
+            return False
         if self.frame in _LOCAL:
             return True
         return not (self.x == 0 and self.y == 0)

@@ -1,0 +1,149 @@
+"""The built-in vehicle flown through real MAVSDK 4 over real loopback UDP (issue 2's flight tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+
+import pytest
+
+from bridges.mavsdk_vehicle import connect
+from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleConnectionError, VehicleError
+from hil.targets import SimProcessOptions, builtin_vehicle, free_udp_port
+
+from .conftest import SPEED
+
+
+async def _hold_samples(vehicle, seconds: float) -> list:
+    """Telemetry snapshots over `seconds` of vehicle time."""
+    samples = []
+    async with asyncio.timeout(seconds / SPEED + 5):
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds / SPEED
+        async for state in vehicle.telemetry():
+            samples.append(state)
+            if loop.time() >= end:
+                return samples
+    return samples
+
+
+async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
+    await vehicle.arm()
+    assert vehicle.state.armed
+    await vehicle.takeoff(5.0)
+    await asyncio.sleep(3.0 / SPEED)  # let the takeoff transient settle, as a pilot would
+    hover = await _hold_samples(vehicle, 5.0)
+    alts = [s.altitude for s in hover]
+    assert len(alts) > 20
+    assert max(abs(a - 5.0) for a in alts) <= 0.3, f"hover altitude range {min(alts):.2f}..{max(alts):.2f} m"
+
+    await vehicle.start_offboard(rate_hz=20.0)
+    assert vehicle.state.flight_mode == "OFFBOARD" or (await vehicle.wait_until(
+        lambda s: s.flight_mode == "OFFBOARD", 2.0, "offboard mode"))
+    corners = [(8.0, 0.0), (8.0, 8.0), (0.0, 8.0), (0.0, 0.0)]
+    for north, east in corners:
+        await vehicle.set_position_ned(north, east, -5.0)
+        reached = await vehicle.wait_until(lambda s: s.distance_to(north, east, -5.0) < 0.5, 30.0 / SPEED + 10,
+                                           f"corner {north},{east}")
+        assert reached.distance_to(north, east, -5.0) < 0.5
+    await vehicle.stop_offboard()
+    await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 5.0, "hold after offboard")
+
+    await vehicle.land()
+    landed = await vehicle.wait_until(lambda s: not s.armed, 60.0 / SPEED + 10, "landing and auto-disarm")
+    assert not landed.in_air
+    assert abs(landed.altitude) < 0.1
+
+
+async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
+    await vehicle.set_param("MIS_TAKEOFF_ALT", 5.0)
+    waypoints = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
+                 MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
+    await vehicle.upload_mission(waypoints)
+    reached: list[int] = []
+
+    async def collect() -> None:
+        async for seq in vehicle.mission_items_reached():
+            reached.append(seq)
+
+    collector = asyncio.create_task(collect())
+    await asyncio.sleep(0.2)  # the subscription must be in place before anything is reached
+    await vehicle.arm()
+    await vehicle.start_mission()
+    progress = []
+    async with asyncio.timeout(120.0 / SPEED + 10):
+        async for p in vehicle.mission_progress():
+            progress.append(p)
+            if p.finished:
+                break
+    await asyncio.sleep(0.3)
+    collector.cancel()
+    # Every waypoint, in order, reported by the autopilot's own MISSION_ITEM_REACHED (no other items here).
+    assert reached == [0, 1, 2, 3]
+    assert progress[-1].current == progress[-1].total == 4
+    # The vehicle really went round: it ends near the last waypoint at mission altitude.
+    assert vehicle.state.distance_to(0, 0, -5) < 1.5
+
+    await vehicle.land()
+    await vehicle.wait_until(lambda s: not s.armed, 60.0 / SPEED + 10, "landing and auto-disarm")
+    assert not vehicle.state.armed
+
+
+async def test_params_changed_restores_originals_even_after_an_error(vehicle):
+    original = await vehicle.get_param("MPC_XY_CRUISE")
+    original_int = await vehicle.get_param("COM_OBL_RC_ACT")
+    with pytest.raises(RuntimeError, match="boom"):
+        async with vehicle.params_changed({"MPC_XY_CRUISE": original + 2.5, "COM_OBL_RC_ACT": 4}) as before:
+            assert before == {"MPC_XY_CRUISE": original, "COM_OBL_RC_ACT": original_int}
+            assert await vehicle.get_param("MPC_XY_CRUISE") == pytest.approx(original + 2.5)
+            assert await vehicle.get_param("COM_OBL_RC_ACT") == 4
+            raise RuntimeError("boom")
+    assert await vehicle.get_param("MPC_XY_CRUISE") == pytest.approx(original)
+    assert await vehicle.get_param("COM_OBL_RC_ACT") == original_int
+
+
+async def test_arming_refused_with_the_autopilots_reason_when_a_prearm_check_fails():
+    options = SimProcessOptions(speed=SPEED, params={"SIM_GPS_USED": 0, "COM_ARM_WO_GPS": 0})
+    async with builtin_vehicle(options) as sim:
+        vehicle = await connect(sim.url, timeout=10.0)
+        try:
+            with pytest.raises(VehicleError, match="not armable"):
+                await vehicle.wait_armable(timeout=1.5)
+            with pytest.raises(CommandDenied) as refused:
+                await vehicle.arm()
+            assert "GPS" in refused.value.reason
+            assert "COMMAND_DENIED" in str(refused.value)
+            await asyncio.sleep(0.3)
+            assert not vehicle.state.armed
+        finally:
+            await vehicle.close()
+
+
+async def test_unreachable_connection_fails_within_its_timeout_naming_it():
+    url = f"udpin://127.0.0.1:{free_udp_port()}"
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    with pytest.raises(VehicleConnectionError) as failed:
+        await connect(url, timeout=1.0)
+    elapsed = loop.time() - start
+    assert url in str(failed.value)
+    assert elapsed < 3.0
+
+
+async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
+    """The autopilot's own setpoint echo equals what was streamed, and the vehicle settles on it."""
+    await vehicle.arm()
+    await vehicle.takeoff(3.0)
+    await vehicle.start_offboard(rate_hz=50.0)
+    await vehicle.set_position_ned(2.0, -1.0, -3.0)
+    async with asyncio.timeout(3.0):
+        async for _, echoed in vehicle.setpoint_echo():
+            if echoed == pytest.approx((2.0, -1.0, -3.0), abs=1e-4):
+                break
+    state = await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.15 and s.speed < 0.1,
+                                     20.0 / SPEED + 10, "settled on the offboard target")
+    assert state.flight_mode == "OFFBOARD"
+    assert math.isfinite(state.lat) and math.isfinite(state.alt_amsl)
+    speeds = [s.speed for s in await _hold_samples(vehicle, 2.0)]
+    assert statistics.mean(speeds) < 0.1

@@ -1,0 +1,135 @@
+"""The built-in vehicle driven by a plain pymavlink client, the way a ground station or script would."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pymavlink import mavutil
+from pymavlink.dialects.v20 import common as mavlink
+
+from hil.targets import SimProcessOptions, builtin_vehicle
+from px4.modes import FlightMode, decode_custom_mode
+
+from .conftest import SPEED
+
+
+class Client:
+    """A blocking pymavlink connection with the few helpers these tests need."""
+
+    def __init__(self, url: str):
+        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
+                                               source_component=190, dialect="common")
+        self.texts: list[str] = []
+        self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
+        self.heartbeat = self.conn.wait_heartbeat(timeout=10)
+        assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
+
+    def recv(self, kind: str, timeout: float, condition=lambda m: True):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = self.conn.recv_match(blocking=True, timeout=0.1)
+            if msg is None:
+                continue
+            if msg.get_type() == "STATUSTEXT":
+                self.texts.append(msg.text)
+            if msg.get_type() == kind and condition(msg):
+                return msg
+        return None
+
+    def wait_armable(self, timeout: float = 5.0) -> None:
+        """Wait for SYS_STATUS to report the pre-arm checks passing, as a ground station does."""
+        armable = self.recv("SYS_STATUS", timeout,
+                            lambda m: m.onboard_control_sensors_health & mavlink.MAV_SYS_STATUS_PREARM_CHECK)
+        assert armable is not None, "vehicle never reported its pre-arm checks passing"
+
+    def command(self, command: int, *params: float) -> int:
+        p = list(params) + [0.0] * (7 - len(params))
+        self.conn.mav.command_long_send(1, 1, command, 0, *p)
+        ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
+        assert ack is not None, f"no COMMAND_ACK for command {command}"
+        return ack.result
+
+    def set_mode(self, mode: FlightMode) -> int:
+        main, sub = mode.value
+        return self.command(mavlink.MAV_CMD_DO_SET_MODE, mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, main, sub)
+
+    def wait_mode(self, mode: FlightMode, timeout: float) -> bool:
+        return self.recv("HEARTBEAT", timeout, lambda m: decode_custom_mode(m.custom_mode) == mode) is not None
+
+    def wait_altitude(self, alt: float, tolerance: float, timeout: float):
+        return self.recv("LOCAL_POSITION_NED", timeout, lambda m: abs(-m.z - alt) <= tolerance)
+
+    def position_setpoint(self, north: float, east: float, down: float) -> None:
+        self.conn.mav.set_position_target_local_ned_send(0, 1, 1, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
+                                                         north, east, down, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+async def client():
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
+        c = Client(sim.url)
+        yield c
+        c.close()
+
+
+async def test_heartbeat_says_px4_quadrotor_in_hold(client):
+    hb = client.heartbeat
+    assert hb.autopilot == mavlink.MAV_AUTOPILOT_PX4
+    assert hb.type == mavlink.MAV_TYPE_QUADROTOR
+    assert hb.base_mode & mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED
+    assert decode_custom_mode(hb.custom_mode) == FlightMode.HOLD
+
+
+async def test_mode_change_arm_and_takeoff(client):
+    # No RC: manual modes are refused, with the reason in a STATUSTEXT, as PX4 does.
+    assert client.set_mode(FlightMode.POSCTL) == mavlink.MAV_RESULT_TEMPORARILY_REJECTED
+    assert any("RC" in text for text in client.texts)
+
+    client.wait_armable()
+    assert client.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+    hb = client.recv("HEARTBEAT", 3.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+    assert hb is not None and hb.system_status == mavlink.MAV_STATE_ACTIVE
+
+    assert client.command(mavlink.MAV_CMD_REQUEST_MESSAGE, mavlink.MAVLINK_MSG_ID_HOME_POSITION) == mavlink.MAV_RESULT_ACCEPTED
+    home = client.recv("HOME_POSITION", 2.0)
+    assert home is not None
+    assert client.command(mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"), float("nan"),
+                          home.altitude / 1000.0 + 4.0) == mavlink.MAV_RESULT_ACCEPTED
+    assert client.wait_mode(FlightMode.TAKEOFF, 2.0)
+    state = client.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_TAKEOFF)
+    assert state is not None
+    assert client.wait_altitude(4.0, 0.3, 20.0 / SPEED + 5) is not None
+    assert client.wait_mode(FlightMode.HOLD, 10.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
+
+    # A mode change while flying: land from here.
+    assert client.set_mode(FlightMode.LAND) == mavlink.MAV_RESULT_ACCEPTED
+    assert client.recv("HEARTBEAT", 60.0 / SPEED + 5,
+                       lambda m: not m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED) is not None
+
+
+async def test_offboard_needs_a_setpoint_stream_and_loss_triggers_the_failsafe(client):
+    assert client.set_mode(FlightMode.OFFBOARD) == mavlink.MAV_RESULT_TEMPORARILY_REJECTED
+    client.wait_armable()
+    assert client.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+
+    def stream(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            client.position_setpoint(0.0, 0.0, -3.0)
+            client.recv("NONE", 0.05)  # keep draining while pacing the stream at ~20 Hz
+
+    stream(0.3)
+    assert client.set_mode(FlightMode.OFFBOARD) == mavlink.MAV_RESULT_ACCEPTED
+    stream(12.0 / SPEED)
+    pos = client.recv("LOCAL_POSITION_NED", 1.0)
+    assert pos is not None and -pos.z > 2.5, "offboard setpoints flew the vehicle up"
+
+    # The companion goes silent: after COM_OF_LOSS_T (1 s vehicle time) PX4 without RC returns home.
+    stopped = time.monotonic()
+    assert client.wait_mode(FlightMode.RTL, 3.0), "offboard loss did not trigger the return failsafe"
+    assert time.monotonic() - stopped >= 0.9 / SPEED
+    assert any("Failsafe" in text for text in client.texts)
