@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import time
 from collections import deque
@@ -25,6 +26,7 @@ from mavsdk.asyncio.plugins.offboard import OffboardAsync
 from mavsdk.asyncio.plugins.param import ParamAsync
 from mavsdk.asyncio.plugins.telemetry import TelemetryAsync
 from mavsdk.exceptions import MavsdkError
+from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import OffboardError, PositionNedYaw, VelocityNedYaw
@@ -39,6 +41,20 @@ NAN = float("nan")
 REASON_WINDOW_S = 2.0
 # PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
 ARM_CONFIRM_S = 3.0
+
+
+_LOG = logging.getLogger("mavsdk")
+_LOG_LEVELS = {LogLevel.DEBUG: logging.DEBUG, LogLevel.INFO: logging.INFO, LogLevel.WARN: logging.WARNING,
+               LogLevel.ERROR: logging.ERROR}
+_logs_routed = False
+
+
+def route_mavsdk_logs() -> None:
+    """Send MAVSDK's own log (C++ side, otherwise printed to stderr) to the Python logger "mavsdk"."""
+    global _logs_routed
+    if not _logs_routed:
+        log_subscribe(lambda level, message, file, line: (_LOG.log(_LOG_LEVELS.get(level, logging.INFO), message), True)[1])
+        _logs_routed = True
 
 
 def _name(enum_value) -> str:
@@ -146,6 +162,9 @@ class MavsdkVehicle:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""
         deadline = time.monotonic() + timeout
         while not (self._armable and self._home is not None):
+            if self._home is None:
+                # MAVSDK may have received HOME_POSITION before our subscription existed; it caches it.
+                self._on_home(await self.telemetry_plugin.home())
             if time.monotonic() > deadline:
                 reason = self._recent_reason() or "no reason given"
                 raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({reason})")
@@ -359,6 +378,7 @@ class MavsdkVehicle:
 
 async def connect(url: str, timeout: float = 10.0) -> MavsdkVehicle:
     """Connect to the autopilot on a MAVSDK connection string, or raise naming the string."""
+    route_mavsdk_logs()
     mavsdk = Mavsdk(Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER))
     try:
         await mavsdk.add_any_connection(url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Hardware-in-the-loop harness for quadrotor navigation: fly missions on the built-in "
                     "PX4-compatible vehicle, PX4 SITL or a real PX4, and record every trial.",
         epilog=TOUR)
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more log output (-v: info, -vv: debug, MAVSDK's own log included)")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     sim = verbs.add_parser(
@@ -155,4 +158,6 @@ def _cmd_fly(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return {"sim": _cmd_sim, "fly": _cmd_fly}[args.verb](args)

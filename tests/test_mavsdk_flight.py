@@ -141,9 +141,10 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
         async for _, echoed in vehicle.setpoint_echo():
             if echoed == pytest.approx((2.0, -1.0, -3.0), abs=1e-4):
                 break
-    state = await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.15 and s.speed < 0.1,
-                                     20.0 / SPEED + 10, "settled on the offboard target")
-    assert state.flight_mode == "OFFBOARD"
-    assert math.isfinite(state.lat) and math.isfinite(state.alt_amsl)
-    speeds = [s.speed for s in await _hold_samples(vehicle, 2.0)]
-    assert statistics.mean(speeds) < 0.1
+    await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.5, 20.0 / SPEED + 10, "offboard target")
+    await asyncio.sleep(8.0 / SPEED)  # a 2 m position step overshoots and settles, as on PX4
+    held = await _hold_samples(vehicle, 2.0)
+    assert all(s.flight_mode == "OFFBOARD" for s in held)
+    assert max(s.distance_to(2.0, -1.0, -3.0) for s in held) < 0.15
+    assert statistics.mean(s.speed for s in held) < 0.1
+    assert math.isfinite(held[-1].lat) and math.isfinite(held[-1].alt_amsl)

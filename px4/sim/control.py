@@ -22,8 +22,9 @@ FLYINGTRUST's Table I to the strongest virtual one:
   vehicle: an integrator (the body) behind the motor lag. Its gains are set from the motor time
   constant tau: ``Kp = 3/tau`` with derivative damping on the measured angular acceleration, for a
   closed-loop natural frequency of ``sqrt(3)/tau`` with damping 0.7 (about 58 rad/s at 30 ms),
-  fast enough under PX4's default attitude gains for motor lags up to 0.1 s. Vehicles differ only
-  in where their torque saturates.
+  which keeps PX4's default attitude gains well damped for motor lags up to 50 ms and stable up
+  to 0.1 s, the longest a profile may declare. Vehicles differ only in where their torque
+  saturates.
 * The attitude loop keeps PX4's proportional law (MC_*_P) but never asks for a rate the vehicle
   cannot stop from in time: near large errors the rate follows ``sqrt(2 * a * error)`` with ``a``
   half the angular acceleration available around hover (the usual square-root controller). Without
@@ -62,7 +63,8 @@ class TrajectorySetpoint:
 
     Per axis: a position makes it position control, with the velocity (if set) as feed-forward; a
     velocity without position makes it velocity control; the acceleration is added as
-    feed-forward, or, with neither position nor velocity, is the setpoint itself. ``yaw`` NaN
+    feed-forward, or, with neither position nor velocity, is the setpoint itself (all three NaN:
+    no acceleration, the vehicle coasts). ``yaw`` NaN
     keeps the heading (turning at ``yawspeed`` if that is set); ``yawspeed`` is a feed-forward.
     """
 
@@ -232,6 +234,7 @@ class MulticopterController:
     def __init__(self, phys: PhysicalParams, params: ParamStore):
         self.params = params
         self._params_version = -1
+        self._sync_params()
         self.configure(phys)
         self.reset()
 
@@ -286,6 +289,7 @@ class MulticopterController:
         self._body_rates: Vec3 = (NAN, NAN, NAN)
 
     def _sync_params(self) -> None:
+        # Cheap enough to call every loop: the store bumps `version` on every change.
         if self.params.version != self._params_version:
             self._params_version = self.params.version
             self.lim = _Limits.read(self.params)

@@ -54,6 +54,8 @@ _ATT_RATES_IGNORE, _ATT_THRUST_IGNORE, _ATT_IGNORE = 0x07, 0x40, 0x80
 MISSION_RETRY_S = 0.25
 MISSION_RETRIES = 5
 PARAMS_PER_TICK = 40
+# Extra HEARTBEATs on a state change come at most this often (vehicle seconds).
+STATE_HEARTBEAT_MIN_S = 0.1
 
 
 def _int(value: float, default: int = 0) -> int:
@@ -137,6 +139,8 @@ class MavlinkServer:
         self.on_message = on_message
         self.time_offset_ns: int | None = None  # client clock minus ours, from TIMESYNC
         self.handler_errors = 0
+        self._last_state: tuple | None = None
+        self._last_state_heartbeat = -1.0
         self._text_id = 0
         self.uid = 0x4849_4C00_0000_0000 | (sysid & 0xFF)
 
@@ -183,6 +187,13 @@ class MavlinkServer:
         self.ap.reached_items.clear()
         for seq in reached:
             events.append(mavlink.MAVLink_mission_item_reached_message(seq))
+        # Deliberate deviation from PX4 (which beats at a fixed 1 Hz): a HEARTBEAT goes out as soon
+        # as what it reports changes, because MAVSDK re-reads health, armed and mode only on
+        # heartbeats; without it every "now armable / armed / in mode" waits up to a second.
+        state = (self.ap.ready, self.ap.armed, self.ap.mode, self.ap.failsafe, self.ap.prearm_failure() is None)
+        if state != self._last_state and now - self._last_state_heartbeat >= STATE_HEARTBEAT_MIN_S:
+            self._last_state, self._last_state_heartbeat = state, now
+            events += [self._msg_sys_status(), self._msg_heartbeat()]
         for link in self.links:
             for msg in events:
                 link.send(msg)
