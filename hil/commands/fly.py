@@ -1,0 +1,79 @@
+"""`hil fly`: fly one waypoint mission on a target and write a trial record."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from hil.commands.args import param_assignment, positive_float
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser(
+        "fly", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="fly one waypoint mission on a target and write a trial record",
+        description="Fly a waypoint mission (YAML: takeoff_altitude, speed, acceptance_radius, time_budget, "
+                    "waypoints...) on a target, record telemetry and events into a trial record directory, and "
+                    "print a summary. The exit code is 0 only when the mission succeeded.",
+        epilog="examples:\n"
+               "  hil fly missions/examples/demo_square.yaml\n"
+               "  hil fly missions/examples/offboard_square.yaml --speed 4 --record-dir runs/offboard\n"
+               "  hil fly MISSION.yaml --target udpin://127.0.0.1:14540 --arm   # an autopilot already running\n"
+               "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.")
+    parser.add_argument("mission", type=Path, help="mission YAML file")
+    parser.add_argument("--target", default="sim",
+                     help="'sim' (start the built-in vehicle) or a connection string of a running autopilot, "
+                          "e.g. udpin://127.0.0.1:14540 or serial:///dev/ttyACM0:921600 (default: sim)")
+    parser.add_argument("--profile", default="default", help="vehicle profile for the built-in vehicle (default: %(default)s)")
+    parser.add_argument("--speed", type=positive_float, default=1.0, help="built-in vehicle speed factor (default: 1)")
+    parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
+                     help="set a built-in vehicle parameter at start")
+    parser.add_argument("--record-dir", type=Path, help="trial record directory (default: runs/<time>-<mission name>)")
+    parser.add_argument("--connect-timeout", type=positive_float, default=15.0, help="seconds to wait for the autopilot (default: 15)")
+    parser.add_argument("--arm", action="store_true",
+                     help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hil.fly import default_record_dir, mission_config, run_trial
+    from hil.targets import SimProcessOptions, TargetSpec, builtin_vehicle
+    from missions.waypoint import MissionError, load_mission
+    from reports.trial_summary import format_summary
+
+    try:
+        mission = load_mission(args.mission)
+        target = TargetSpec.parse(args.target)
+    except (MissionError, ValueError) as exc:
+        print(f"hil fly: {exc}", file=sys.stderr)
+        return 2
+    if not target.simulated and not args.arm:
+        print(f"hil fly: refusing to arm {target.name} without --arm: a target other than 'sim' may be a real "
+              "aircraft. Add --arm once the area is clear.", file=sys.stderr)
+        return 2
+    record_dir = args.record_dir or default_record_dir(mission)
+    config = mission_config(mission, target=target.name, profile=args.profile, speed=args.speed,
+                            params=dict(args.param))
+
+    async def go():
+        if target.simulated:
+            options = SimProcessOptions(profile=args.profile, speed=args.speed, params=dict(args.param))
+            async with builtin_vehicle(options) as sim:
+                return await run_trial(sim.url, mission, record_dir, target_name="sim", config=config,
+                                       speed_factor=args.speed, connect_timeout=args.connect_timeout,
+                                       vehicle_failure=sim.failure)
+        return await run_trial(target.name, mission, record_dir, target_name=target.name, config=config,
+                               connect_timeout=args.connect_timeout)
+
+    print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
+    result = asyncio.run(go())
+    if result.summary is not None:
+        print(format_summary(result.outcome, result.summary))
+    else:
+        print(f"outcome  {result.outcome}")
+    if result.reason:
+        print(f"reason   {result.reason}")
+    print(f"record   {result.record_dir}")
+    return 0 if result.outcome == "success" else 1

@@ -1,0 +1,55 @@
+"""`hil sim`: run the built-in vehicle standalone so any MAVLink client can connect."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from hil.commands.args import param_assignment, positive_float
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser(
+        "sim", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run the built-in vehicle standalone (any MAVLink client can connect)",
+        description="Run the built-in PX4-compatible vehicle in real time (times --speed). It speaks MAVLink 2 "
+                    "like PX4 v1.14 SITL: by default it sends to 127.0.0.1:14540 (+instance), where MAVSDK "
+                    "listens with udpin://127.0.0.1:14540. Stop with Ctrl-C.",
+        epilog="examples:\n"
+               "  hil sim --profile default --speed 2\n"
+               "  hil sim --link udpout://127.0.0.1:14540 --link udpout://127.0.0.1:14550   # offboard + QGC ports\n"
+               "  hil sim --link serial:///dev/pts/5:921600                                  # over a serial port\n"
+               "  hil sim --param MPC_XY_CRUISE=8 --param COM_OF_LOSS_T=0.5")
+    parser.add_argument("--link", action="append", metavar="URL",
+                     help="where to speak MAVLink: udpout://HOST:PORT (send there), udpin://HOST:PORT (listen), "
+                          "serial:///dev/DEV:BAUD or a pyserial URL; repeat for several ports "
+                          "(default: udpout://127.0.0.1:14540+instance)")
+    parser.add_argument("--instance", type=int, default=0, help="PX4-style instance number: adds to the default port and system id")
+    parser.add_argument("--profile", default="default", help="vehicle profile name or YAML file (default: %(default)s)")
+    parser.add_argument("--speed", type=positive_float, default=1.0, help="simulation speed factor, like PX4_SIM_SPEED_FACTOR (default: 1)")
+    parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
+                     help="set a vehicle parameter at start (PX4 names)")
+
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from px4.sim.realtime import ONBOARD_PORT, SimOptions, serve
+
+    links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
+    options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),
+                         sysid=1 + args.instance)
+
+    def ready(opened) -> None:
+        for link in opened:
+            url = link.transport.url
+            hint = url.replace("udpout://", "udpin://") if url.startswith("udpout://") else url
+            print(f"built-in vehicle on {url}: connect with {hint}", flush=True)
+
+    try:
+        asyncio.run(serve(options, on_ready=ready))
+    except (ValueError, OSError) as exc:
+        print(f"hil sim: {exc}", file=sys.stderr)
+        return 2
+    return 0
