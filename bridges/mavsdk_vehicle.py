@@ -16,7 +16,7 @@ import math
 import time
 from collections import deque
 from dataclasses import replace
-from typing import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
@@ -32,8 +32,8 @@ from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
-from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, VehicleConnectionError, VehicleError,
-                             VehicleState)
+from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, VehicleBase, VehicleConnectionError,
+                             VehicleError, VehicleState)
 from px4.geo import GeoOrigin
 
 NAN = float("nan")
@@ -61,11 +61,17 @@ def _name(enum_value) -> str:
     return getattr(enum_value, "name", str(enum_value))
 
 
-class MavsdkVehicle:
-    """A connected flight controller. Create with `await connect(url)`; close with `await close()`."""
+class MavsdkVehicle(VehicleBase):
+    """A connected flight controller. Create with `await connect(url)`; close with `await close()`.
 
-    def __init__(self, url: str, mavsdk: Mavsdk, system):
+    `speed_factor` is how much faster than real time the target runs (a simulator's speed factor;
+    1 for hardware): vehicle-time durations are divided by it to get wall-clock ones.
+    """
+
+    def __init__(self, url: str, mavsdk: Mavsdk, system, speed_factor: float = 1.0):
+        super().__init__()
         self.url = url
+        self.speed_factor = speed_factor
         self._mavsdk = mavsdk
         self._system = system
         self.action = ActionAsync(system)
@@ -76,7 +82,6 @@ class MavsdkVehicle:
         self.mavlink = MavlinkDirectAsync(system)
         self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
                                    "UNKNOWN", "UNKNOWN", NAN)
-        self._state_changed = asyncio.Condition()
         self._status_texts: deque[tuple[float, str]] = deque(maxlen=32)
         self._home: GeoOrigin | None = None
         self._armable = False
@@ -108,22 +113,18 @@ class MavsdkVehicle:
 
     async def _follow(self, stream, handle) -> None:
         async for value in stream:
-            handle(value)
+            pending = handle(value)
+            if pending is not None:
+                await pending
 
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
 
-    def _on_local_position(self, pv) -> None:
+    async def _on_local_position(self, pv) -> None:
         p, v = pv.position, pv.velocity
         self._state = replace(self._state, t_ns=time.monotonic_ns(), north=p.north_m, east=p.east_m, down=p.down_m,
                               vn=v.north_m_s, ve=v.east_m_s, vd=v.down_m_s)
-        self._spawn_notify()
-
-    def _spawn_notify(self) -> None:
-        async def notify() -> None:
-            async with self._state_changed:
-                self._state_changed.notify_all()
-        asyncio.get_running_loop().create_task(notify())
+        await self._publish(self._state)
 
     def _on_health(self, health) -> None:
         self._armable = bool(health.is_armable)
@@ -136,27 +137,12 @@ class MavsdkVehicle:
     def state(self) -> VehicleState:
         return self._state
 
-    async def telemetry(self) -> AsyncIterator[VehicleState]:
-        """Yield each new local-position snapshot (with the latest of everything else)."""
-        last = -1
-        while True:
-            async with self._state_changed:
-                await self._state_changed.wait_for(lambda: self._state.t_ns != last)
-            last = self._state.t_ns
-            yield self._state
+    def deadline(self, seconds: float):
+        """A block that times out after `seconds` of vehicle time."""
+        return asyncio.timeout(seconds / self.speed_factor)
 
-    async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
-        """Wait for a telemetry snapshot that satisfies `predicate`; VehicleError naming `what` on timeout."""
-        try:
-            async with asyncio.timeout(timeout):
-                async for state in self.telemetry():
-                    if predicate(state):
-                        return state
-        except TimeoutError:
-            raise VehicleError(f"{self.url}: timed out after {timeout:.1f} s waiting for {what} "
-                               f"(last state: mode {self._state.flight_mode}, armed {self._state.armed}, "
-                               f"altitude {self._state.altitude:.2f} m)") from None
-        raise VehicleError(f"{self.url}: telemetry ended while waiting for {what}")
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds / self.speed_factor)
 
     async def wait_armable(self, timeout: float = 30.0) -> None:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""
@@ -203,6 +189,7 @@ class MavsdkVehicle:
         await self._act("takeoff", self.action.takeoff())
         await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
                               f"takeoff to {altitude:.1f} m")
+        await self._settle_at_altitude(altitude, timeout)
 
     async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
         lat, lon, alt = self.home.to_global(north, east, down)
@@ -333,23 +320,6 @@ class MavsdkVehicle:
         except ParamError as exc:
             raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
 
-    @contextlib.asynccontextmanager
-    async def params_changed(self, changes: Mapping[str, float]):
-        """Set parameters for a block; the originals come back on exit, on error and on cancellation."""
-        originals: dict[str, float] = {}
-        try:
-            for name, value in changes.items():
-                originals[name] = await self.get_param(name)
-                await self.set_param(name, value)
-            yield dict(originals)
-        finally:
-            # Shielded so that a cancelled trial still restores the flight controller.
-            await asyncio.shield(self._restore(originals))
-
-    async def _restore(self, originals: Mapping[str, float]) -> None:
-        for name, value in reversed(list(originals.items())):
-            await self.set_param(name, value)
-
     # ------------------------------------------------------------------ clean-up
     async def close(self) -> None:
         """Stop offboard streaming (land first if still flying offboard), end every task, drop MAVSDK."""
@@ -376,8 +346,11 @@ class MavsdkVehicle:
         await self.close()
 
 
-async def connect(url: str, timeout: float = 10.0) -> MavsdkVehicle:
-    """Connect to the autopilot on a MAVSDK connection string, or raise naming the string."""
+async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0) -> MavsdkVehicle:
+    """Connect to the autopilot on a MAVSDK connection string, or raise naming the string.
+
+    `timeout` is wall-clock seconds; `speed_factor` is the target's simulation speed (1 for hardware).
+    """
     route_mavsdk_logs()
     mavsdk = Mavsdk(Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER))
     try:
@@ -390,6 +363,6 @@ async def connect(url: str, timeout: float = 10.0) -> MavsdkVehicle:
         mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: no autopilot answered within {timeout:.1f} s "
                                      "(is the vehicle running, and sending to this address and port?)")
-    vehicle = MavsdkVehicle(url, mavsdk, system)
+    vehicle = MavsdkVehicle(url, mavsdk, system, speed_factor)
     vehicle._start_streams()
     return vehicle

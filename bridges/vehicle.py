@@ -3,15 +3,18 @@
 Whatever the target (the built-in vehicle in real time or lockstep, PX4 SITL, a real PX4), the
 harness holds a `Vehicle`: an async object with telemetry, actions, offboard setpoints, missions
 and parameters. Positions are local NED metres relative to home; angles are radians unless a
-name says deg.
+name says deg. Durations (timeouts, sleeps, budgets) are in vehicle time, so the same mission
+code is right at real time, at a speed factor and in lockstep.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
-from typing import AsyncIterator, Mapping, Protocol, Sequence
+from typing import AsyncIterator, Callable, Mapping, Protocol, Sequence
 
 
 class VehicleError(RuntimeError):
@@ -100,6 +103,7 @@ class Vehicle(Protocol):
     """What every target offers. Implementations: MavsdkVehicle (any MAVLink target)."""
 
     url: str
+    speed_factor: float  # vehicle seconds per wall second (1 for hardware, inf for lockstep)
 
     @property
     def state(self) -> VehicleState:
@@ -109,6 +113,15 @@ class Vehicle(Protocol):
         """Every new snapshot, at the position rate."""
 
     async def wait_armable(self, timeout: float = 30.0) -> None: ...
+
+    async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
+        """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
+
+    def deadline(self, seconds: float) -> AbstractAsyncContextManager:
+        """A block that raises TimeoutError once `seconds` of vehicle time have passed."""
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` of vehicle time."""
 
     async def arm(self) -> None: ...
 
@@ -150,3 +163,73 @@ class Vehicle(Protocol):
 
     async def close(self) -> None:
         """Stop streams and tasks; leave the vehicle disarmed or landing, never flying uncommanded."""
+
+
+class VehicleBase:
+    """Telemetry fan-out, waiting and parameter restore: the parts every Vehicle shares.
+
+    A subclass publishes snapshots with `_publish` and implements `deadline`, `get_param` and
+    `set_param`; everything here is built on those.
+    """
+
+    url: str
+
+    def __init__(self) -> None:
+        self._state_changed = asyncio.Condition()
+        self._sample_count = 0
+
+    async def _publish(self, state: VehicleState) -> None:
+        self._last_published = state
+        self._sample_count += 1
+        async with self._state_changed:
+            self._state_changed.notify_all()
+
+    async def telemetry(self) -> AsyncIterator[VehicleState]:
+        """Every new snapshot, in order, at the target's position rate."""
+        seen = self._sample_count
+        while True:
+            async with self._state_changed:
+                await self._state_changed.wait_for(lambda: self._sample_count != seen)
+            seen = self._sample_count
+            yield self._last_published
+
+    async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
+        """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
+        try:
+            async with self.deadline(timeout):
+                async for state in self.telemetry():
+                    if predicate(state):
+                        return state
+        except TimeoutError:
+            s = self.state
+            raise VehicleError(f"{self.url}: timed out after {timeout:.1f} s waiting for {what} (last state: mode "
+                               f"{s.flight_mode}, armed {s.armed}, altitude {s.altitude:.2f} m)") from None
+        raise VehicleError(f"{self.url}: telemetry ended while waiting for {what}")
+
+    @contextlib.asynccontextmanager
+    async def params_changed(self, changes: Mapping[str, float]):
+        """Set parameters for a block; the originals come back on exit, on error and on cancellation."""
+        originals: dict[str, float] = {}
+        try:
+            for name, value in changes.items():
+                originals[name] = await self.get_param(name)
+                await self.set_param(name, value)
+            yield dict(originals)
+        finally:
+            # Shielded so that a cancelled trial still restores the flight controller.
+            await asyncio.shield(self._restore(originals))
+
+    # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short and holds there; the harness promises the
+    # altitude it was asked for, so it finishes the climb with a reposition.
+    TAKEOFF_TOLERANCE_M = 0.15
+
+    async def _settle_at_altitude(self, altitude: float, timeout: float) -> None:
+        s = self.state
+        if abs(s.altitude - altitude) > self.TAKEOFF_TOLERANCE_M:
+            await self.goto(s.north, s.east, -altitude, s.yaw)
+            await self.wait_until(lambda st: abs(st.altitude - altitude) <= self.TAKEOFF_TOLERANCE_M and abs(st.vd) < 0.2,
+                                  timeout, f"hold at {altitude:.1f} m after takeoff")
+
+    async def _restore(self, originals: Mapping[str, float]) -> None:
+        for name, value in reversed(list(originals.items())):
+            await self.set_param(name, value)

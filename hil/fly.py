@@ -14,11 +14,11 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Awaitable, Callable
 
 import pandas as pd
 
-from bridges.mavsdk_vehicle import MavsdkVehicle, connect
-from bridges.vehicle import MissionWaypoint, VehicleError
+from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.record import TrialRecorder
 from missions.waypoint import WaypointMission
 from reports.trial_summary import TrialSummary, summarize_trial
@@ -48,14 +48,12 @@ def default_record_dir(mission: WaypointMission, root: Path = Path("runs")) -> P
     return path
 
 
-async def fly_mission(vehicle: MavsdkVehicle, mission: WaypointMission, recorder: TrialRecorder,
-                      speed_factor: float = 1.0) -> tuple[str, str]:
-    """Arm, fly the mission, land; returns (outcome, reason). Budgets are in vehicle time."""
-    budget_wall = mission.time_budget / speed_factor
+async def fly_mission(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> tuple[str, str]:
+    """Arm, fly the mission, land; returns (outcome, reason). The budget is in vehicle time."""
     await vehicle.wait_armable(timeout=30.0)
     recorder.event("armable")
     try:
-        async with asyncio.timeout(budget_wall):
+        async with vehicle.deadline(mission.time_budget):
             await vehicle.arm()
             recorder.event("armed")
             if mission.mode == "mission":
@@ -64,14 +62,14 @@ async def fly_mission(vehicle: MavsdkVehicle, mission: WaypointMission, recorder
                 await _fly_offboard(vehicle, mission, recorder)
     except TimeoutError:
         recorder.event("timeout", budget_s=mission.time_budget)
-        await _land_and_wait(vehicle, recorder, speed_factor)
+        await _land_and_wait(vehicle, recorder)
         return "timeout", f"mission not completed within its {mission.time_budget:g} s budget"
     if mission.land:
-        await _land_and_wait(vehicle, recorder, speed_factor)
+        await _land_and_wait(vehicle, recorder)
     return "success", ""
 
 
-async def _fly_uploaded(vehicle: MavsdkVehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
+async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
     waypoints = [MissionWaypoint(w.north, w.east, w.down, speed=mission.speed,
                                  acceptance_radius=mission.acceptance_radius, hold_s=w.hold_s,
                                  yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
@@ -98,7 +96,7 @@ async def _fly_uploaded(vehicle: MavsdkVehicle, mission: WaypointMission, record
             await reached_task
 
 
-async def _fly_offboard(vehicle: MavsdkVehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
+async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
     await vehicle.takeoff(mission.takeoff_altitude)
     recorder.event("takeoff_complete", altitude=vehicle.state.altitude)
     await vehicle.start_offboard(rate_hz=20.0)
@@ -110,32 +108,32 @@ async def _fly_offboard(vehicle: MavsdkVehicle, mission: WaypointMission, record
                                  timeout=mission.time_budget, what=f"waypoint {index}")
         recorder.event("waypoint_reached", index=index)
         if wp.hold_s > 0:
-            await asyncio.sleep(wp.hold_s)
+            await vehicle.sleep(wp.hold_s)
     await vehicle.stop_offboard()
     recorder.event("offboard_stopped")
 
 
-async def _land_and_wait(vehicle: MavsdkVehicle, recorder: TrialRecorder, speed_factor: float) -> None:
+async def _land_and_wait(vehicle: Vehicle, recorder: TrialRecorder) -> None:
     if vehicle.state.in_air:
         await vehicle.land()
         recorder.event("landing")
-    await vehicle.wait_until(lambda s: not s.armed, timeout=LANDING_GRACE_S / speed_factor, what="landing and disarm")
+    await vehicle.wait_until(lambda s: not s.armed, timeout=LANDING_GRACE_S, what="landing and disarm")
     recorder.event("landed")
 
 
-async def run_trial(url: str, mission: WaypointMission, record_dir: Path, *, target_name: str, config: dict,
-                    speed_factor: float = 1.0, connect_timeout: float = 15.0, vehicle_failure=None) -> TrialResult:
-    """Connect, fly and record one trial; never raises for a flight that went wrong, only reports it."""
+async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
+                    target_name: str, config: dict, vehicle_failure: Callable[[], str | None] | None = None) -> TrialResult:
+    """Connect (with `open_vehicle`), fly and record one trial; a flight that went wrong is reported, not raised."""
     rows: list[dict] = []
     with TrialRecorder(record_dir, config=config, target=target_name) as recorder:
         try:
-            vehicle = await connect(url, timeout=connect_timeout)
+            vehicle = await open_vehicle()
         except VehicleError as exc:
             detail = vehicle_failure() if vehicle_failure is not None else None
             reason = f"{exc}" + (f"\n{detail}" if detail else "")
             recorder.finish("error", {"reason": reason})
             return TrialResult("error", reason, record_dir, None)
-        recorder.event("connected", url=url)
+        recorder.event("connected", url=vehicle.url)
 
         async def record_telemetry() -> None:
             async for state in vehicle.telemetry():
@@ -145,7 +143,7 @@ async def run_trial(url: str, mission: WaypointMission, record_dir: Path, *, tar
 
         telemetry_task = asyncio.create_task(record_telemetry())
         try:
-            outcome, reason = await fly_mission(vehicle, mission, recorder, speed_factor)
+            outcome, reason = await fly_mission(vehicle, mission, recorder)
         except VehicleError as exc:
             outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
             recorder.event("failed", reason=reason)
@@ -154,9 +152,24 @@ async def run_trial(url: str, mission: WaypointMission, record_dir: Path, *, tar
             with contextlib.suppress(asyncio.CancelledError):
                 await telemetry_task
             await vehicle.close()
-        summary = summarize_trial(pd.DataFrame(rows), mission.reference_path()) if rows else None
+        summary = summarize_trial(vehicle_time(pd.DataFrame(rows), vehicle.speed_factor),
+                                  mission.reference_path()) if rows else None
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {})})
     return TrialResult(outcome, reason, record_dir, summary)
+
+
+def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
+    """Telemetry with t_ns rescaled from the harness clock to vehicle time (a simulator's speed factor).
+
+    Metrics (duration, mean speed) are about the flight, not about how fast it was simulated. A
+    lockstep vehicle already stamps in simulated time (its speed factor is infinite).
+    """
+    if not math.isfinite(speed_factor) or speed_factor == 1.0 or telemetry.empty:
+        return telemetry
+    out = telemetry.copy()
+    t0 = int(out["t_ns"].iloc[0])
+    out["t_ns"] = t0 + ((out["t_ns"] - t0) * speed_factor).astype("int64")
+    return out
 
 
 def mission_config(mission: WaypointMission, **extra) -> dict:

@@ -25,7 +25,7 @@ async def sim():
 @pytest.fixture
 async def vehicle(sim):
     """A MAVSDK-backed Vehicle connected to `sim` and ready to arm."""
-    v = await connect(sim.url, timeout=10.0)
+    v = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
     try:
         await v.wait_armable(timeout=10.0)
         yield v

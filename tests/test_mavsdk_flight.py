@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import statistics
 
@@ -18,13 +19,10 @@ from .conftest import SPEED
 async def _hold_samples(vehicle, seconds: float) -> list:
     """Telemetry snapshots over `seconds` of vehicle time."""
     samples = []
-    async with asyncio.timeout(seconds / SPEED + 5):
-        loop = asyncio.get_running_loop()
-        end = loop.time() + seconds / SPEED
-        async for state in vehicle.telemetry():
-            samples.append(state)
-            if loop.time() >= end:
-                return samples
+    with contextlib.suppress(TimeoutError):
+        async with vehicle.deadline(seconds):
+            async for state in vehicle.telemetry():
+                samples.append(state)
     return samples
 
 
@@ -32,7 +30,7 @@ async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     await vehicle.arm()
     assert vehicle.state.armed
     await vehicle.takeoff(5.0)
-    await asyncio.sleep(3.0 / SPEED)  # let the takeoff transient settle, as a pilot would
+    await vehicle.sleep(3.0)  # let the takeoff transient settle, as a pilot would
     hover = await _hold_samples(vehicle, 5.0)
     alts = [s.altitude for s in hover]
     assert len(alts) > 20
@@ -44,14 +42,14 @@ async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     corners = [(8.0, 0.0), (8.0, 8.0), (0.0, 8.0), (0.0, 0.0)]
     for north, east in corners:
         await vehicle.set_position_ned(north, east, -5.0)
-        reached = await vehicle.wait_until(lambda s: s.distance_to(north, east, -5.0) < 0.5, 30.0 / SPEED + 10,
+        reached = await vehicle.wait_until(lambda s: s.distance_to(north, east, -5.0) < 0.5, 30.0,
                                            f"corner {north},{east}")
         assert reached.distance_to(north, east, -5.0) < 0.5
     await vehicle.stop_offboard()
     await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 5.0, "hold after offboard")
 
     await vehicle.land()
-    landed = await vehicle.wait_until(lambda s: not s.armed, 60.0 / SPEED + 10, "landing and auto-disarm")
+    landed = await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
     assert not landed.in_air
     assert abs(landed.altitude) < 0.1
 
@@ -72,7 +70,7 @@ async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
     await vehicle.arm()
     await vehicle.start_mission()
     progress = []
-    async with asyncio.timeout(120.0 / SPEED + 10):
+    async with vehicle.deadline(120.0):
         async for p in vehicle.mission_progress():
             progress.append(p)
             if p.finished:
@@ -86,7 +84,7 @@ async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
     assert vehicle.state.distance_to(0, 0, -5) < 1.5
 
     await vehicle.land()
-    await vehicle.wait_until(lambda s: not s.armed, 60.0 / SPEED + 10, "landing and auto-disarm")
+    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
     assert not vehicle.state.armed
 
 
@@ -106,7 +104,7 @@ async def test_params_changed_restores_originals_even_after_an_error(vehicle):
 async def test_arming_refused_with_the_autopilots_reason_when_a_prearm_check_fails():
     options = SimProcessOptions(speed=SPEED, params={"SIM_GPS_USED": 0, "COM_ARM_WO_GPS": 0})
     async with builtin_vehicle(options) as sim:
-        vehicle = await connect(sim.url, timeout=10.0)
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
         try:
             with pytest.raises(VehicleError, match="not armable"):
                 await vehicle.wait_armable(timeout=1.5)
@@ -141,8 +139,8 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
         async for _, echoed in vehicle.setpoint_echo():
             if echoed == pytest.approx((2.0, -1.0, -3.0), abs=1e-4):
                 break
-    await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.5, 20.0 / SPEED + 10, "offboard target")
-    await asyncio.sleep(8.0 / SPEED)  # a 2 m position step overshoots and settles, as on PX4
+    await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.5, 20.0, "offboard target")
+    await vehicle.sleep(8.0)  # a 2 m position step overshoots and settles, as on PX4
     held = await _hold_samples(vehicle, 2.0)
     assert all(s.flight_mode == "OFFBOARD" for s in held)
     assert max(s.distance_to(2.0, -1.0, -3.0) for s in held) < 0.15

@@ -98,12 +98,16 @@ async def test_mode_change_arm_and_takeoff(client):
     home = client.recv("HOME_POSITION", 2.0)
     assert home is not None
     assert client.command(mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"), float("nan"),
-                          home.altitude / 1000.0 + 4.0) == mavlink.MAV_RESULT_ACCEPTED
+                          home.altitude / 1000.0 + 5.0) == mavlink.MAV_RESULT_ACCEPTED
     assert client.wait_mode(FlightMode.TAKEOFF, 2.0)
     state = client.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_TAKEOFF)
     assert state is not None
-    assert client.wait_altitude(4.0, 0.3, 20.0 / SPEED + 5) is not None
-    assert client.wait_mode(FlightMode.HOLD, 10.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
+    assert client.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
+    # As measured on PX4 v1.14 SIH (reference/): done within NAV_MC_ALT_RAD, it holds where it is,
+    # settling between 4.0 and 4.8 m for a 5 m takeoff.
+    time.sleep(6.0 / SPEED)
+    settled = client.recv("LOCAL_POSITION_NED", 1.0)
+    assert settled is not None and 4.0 <= -settled.z <= 4.8, f"settled at {-settled.z:.2f} m"
 
     # A mode change while flying: land from here.
     assert client.set_mode(FlightMode.LAND) == mavlink.MAV_RESULT_ACCEPTED

@@ -13,14 +13,14 @@ async def test_mavsdk_flies_the_vehicle_over_a_pty_serial_pair():
     with PtyPair() as cable:
         options = SimProcessOptions(speed=SPEED, extra_links=[f"serial://{cable.a}:921600"])
         async with builtin_vehicle(options):
-            vehicle = await connect(f"serial://{cable.b}:921600", timeout=10.0)
+            vehicle = await connect(f"serial://{cable.b}:921600", timeout=10.0, speed_factor=SPEED)
             try:
                 await vehicle.wait_armable(timeout=10.0)
                 await vehicle.arm()
                 await vehicle.takeoff(2.5)
                 assert abs(vehicle.state.altitude - 2.5) < 0.8
                 await vehicle.land()
-                await vehicle.wait_until(lambda s: not s.armed, 40.0 / SPEED + 10, "landing over serial")
+                await vehicle.wait_until(lambda s: not s.armed, 40.0, "landing over serial")
             finally:
                 await vehicle.close()
         assert cable.bytes_copied > 10_000, "the flight's MAVLink traffic went through the pty pair"

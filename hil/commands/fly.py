@@ -28,6 +28,10 @@ def add_parser(verbs) -> None:
                           "e.g. udpin://127.0.0.1:14540 or serial:///dev/ttyACM0:921600 (default: sim)")
     parser.add_argument("--profile", default="default", help="vehicle profile for the built-in vehicle (default: %(default)s)")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="built-in vehicle speed factor (default: 1)")
+    parser.add_argument("--clock", choices=("realtime", "lockstep"), default="realtime",
+                        help="built-in vehicle only: 'realtime' runs it as a MAVLink process at --speed (as PX4 SITL "
+                             "is driven); 'lockstep' steps it in-process in simulated time, as fast as the CPU allows "
+                             "(no sockets; for large campaigns) (default: realtime)")
     parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
                      help="set a built-in vehicle parameter at start")
     parser.add_argument("--record-dir", type=Path, help="trial record directory (default: runs/<time>-<mission name>)")
@@ -38,7 +42,10 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bridges.lockstep_vehicle import LockstepVehicle
+    from bridges.mavsdk_vehicle import connect
     from hil.fly import default_record_dir, mission_config, run_trial
+    from px4.sim.realtime import SimOptions, build_vehicle
     from hil.targets import SimProcessOptions, TargetSpec, builtin_vehicle
     from missions.waypoint import MissionError, load_mission
     from reports.trial_summary import format_summary
@@ -54,18 +61,23 @@ def run(args: argparse.Namespace) -> int:
               "aircraft. Add --arm once the area is clear.", file=sys.stderr)
         return 2
     record_dir = args.record_dir or default_record_dir(mission)
-    config = mission_config(mission, target=target.name, profile=args.profile, speed=args.speed,
+    config = mission_config(mission, target=target.name, profile=args.profile, speed=args.speed, clock=args.clock,
                             params=dict(args.param))
 
     async def go():
+        if target.simulated and args.clock == "lockstep":
+            autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=dict(args.param)))
+
+            async def open_lockstep():
+                return await LockstepVehicle(autopilot).__aenter__()
+            return await run_trial(open_lockstep, mission, record_dir, target_name="sim-lockstep", config=config)
         if target.simulated:
             options = SimProcessOptions(profile=args.profile, speed=args.speed, params=dict(args.param))
             async with builtin_vehicle(options) as sim:
-                return await run_trial(sim.url, mission, record_dir, target_name="sim", config=config,
-                                       speed_factor=args.speed, connect_timeout=args.connect_timeout,
-                                       vehicle_failure=sim.failure)
-        return await run_trial(target.name, mission, record_dir, target_name=target.name, config=config,
-                               connect_timeout=args.connect_timeout)
+                return await run_trial(lambda: connect(sim.url, args.connect_timeout, args.speed), mission, record_dir,
+                                       target_name="sim", config=config, vehicle_failure=sim.failure)
+        return await run_trial(lambda: connect(target.name, args.connect_timeout), mission, record_dir,
+                               target_name=target.name, config=config)
 
     print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
     result = asyncio.run(go())

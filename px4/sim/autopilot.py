@@ -379,10 +379,11 @@ class Autopilot:
     def _braking_point(self) -> tuple[float, float, float]:
         """Where the vehicle can stop from its current velocity (PX4 brakes, then holds)."""
         p, v = self.position, self.dyn.vel
-        acc = max(self.params["MPC_ACC_HOR"], 1.0)
-        k = 1.0 / (2.0 * acc)
+        k_xy = 1.0 / (2.0 * max(self.params["MPC_ACC_HOR"], 1.0))
+        k_z = 1.0 / (2.0 * max(self.params["MPC_ACC_UP_MAX"] * 0.75, 1.0))
         speed = math.hypot(v[0], v[1])
-        return p[0] + v[0] * speed * k, p[1] + v[1] * speed * k, p[2] if not self.landed else 0.0
+        down = p[2] + v[2] * abs(v[2]) * k_z if not self.landed else 0.0
+        return p[0] + v[0] * speed * k_xy, p[1] + v[1] * speed * k_xy, down
 
     def _auto_setpoint(self) -> TrajectorySetpoint:
         g = self._gen
@@ -409,8 +410,10 @@ class Autopilot:
             lim.speed_up = min(lim.speed_up, self.params["MPC_TKO_SPEED"])
             self._gen.update(self._target, lim, dt, self.dyn.pos)
             if self._reached(self._target, self.params["NAV_ACC_RAD"]):
+                # Like PX4: done within NAV_MC_ALT_RAD, then Hold where the vehicle is, so it
+                # settles up to that much short of the target (reference/: 4.0-4.8 m for 5 m).
                 self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
-                self._enter_mode(FlightMode.HOLD, target=self._target)
+                self._enter_mode(FlightMode.HOLD)
         elif self.mode == FlightMode.HOLD:
             self._fly_to(self._target, dt)
         elif self.mode == FlightMode.LAND:

@@ -1,0 +1,265 @@
+"""The built-in vehicle in-process and in simulated time: the `Vehicle` for fast campaigns.
+
+No sockets and no wall clock: a driver task steps the very Autopilot that `hil sim` serves over
+MAVLink, publishes a telemetry snapshot every 1/telemetry_hz of vehicle time, and yields to the
+event loop so mission code, recorders and monitors see every snapshot in order. Timeouts and sleeps
+are in simulated time, so a mission that takes 90 s of flight finishes in a fraction of a second
+and behaves as it does in real time. Missions are uploaded as the same MAVLink items MAVSDK would
+send, so both clocks fly the same item list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import math
+from typing import AsyncIterator, Callable, Sequence
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from bridges.vehicle import CommandDenied, MissionProgress, MissionWaypoint, VehicleBase, VehicleError, VehicleState
+from px4.geo import GeoOrigin
+from px4.modes import FlightMode
+from px4.params import ParamError
+from px4.sim.autopilot import Autopilot, CommandResult, LandedState
+from px4.sim.control import TrajectorySetpoint
+from px4.sim.mission_items import MissionItem
+
+NAN = float("nan")
+# MAVSDK's names for what telemetry reports, so snapshots read the same on every target.
+MODE_NAMES = {FlightMode.RTL: "RETURN_TO_LAUNCH"}
+LANDED_NAMES = {LandedState.TAKEOFF: "TAKING_OFF"}
+_RESULT_NAMES = {mavlink.MAV_RESULT_DENIED: "COMMAND_DENIED", mavlink.MAV_RESULT_TEMPORARILY_REJECTED: "COMMAND_DENIED",
+                 mavlink.MAV_RESULT_UNSUPPORTED: "UNSUPPORTED", mavlink.MAV_RESULT_FAILED: "FAILED"}
+# MAVSDK's mission mapping defaults (mission_impl.cpp): acceptance radius and hold when not given.
+FLY_THROUGH_RADIUS_M = 3.0
+STOP_RADIUS_M = 1.0
+STOP_HOLD_S = 0.5
+
+
+def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tuple[list[MissionItem], list[int]]:
+    """The MAVLink items MAVSDK's mission plugin makes of these waypoints, and each item's waypoint index."""
+    items: list[MissionItem] = []
+    owner: list[int] = []
+
+    def add(index: int, **fields) -> None:
+        items.append(MissionItem(seq=len(items), **fields))
+        owner.append(index)
+
+    for index, wp in enumerate(waypoints):
+        lat, lon, _ = home.to_global(wp.north, wp.east, wp.down)
+        fly_through = wp.hold_s <= 0
+        radius = wp.acceptance_radius if math.isfinite(wp.acceptance_radius) else (
+            FLY_THROUGH_RADIUS_M if fly_through else STOP_RADIUS_M)
+        add(index, frame=mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT, command=mavlink.MAV_CMD_NAV_WAYPOINT,
+            param1=0.0 if fly_through else STOP_HOLD_S, param2=radius, param4=wp.yaw_deg,
+            x=int(round(lat * 1e7)), y=int(round(lon * 1e7)), z=-wp.down)
+        if math.isfinite(wp.speed):
+            add(index, frame=mavlink.MAV_FRAME_MISSION, command=mavlink.MAV_CMD_DO_CHANGE_SPEED, param1=1.0,
+                param2=wp.speed, param3=-1.0, z=NAN)
+        if wp.hold_s > 0:
+            add(index, frame=mavlink.MAV_FRAME_MISSION, command=mavlink.MAV_CMD_NAV_DELAY, param1=wp.hold_s,
+                param2=-1.0, param3=-1.0, param4=-1.0)
+    return items, owner
+
+
+class LockstepVehicle(VehicleBase):
+    """An Autopilot stepped as fast as the CPU allows. Use `async with LockstepVehicle(ap) as v:`."""
+
+    def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0):
+        super().__init__()
+        self.ap = autopilot
+        self.url = f"lockstep://{autopilot.profile.name}"
+        self.speed_factor = math.inf
+        self._period = 1.0 / telemetry_hz
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timer_ids = itertools.count()
+        self._driver: asyncio.Task | None = None
+        self._offboard_sp: TrajectorySetpoint | None = None
+        self._offboard_timer: list[bool] | None = None
+        self._waypoint_of_item: list[int] = []
+        self._reached: list[int] = []
+        self._home: GeoOrigin | None = None
+
+    # ------------------------------------------------------------------ the clock
+    async def __aenter__(self) -> "LockstepVehicle":
+        self._driver = asyncio.create_task(self._drive())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def _drive(self) -> None:
+        ap = self.ap
+        half = ap.dt * 0.5
+        while True:
+            target = ap.time_s + self._period
+            while ap.time_s + half < target:
+                ap.step()
+                while self._timers and self._timers[0][0] <= ap.time_s:
+                    heapq.heappop(self._timers)[2]()
+            self._reached.extend(ap.reached_items)
+            ap.reached_items.clear()
+            await self._publish(self.state)
+            # Several yields: a consumer woken by this snapshot may hop through a queue or two
+            # before it is idle again, and it must see this snapshot before the next one.
+            for _ in range(4):
+                await asyncio.sleep(0)
+
+    def _at(self, delay: float, callback: Callable[[], None]) -> None:
+        heapq.heappush(self._timers, (self.ap.time_s + delay, next(self._timer_ids), callback))
+
+    @contextlib.asynccontextmanager
+    async def deadline(self, seconds: float):
+        """A block that raises TimeoutError after `seconds` of simulated time."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(None) as timeout:
+            active = [True]
+            self._at(seconds, lambda: active[0] and timeout.reschedule(loop.time()))
+            try:
+                yield
+            finally:
+                active[0] = False
+
+    async def sleep(self, seconds: float) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self._at(seconds, lambda: done.done() or done.set_result(None))
+        await done
+
+    # ------------------------------------------------------------------ telemetry
+    @property
+    def state(self) -> VehicleState:
+        ap, d = self.ap, self.ap.dyn
+        lat, lon, alt = ap.origin.to_global(d.pos[0], d.pos[1], d.pos[2])
+        roll, pitch, yaw = d.euler()
+        return VehicleState(int(ap.time_s * 1e9), d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1], d.vel[2],
+                            roll, pitch, yaw, lat, lon, alt, ap.armed, not ap.landed,
+                            MODE_NAMES.get(ap.mode, ap.mode.name), LANDED_NAMES.get(ap.landed_state, ap.landed_state.name),
+                            100.0 * ap.battery_remaining)
+
+    @property
+    def home(self) -> GeoOrigin:
+        lat, lon, alt = self.ap.origin.to_global(*self.ap.home)
+        return GeoOrigin(lat, lon, alt)
+
+    async def wait_armable(self, timeout: float = 30.0) -> None:
+        try:
+            await self.wait_until(lambda s: self.ap.prearm_failure() is None, timeout, "armable")
+        except VehicleError:
+            raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({self.ap.prearm_failure()})") from None
+
+    # ------------------------------------------------------------------ actions
+    def _check(self, what: str, result: CommandResult) -> None:
+        if not result.accepted:
+            raise CommandDenied(what, _RESULT_NAMES.get(result.result, str(result.result)), result.reason)
+
+    async def arm(self) -> None:
+        self._check("arm", self.ap.arm())
+
+    async def disarm(self) -> None:
+        self._check("disarm", self.ap.disarm())
+
+    async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
+        await self.set_param("MIS_TAKEOFF_ALT", altitude)
+        self._check("takeoff", self.ap.takeoff(NAN))
+        await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
+                              f"takeoff to {altitude:.1f} m")
+        await self._settle_at_altitude(altitude, timeout)
+
+    async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
+        self._check("goto", self.ap.reposition(north, east, down, yaw))
+
+    async def land(self) -> None:
+        self._check("land", self.ap.land())
+
+    async def return_to_launch(self) -> None:
+        self._check("return to launch", self.ap.return_to_launch())
+
+    async def hold(self) -> None:
+        self._check("hold", self.ap.set_mode(FlightMode.HOLD))
+
+    # ------------------------------------------------------------------ offboard
+    async def start_offboard(self, rate_hz: float = 20.0) -> None:
+        s = self.state
+        await self.set_position_ned(s.north, s.east, s.down, s.yaw)
+        running = [True]
+        self._offboard_timer = running
+
+        def resend() -> None:
+            if running[0] and self._offboard_sp is not None:
+                self.ap.offboard_setpoint(self._offboard_sp)
+                self._at(1.0 / rate_hz, resend)
+        self._at(1.0 / rate_hz, resend)
+        result = self.ap.set_mode(FlightMode.OFFBOARD)
+        if not result.accepted:
+            running[0] = False
+            self._check("start offboard", result)
+
+    async def set_position_ned(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
+        yaw = yaw if not math.isnan(yaw) else self.ap.dyn.yaw
+        self._offboard_sp = TrajectorySetpoint((north, east, down), (NAN, NAN, NAN), (NAN, NAN, NAN), yaw, NAN)
+        self.ap.offboard_setpoint(self._offboard_sp)
+
+    async def set_velocity_ned(self, vn: float, ve: float, vd: float, yaw: float = NAN) -> None:
+        yaw = yaw if not math.isnan(yaw) else self.ap.dyn.yaw
+        self._offboard_sp = TrajectorySetpoint((NAN, NAN, NAN), (vn, ve, vd), (NAN, NAN, NAN), yaw, NAN)
+        self.ap.offboard_setpoint(self._offboard_sp)
+
+    async def stop_offboard(self) -> None:
+        if self._offboard_timer is not None:
+            self._offboard_timer[0] = False
+        self._offboard_sp = None
+        self._check("stop offboard", self.ap.set_mode(FlightMode.HOLD))
+
+    # ------------------------------------------------------------------ missions
+    async def upload_mission(self, waypoints: Sequence[MissionWaypoint]) -> None:
+        items, self._waypoint_of_item = mission_items(waypoints, self.home)
+        self.ap.set_mission(items)
+        self._reached.clear()
+
+    async def start_mission(self) -> None:
+        self._check("start mission", self.ap.set_mode(FlightMode.MISSION))
+
+    def _progress(self) -> MissionProgress:
+        total = (self._waypoint_of_item[-1] + 1) if self._waypoint_of_item else 0
+        if self.ap.mission_finished:
+            return MissionProgress(total, total)
+        seq = min(self.ap.mission_current, len(self._waypoint_of_item) - 1)
+        return MissionProgress(self._waypoint_of_item[seq] if seq >= 0 else 0, total)
+
+    async def mission_progress(self) -> AsyncIterator[MissionProgress]:
+        last = None
+        async for _ in self.telemetry():
+            progress = self._progress()
+            if progress != last:
+                last = progress
+                yield progress
+
+    async def mission_items_reached(self) -> AsyncIterator[int]:
+        seen = len(self._reached)
+        async for _ in self.telemetry():
+            while seen < len(self._reached):
+                seen += 1
+                yield self._reached[seen - 1]
+
+    # ------------------------------------------------------------------ parameters
+    async def get_param(self, name: str) -> float:
+        if name not in self.ap.params:
+            raise VehicleError(f"{self.url}: cannot read parameter {name}: DOES_NOT_EXIST")
+        return self.ap.params[name]
+
+    async def set_param(self, name: str, value: float) -> None:
+        try:
+            self.ap.params.set(name, value)
+        except ParamError as exc:
+            raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {exc}") from None
+        self.ap.apply_params()
+
+    async def close(self) -> None:
+        if self._driver is not None:
+            self._driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._driver
+            self._driver = None

@@ -1,0 +1,113 @@
+"""The in-process lockstep vehicle: same Autopilot, simulated time, same Vehicle API as over MAVLink."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from bridges.lockstep_vehicle import LockstepVehicle, mission_items
+from bridges.mavsdk_vehicle import connect
+from bridges.vehicle import CommandDenied, MissionWaypoint
+from hil.fly import vehicle_time
+from hil.targets import SimProcessOptions, builtin_vehicle
+from profiles.vehicle import load_vehicle_profile
+from px4.geo import GeoOrigin
+from px4.params import ParamStore
+from px4.sim.autopilot import Autopilot
+from reports.trial_summary import summarize_trial
+
+from .conftest import SPEED
+
+SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
+          MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
+REFERENCE = [(0, 0, 0), (0, 0, -5), (10, 0, -5), (10, 10, -5), (0, 10, -5), (0, 0, -5)]
+
+
+def lockstep(**params) -> LockstepVehicle:
+    return LockstepVehicle(Autopilot(load_vehicle_profile("default"), ParamStore(overrides=params)))
+
+
+async def fly_square(vehicle) -> pd.DataFrame:
+    """Take off by mission, fly the square, land; the telemetry as a table."""
+    rows = []
+
+    async def record():
+        async for state in vehicle.telemetry():
+            rows.append(state.as_row())
+
+    import asyncio
+    recorder = asyncio.create_task(record())
+    await vehicle.wait_armable(timeout=10.0)
+    await vehicle.set_param("MIS_TAKEOFF_ALT", 5.0)
+    await vehicle.upload_mission(SQUARE)
+    await vehicle.arm()
+    await vehicle.start_mission()
+    async with vehicle.deadline(120.0):
+        async for p in vehicle.mission_progress():
+            if p.finished:
+                break
+    await vehicle.land()
+    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landed")
+    recorder.cancel()
+    return vehicle_time(pd.DataFrame(rows), vehicle.speed_factor)
+
+
+async def test_lockstep_runs_far_faster_than_real_time_in_simulated_time():
+    import time
+    async with lockstep() as vehicle:
+        start = time.perf_counter()
+        table = await fly_square(vehicle)
+        wall = time.perf_counter() - start
+        flown = (table["t_ns"].iloc[-1] - table["t_ns"].iloc[0]) / 1e9
+    assert flown > 20.0, "the square takes tens of seconds of flight"
+    assert flown / wall > 20.0, f"lockstep ran only {flown / wall:.0f}x real time"
+
+
+async def test_lockstep_deadline_and_sleep_are_in_simulated_time():
+    async with lockstep() as vehicle:
+        t0 = vehicle.ap.time_s
+        await vehicle.sleep(2.5)
+        assert vehicle.ap.time_s - t0 == pytest.approx(2.5, abs=0.05)
+        with pytest.raises(TimeoutError):
+            async with vehicle.deadline(1.0):
+                await vehicle.sleep(10.0)
+        assert vehicle.ap.time_s - t0 == pytest.approx(3.5, abs=0.05)
+
+
+async def test_lockstep_refusals_carry_the_reason():
+    async with lockstep(SIM_GPS_USED=0, COM_ARM_WO_GPS=0) as vehicle:
+        await vehicle.sleep(1.0)
+        with pytest.raises(CommandDenied) as refused:
+            await vehicle.arm()
+        assert "GPS" in refused.value.reason
+
+
+def test_mission_items_follow_mavsdks_mapping():
+    home = GeoOrigin(47.0, 8.0, 500.0)
+    items, owner = mission_items([MissionWaypoint(10, 0, -5, speed=3.0), MissionWaypoint(0, 10, -6, hold_s=2.0)], home)
+    commands = [i.command for i in items]
+    assert commands == [16, 178, 16, 93]  # waypoint, change speed, waypoint, delay
+    assert owner == [0, 0, 1, 1]
+    assert items[0].param2 == 3.0 and items[0].param1 == 0.0  # fly-through: 3 m radius, no hold
+    assert items[2].param2 == 1.0 and items[2].param1 == 0.5  # stop: 1 m radius, 0.5 s hold
+    assert items[3].param1 == 2.0
+    north, east, down = items[2].target_local(home, (0.0, 0.0, 0.0))
+    assert (north, east, down) == pytest.approx((0.0, 10.0, -6.0), abs=0.01)
+
+
+async def test_lockstep_and_mavlink_clocks_fly_the_same_mission_alike():
+    """DESIGN.md: both ways of running the built-in vehicle agree; the same mission, both clocks."""
+    async with lockstep() as vehicle:
+        fast = summarize_trial(await fly_square(vehicle), REFERENCE)
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        try:
+            real = summarize_trial(await fly_square(vehicle), REFERENCE)
+        finally:
+            await vehicle.close()
+    assert real.path_length_m == pytest.approx(fast.path_length_m, rel=0.05)
+    assert real.duration_s == pytest.approx(fast.duration_s, rel=0.10)
+    assert real.max_tracking_error_m == pytest.approx(fast.max_tracking_error_m, abs=0.3)
+    assert math.isclose(real.final_distance_to_goal_m, fast.final_distance_to_goal_m, abs_tol=0.3)
