@@ -371,7 +371,7 @@ class MavlinkServer:
 
     def _msg_timesync(self):
         # PX4 asks the companion for its clock too; the reply gives the offset we record.
-        return mavlink.MAVLink_timesync_message(0, int(self.ap.time_s * 1e9))
+        return mavlink.MAVLink_timesync_message(0, int(self.ap.time_s * 1e9) + 1)
 
     def _msg_mission_current(self):
         if not self.ap.mission:
@@ -753,7 +753,8 @@ class MavlinkServer:
             link.send(mavlink.MAVLink_ping_message(msg.time_usec, msg.seq, msg.get_srcSystem(), msg.get_srcComponent()))
 
     def _on_timesync(self, link: Link, msg) -> None:
-        now_ns = int(self.ap.time_s * 1e9)
+        # +1: at boot the clock reads 0, and tc1 == 0 would make the reply look like a request.
+        now_ns = int(self.ap.time_s * 1e9) + 1
         if msg.tc1 == 0:
             link.send(mavlink.MAVLink_timesync_message(now_ns, msg.ts1))
         elif msg.ts1 > 0:
