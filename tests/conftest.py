@@ -12,6 +12,8 @@ import pytest
 from bridges.mavsdk_vehicle import connect
 from hil.targets import SimProcessOptions, builtin_vehicle
 
+from .mavlink_client import Client
+
 SPEED = 4.0
 
 
@@ -31,3 +33,11 @@ async def vehicle(sim):
         yield v
     finally:
         await v.close()
+
+
+@pytest.fixture
+async def client(sim):
+    """A plain pymavlink client (as a ground station) on `sim`."""
+    c = Client(sim.url)
+    yield c
+    c.close()

@@ -17,7 +17,7 @@ from hil.targets import SimProcessOptions, builtin_vehicle
 from px4.params import SPECS
 
 from .conftest import SPEED
-from .test_pymavlink_client import Client
+from .mavlink_client import Client
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "px4_v1.14_sih_mavlink_surface.json"
 # The messages a MAVSDK client relies on (telemetry plugin) must all be there at PX4's rates.
@@ -29,14 +29,6 @@ RELIED_ON = ("HEARTBEAT", "SYS_STATUS", "EXTENDED_SYS_STATE", "GPS_RAW_INT", "GL
 @pytest.fixture
 async def realtime_client():
     async with builtin_vehicle(SimProcessOptions(speed=1.0)) as sim:
-        c = Client(sim.url)
-        yield c
-        c.close()
-
-
-@pytest.fixture
-async def client():
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
         c = Client(sim.url)
         yield c
         c.close()

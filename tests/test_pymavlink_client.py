@@ -4,76 +4,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
-from hil.targets import SimProcessOptions, builtin_vehicle
 from px4.modes import FlightMode, decode_custom_mode
 
 from .conftest import SPEED
-
-
-class Client:
-    """A blocking pymavlink connection with the few helpers these tests need."""
-
-    def __init__(self, url: str):
-        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
-                                               source_component=190, dialect="common")
-        self.texts: list[str] = []
-        self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
-        self.heartbeat = self.conn.wait_heartbeat(timeout=10)
-        assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
-
-    def recv(self, kind: str, timeout: float, condition=lambda m: True):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = self.conn.recv_match(blocking=True, timeout=0.1)
-            if msg is None:
-                continue
-            if msg.get_type() == "STATUSTEXT":
-                self.texts.append(msg.text)
-            if msg.get_type() == kind and condition(msg):
-                return msg
-        return None
-
-    def wait_armable(self, timeout: float = 5.0) -> None:
-        """Wait for SYS_STATUS to report the pre-arm checks passing, as a ground station does."""
-        armable = self.recv("SYS_STATUS", timeout,
-                            lambda m: m.onboard_control_sensors_health & mavlink.MAV_SYS_STATUS_PREARM_CHECK)
-        assert armable is not None, "vehicle never reported its pre-arm checks passing"
-
-    def command(self, command: int, *params: float) -> int:
-        p = list(params) + [0.0] * (7 - len(params))
-        self.conn.mav.command_long_send(1, 1, command, 0, *p)
-        ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
-        assert ack is not None, f"no COMMAND_ACK for command {command}"
-        return ack.result
-
-    def set_mode(self, mode: FlightMode) -> int:
-        main, sub = mode.value
-        return self.command(mavlink.MAV_CMD_DO_SET_MODE, mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, main, sub)
-
-    def wait_mode(self, mode: FlightMode, timeout: float) -> bool:
-        return self.recv("HEARTBEAT", timeout, lambda m: decode_custom_mode(m.custom_mode) == mode) is not None
-
-    def wait_altitude(self, alt: float, tolerance: float, timeout: float):
-        return self.recv("LOCAL_POSITION_NED", timeout, lambda m: abs(-m.z - alt) <= tolerance)
-
-    def position_setpoint(self, north: float, east: float, down: float) -> None:
-        self.conn.mav.set_position_target_local_ned_send(0, 1, 1, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
-                                                         north, east, down, 0, 0, 0, 0, 0, 0, 0, 0)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-@pytest.fixture
-async def client():
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
-        c = Client(sim.url)
-        yield c
-        c.close()
 
 
 async def test_heartbeat_says_px4_quadrotor_in_hold(client):
