@@ -24,7 +24,7 @@ from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamError
 from px4.sim.autopilot import Autopilot, CommandResult, LandedState
-from px4.sim.control import TrajectorySetpoint
+from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint, quat_from_euler
 from px4.sim.mission_items import MissionItem
 
 NAN = float("nan")
@@ -77,7 +77,7 @@ class LockstepVehicle(VehicleBase):
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._timer_ids = itertools.count()
         self._driver: asyncio.Task | None = None
-        self._offboard_sp: TrajectorySetpoint | None = None
+        self._offboard_sp: TrajectorySetpoint | AttitudeSetpoint | None = None
         self._offboard_timer: list[bool] | None = None
         self._waypoint_of_item: list[int] = []
         self._reached: list[int] = []
@@ -205,6 +205,10 @@ class LockstepVehicle(VehicleBase):
     async def set_velocity_ned(self, vn: float, ve: float, vd: float, yaw: float = NAN) -> None:
         yaw = yaw if not math.isnan(yaw) else self.ap.dyn.yaw
         self._offboard_sp = TrajectorySetpoint((NAN, NAN, NAN), (vn, ve, vd), (NAN, NAN, NAN), yaw, NAN)
+        self.ap.offboard_setpoint(self._offboard_sp)
+
+    async def set_attitude(self, roll: float, pitch: float, yaw: float, thrust: float) -> None:
+        self._offboard_sp = AttitudeSetpoint(quat_from_euler(roll, pitch, yaw), thrust, (NAN, NAN, NAN))
         self.ap.offboard_setpoint(self._offboard_sp)
 
     async def stop_offboard(self) -> None:

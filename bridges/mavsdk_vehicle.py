@@ -29,7 +29,7 @@ from mavsdk.exceptions import MavsdkError
 from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.mission import MissionItem, MissionPlan
-from mavsdk.plugins.offboard import OffboardError, PositionNedYaw, VelocityNedYaw
+from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, VehicleBase, VehicleConnectionError,
@@ -90,6 +90,11 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_task: asyncio.Task | None = None
         self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
         self._closed = False
+
+    @property
+    def system(self):
+        """The MAVSDK System, for plugins this class does not wrap (e.g. failure injection)."""
+        return self._system
 
     # ------------------------------------------------------------------ telemetry
     def _start_streams(self) -> None:
@@ -237,6 +242,12 @@ class MavsdkVehicle(VehicleBase):
         yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else math.degrees(self._state.yaw)
         sp = VelocityNedYaw(vn, ve, vd, yaw_deg)
         self._offboard_setpoint = lambda: self.offboard.set_velocity_ned(sp)
+        await self._offboard_setpoint()
+
+    async def set_attitude(self, roll: float, pitch: float, yaw: float, thrust: float) -> None:
+        """Attitude (rad) and normalized collective thrust (0..1), as SET_ATTITUDE_TARGET."""
+        sp = Attitude(math.degrees(roll), math.degrees(pitch), math.degrees(yaw), thrust)
+        self._offboard_setpoint = lambda: self.offboard.set_attitude(sp)
         await self._offboard_setpoint()
 
     async def _stop_stream(self) -> None:

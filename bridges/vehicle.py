@@ -146,6 +146,9 @@ class Vehicle(Protocol):
 
     async def set_velocity_ned(self, vn: float, ve: float, vd: float, yaw: float = math.nan) -> None: ...
 
+    async def set_attitude(self, roll: float, pitch: float, yaw: float, thrust: float) -> None:
+        """Attitude setpoint (rad) with normalized collective thrust 0..1 (SET_ATTITUDE_TARGET)."""
+
     async def stop_offboard(self) -> None: ...
 
     async def upload_mission(self, waypoints: Sequence[MissionWaypoint]) -> None: ...

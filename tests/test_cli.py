@@ -82,3 +82,26 @@ def test_sim_rejects_a_bad_connection_string():
     result = hil("sim", "--link", "carrier-pigeon://coop", timeout=30)
     assert result.returncode == 2
     assert "carrier-pigeon://coop" in result.stderr and "unknown scheme" in result.stderr
+
+
+async def test_sim_serves_mavsdk_and_stops_cleanly_on_ctrl_c():
+    import signal
+
+    from bridges.mavsdk_vehicle import connect
+
+    port = free_udp_port()
+    proc = subprocess.Popen([sys.executable, "-m", "hil", "sim", "--link", f"udpout://127.0.0.1:{port}", "--speed", "2"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = proc.stdout.readline()
+        assert f"connect with udpin://127.0.0.1:{port}" in banner
+        vehicle = await connect(f"udpin://127.0.0.1:{port}", timeout=10.0)
+        await vehicle.wait_armable(10.0)
+        assert vehicle.state.flight_mode == "HOLD"
+        await vehicle.close()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

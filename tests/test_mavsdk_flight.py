@@ -146,3 +146,65 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
     assert max(s.distance_to(2.0, -1.0, -3.0) for s in held) < 0.15
     assert statistics.mean(s.speed for s in held) < 0.1
     assert math.isfinite(held[-1].lat) and math.isfinite(held[-1].alt_amsl)
+
+
+async def test_goto_then_return_to_launch(vehicle):
+    await vehicle.arm()
+    await vehicle.takeoff(4.0)
+    await vehicle.goto(12.0, -6.0, -6.0)
+    there = await vehicle.wait_until(lambda s: s.distance_to(12.0, -6.0, -6.0) < 0.5, 40.0, "goto target")
+    assert there.flight_mode == "HOLD"
+    await vehicle.return_to_launch()
+    home = await vehicle.wait_until(lambda s: not s.armed, 120.0, "return, land and disarm at home")
+    assert math.hypot(home.north, home.east) < 0.5 and abs(home.altitude) < 0.1
+
+
+async def test_velocity_and_attitude_offboard_setpoints(vehicle):
+    await vehicle.arm()
+    await vehicle.takeoff(5.0)
+    await vehicle.start_offboard(rate_hz=20.0)
+    await vehicle.set_velocity_ned(2.0, 0.0, 0.0)
+    moving = await vehicle.wait_until(lambda s: abs(s.vn - 2.0) < 0.2 and abs(s.ve) < 0.2, 10.0, "2 m/s north")
+    assert abs(moving.altitude - 5.0) < 0.5
+    # SET_ATTITUDE_TARGET: a 10 degree roll at hover thrust tilts the vehicle and it drifts east.
+    await vehicle.set_attitude(math.radians(10.0), 0.0, 0.0, 0.5)
+    rolled = await vehicle.wait_until(lambda s: abs(math.degrees(s.roll) - 10.0) < 1.5, 5.0, "10 degree roll")
+    assert rolled.flight_mode == "OFFBOARD"
+    later = await vehicle.wait_until(lambda s: s.ve > 1.0, 5.0, "drift east under roll")
+    assert later.east > rolled.east
+    await vehicle.set_velocity_ned(0.0, 0.0, 0.0)
+    await vehicle.wait_until(lambda s: s.speed < 0.3, 15.0, "stopped")
+    await vehicle.land()
+    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landed")
+
+
+async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(sim):
+    """A mission task cancelled mid-offboard: close() stops streaming, tells it to land, ends every task."""
+    before = {t for t in asyncio.all_tasks() if not t.done()}
+    vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+    await vehicle.wait_armable(10.0)
+
+    async def fly() -> None:
+        await vehicle.arm()
+        await vehicle.takeoff(4.0)
+        await vehicle.start_offboard()
+        await vehicle.set_position_ned(20.0, 0.0, -4.0)
+        await vehicle.sleep(100.0)
+
+    flight = asyncio.create_task(fly())
+    await vehicle.wait_until(lambda s: s.flight_mode == "OFFBOARD" and s.vn > 0.5, 30.0, "offboard flight")
+    flight.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await flight
+    await vehicle.close()
+    leftovers = {t for t in asyncio.all_tasks() if not t.done()} - before - {asyncio.current_task()}
+    assert not leftovers, f"tasks left running: {leftovers}"
+
+    # A second, independent client sees the vehicle landing and then disarmed, not flying on.
+    observer = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+    try:
+        state = await observer.wait_until(lambda s: s.flight_mode != "UNKNOWN", 5.0, "telemetry")
+        assert state.flight_mode == "LAND"
+        await observer.wait_until(lambda s: not s.armed, 60.0, "landed and disarmed")
+    finally:
+        await observer.close()

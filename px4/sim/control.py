@@ -105,6 +105,15 @@ def quat_from_yaw(yaw: float) -> Quat:
     return (math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw))
 
 
+def quat_from_euler(roll: float, pitch: float, yaw: float) -> Quat:
+    """Body-to-world quaternion from ZYX Euler angles (rad), PX4's convention."""
+    cr, sr = math.cos(0.5 * roll), math.sin(0.5 * roll)
+    cp, sp = math.cos(0.5 * pitch), math.sin(0.5 * pitch)
+    cy, sy = math.cos(0.5 * yaw), math.sin(0.5 * yaw)
+    return (cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy)
+
+
 def quat_from_axes(bx: Vec3, by: Vec3, bz: Vec3) -> Quat:
     """Quaternion of the rotation whose matrix has columns bx, by, bz (body axes in world)."""
     r00, r10, r20 = bx
