@@ -162,8 +162,7 @@ class LockstepVehicle(VehicleBase):
         self._check("disarm", self.ap.disarm())
 
     async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
-        await self.set_param("MIS_TAKEOFF_ALT", altitude)
-        self._check("takeoff", self.ap.takeoff(NAN))
+        self._check("takeoff", self.ap.takeoff(self.home.alt_m + altitude))
         await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
                               f"takeoff to {altitude:.1f} m")
         await self._settle_at_altitude(altitude, timeout)

@@ -20,6 +20,7 @@ from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
+from mavsdk.asyncio.plugins.info import InfoAsync
 from mavsdk.asyncio.plugins.mavlink_direct import MavlinkDirectAsync
 from mavsdk.asyncio.plugins.mission import MissionAsync
 from mavsdk.asyncio.plugins.offboard import OffboardAsync
@@ -80,6 +81,7 @@ class MavsdkVehicle(VehicleBase):
         self.mission = MissionAsync(system)
         self.param = ParamAsync(system)
         self.mavlink = MavlinkDirectAsync(system)
+        self.info = InfoAsync(system)
         self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
                                    "UNKNOWN", "UNKNOWN", NAN)
         self._status_texts: deque[tuple[float, str]] = deque(maxlen=32)
@@ -149,6 +151,16 @@ class MavsdkVehicle(VehicleBase):
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds / self.speed_factor)
 
+    async def identity(self) -> str:
+        """A stable name for this flight controller: its hardware uid, else the connection string."""
+        with contextlib.suppress(MavsdkError):
+            ident = await self.info.get_identification()
+            if ident.hardware_uid.strip("0"):
+                return f"uid-{ident.hardware_uid}"
+            if ident.legacy_uid:
+                return f"uid-{ident.legacy_uid:016x}"
+        return self.url
+
     async def wait_armable(self, timeout: float = 30.0) -> None:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""
         deadline = time.monotonic() + timeout
@@ -190,10 +202,16 @@ class MavsdkVehicle(VehicleBase):
         await self.wait_until(lambda s: not s.armed, ARM_CONFIRM_S, "disarmed state in telemetry")
 
     async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
-        await self._act("set takeoff altitude", self.action.set_takeoff_altitude(float(altitude)))
-        await self._act("takeoff", self.action.takeoff())
-        await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
-                              f"takeoff to {altitude:.1f} m")
+        """Take off to `altitude` m above home and hold there.
+
+        PX4 climbs to MIS_TAKEOFF_ALT; it is set for the takeoff only and restored (journaled on
+        hardware) once airborne. NAV_TAKEOFF's own altitude cannot be used: MAVSDK's raw command
+        path cannot send the NaN that PX4 needs in its lat/lon fields, and 0 there is a position.
+        """
+        async with self.params_changed({"MIS_TAKEOFF_ALT": altitude}):
+            await self._act("takeoff", self.action.takeoff())
+            await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
+                                  f"takeoff to {altitude:.1f} m")
         await self._settle_at_altitude(altitude, timeout)
 
     async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:

@@ -180,6 +180,9 @@ class VehicleBase:
     def __init__(self) -> None:
         self._state_changed = asyncio.Condition()
         self._sample_count = 0
+        # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
+        # for hardware); None for simulators that die with the run anyway.
+        self.journal = None
 
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
@@ -216,6 +219,8 @@ class VehicleBase:
         try:
             for name, value in changes.items():
                 originals[name] = await self.get_param(name)
+                if self.journal is not None:
+                    self.journal.record(name, originals[name])  # on disk before the change
                 await self.set_param(name, value)
             yield dict(originals)
         finally:
@@ -236,3 +241,5 @@ class VehicleBase:
     async def _restore(self, originals: Mapping[str, float]) -> None:
         for name, value in reversed(list(originals.items())):
             await self.set_param(name, value)
+            if self.journal is not None:
+                self.journal.forget(name)

@@ -19,6 +19,7 @@ from typing import Awaitable, Callable
 import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from hil.param_journal import ParamJournal, restore_pending
 from hil.record import TrialRecorder
 from missions.waypoint import WaypointMission
 from reports.trial_summary import TrialSummary, summarize_trial
@@ -74,9 +75,14 @@ async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
                                  acceptance_radius=mission.acceptance_radius, hold_s=w.hold_s,
                                  yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
                  for w in mission.waypoints]
-    await vehicle.set_param("MIS_TAKEOFF_ALT", mission.takeoff_altitude)
-    await vehicle.upload_mission(waypoints)
-    recorder.event("mission_uploaded", items=len(waypoints))
+    # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
+    async with vehicle.params_changed({"MIS_TAKEOFF_ALT": mission.takeoff_altitude}):
+        await vehicle.upload_mission(waypoints)
+        recorder.event("mission_uploaded", items=len(waypoints))
+        await _run_uploaded(vehicle, recorder)
+
+
+async def _run_uploaded(vehicle: Vehicle, recorder: TrialRecorder) -> None:
 
     async def log_reached() -> None:
         async for seq in vehicle.mission_items_reached():
@@ -122,8 +128,13 @@ async def _land_and_wait(vehicle: Vehicle, recorder: TrialRecorder) -> None:
 
 
 async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
-                    target_name: str, config: dict, vehicle_failure: Callable[[], str | None] | None = None) -> TrialResult:
-    """Connect (with `open_vehicle`), fly and record one trial; a flight that went wrong is reported, not raised."""
+                    target_name: str, config: dict, vehicle_failure: Callable[[], str | None] | None = None,
+                    journal_params: bool = False) -> TrialResult:
+    """Connect (with `open_vehicle`), fly and record one trial; a flight that went wrong is reported, not raised.
+
+    `journal_params` (for flight controllers that outlive the run: hardware, a SITL someone else
+    started) journals every parameter change to disk and first restores what a crashed run left.
+    """
     rows: list[dict] = []
     with TrialRecorder(record_dir, config=config, target=target_name) as recorder:
         try:
@@ -134,6 +145,11 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
             recorder.finish("error", {"reason": reason})
             return TrialResult("error", reason, record_dir, None)
         recorder.event("connected", url=vehicle.url)
+        if journal_params:
+            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+            restored = await restore_pending(vehicle, vehicle.journal)
+            if restored:
+                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
 
         async def record_telemetry() -> None:
             async for state in vehicle.telemetry():

@@ -29,7 +29,9 @@ async def _hold_samples(vehicle, seconds: float) -> list:
 async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     await vehicle.arm()
     assert vehicle.state.armed
+    takeoff_alt_before = await vehicle.get_param("MIS_TAKEOFF_ALT")
     await vehicle.takeoff(5.0)
+    assert await vehicle.get_param("MIS_TAKEOFF_ALT") == takeoff_alt_before, "takeoff leaves no parameter changed"
     await vehicle.sleep(3.0)  # let the takeoff transient settle, as a pilot would
     hover = await _hold_samples(vehicle, 5.0)
     alts = [s.altitude for s in hover]

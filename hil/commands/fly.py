@@ -24,10 +24,14 @@ def add_parser(verbs) -> None:
                "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.")
     parser.add_argument("mission", type=Path, help="mission YAML file")
     parser.add_argument("--target", default="sim",
-                     help="'sim' (start the built-in vehicle) or a connection string of a running autopilot, "
-                          "e.g. udpin://127.0.0.1:14540 or serial:///dev/ttyACM0:921600 (default: sim)")
-    parser.add_argument("--profile", default="default", help="vehicle profile for the built-in vehicle (default: %(default)s)")
-    parser.add_argument("--speed", type=positive_float, default=1.0, help="built-in vehicle speed factor (default: 1)")
+                     help="'sim' (start the built-in vehicle), 'px4-sitl[:N]' (start PX4 SITL SIH, instance N) or "
+                          "a connection string of a running autopilot, e.g. udpin://127.0.0.1:14540 or "
+                          "serial:///dev/ttyACM0:921600 (default: sim)")
+    parser.add_argument("--profile", default="default",
+                     help="vehicle profile for the built-in vehicle or PX4 SITL (default: %(default)s)")
+    parser.add_argument("--speed", type=positive_float, default=1.0,
+                     help="simulation speed factor, built-in vehicle or PX4 SITL (default: 1)")
+    parser.add_argument("--px4-dir", help="PX4 build for --target px4-sitl (default: $PX4_DIR, else px4 on PATH)")
     parser.add_argument("--clock", choices=("realtime", "lockstep"), default="realtime",
                         help="built-in vehicle only: 'realtime' runs it as a MAVLink process at --speed (as PX4 SITL "
                              "is driven); 'lockstep' steps it in-process in simulated time, as fast as the CPU allows "
@@ -46,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from bridges.mavsdk_vehicle import connect
     from hil.fly import default_record_dir, mission_config, run_trial
     from px4.sim.realtime import SimOptions, build_vehicle
-    from hil.targets import SimProcessOptions, TargetSpec, builtin_vehicle
+    from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
+    from px4.sitl import Px4NotFound, SitlError
     from missions.waypoint import MissionError, load_mission
     from reports.trial_summary import format_summary
 
@@ -65,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                             params=dict(args.param))
 
     async def go():
+        if target.name == PX4_SITL:
+            return await _fly_on_px4_sitl(args, target, mission, record_dir, config)
         if target.simulated and args.clock == "lockstep":
             autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=dict(args.param)))
 
@@ -77,10 +84,14 @@ def run(args: argparse.Namespace) -> int:
                 return await run_trial(lambda: connect(sim.url, args.connect_timeout, args.speed), mission, record_dir,
                                        target_name="sim", config=config, vehicle_failure=sim.failure)
         return await run_trial(lambda: connect(target.name, args.connect_timeout), mission, record_dir,
-                               target_name=target.name, config=config)
+                               target_name=target.name, config=config, journal_params=True)
 
     print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
-    result = asyncio.run(go())
+    try:
+        result = asyncio.run(go())
+    except (Px4NotFound, SitlError) as exc:
+        print(f"hil fly: {exc}", file=sys.stderr)
+        return 2
     if result.summary is not None:
         print(format_summary(result.outcome, result.summary))
     else:
@@ -89,3 +100,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"reason   {result.reason}")
     print(f"record   {result.record_dir}")
     return 0 if result.outcome == "success" else 1
+
+
+async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict):
+    """Start PX4 SITL SIH with the profile's parameters, fly, keep its ULog aligned in the record."""
+    from bridges.mavsdk_vehicle import connect
+    from hil.fly import run_trial
+    from hil.record import read_table
+    from profiles.vehicle import load_vehicle_profile
+    from px4.sih import sitl_params
+    from px4.sitl import SitlOptions, px4_sitl
+    from px4.ulog import keep_in_record
+
+    params = {**sitl_params(load_vehicle_profile(args.profile)), **dict(args.param)}
+    options = SitlOptions(instance=target.instance, speed=args.speed, params=params, px4_dir=args.px4_dir)
+    ulog_dir = record_dir / "ulog"
+    async with px4_sitl(options, ulog_dest=ulog_dir) as sitl:
+        result = await run_trial(lambda: connect(sitl.url, args.connect_timeout, args.speed), mission, record_dir,
+                                 target_name=f"{target.name}:{target.instance}", config=config,
+                                 vehicle_failure=sitl.failure)
+    for log in sorted(ulog_dir.glob("*.ulg")):
+        try:
+            keep_in_record(log, read_table(record_dir, "telemetry"), scale=1.0 / args.speed)
+        except (KeyError, ValueError) as exc:
+            print(f"hil fly: {log.name} kept but not aligned with the harness clock: {exc}", file=sys.stderr)
+    return result

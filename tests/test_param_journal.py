@@ -1,0 +1,99 @@
+"""Parameters the harness changes are journaled before the change and restored always, even after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bridges.mavsdk_vehicle import connect
+from hil.param_journal import ParamJournal
+from hil.record import read_events
+from hil.targets import SimProcessOptions, builtin_vehicle
+
+from .conftest import SPEED
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
+
+
+def test_journal_keeps_the_first_original_and_survives_reopening(tmp_path):
+    journal = ParamJournal(tmp_path / "j.json")
+    journal.record("MPC_XY_CRUISE", 5.0)
+    journal.record("MPC_XY_CRUISE", 7.0)  # changed twice: the original is still the first value
+    journal.record("COM_OBL_RC_ACT", 0)
+    assert ParamJournal(tmp_path / "j.json").pending() == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0}
+    journal.forget("MPC_XY_CRUISE")
+    journal.forget("COM_OBL_RC_ACT")
+    assert not (tmp_path / "j.json").exists(), "an empty journal leaves no file behind"
+
+
+def test_an_unreadable_journal_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "j.json"
+    path.write_text("{ half a journal")
+    with pytest.raises(RuntimeError, match=str(path)):
+        ParamJournal(path)
+
+
+def test_for_vehicle_names_files_safely(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path))
+    journal = ParamJournal.for_vehicle("serial:///dev/ttyACM0:921600")
+    assert journal.path.parent == tmp_path / "param-journals"
+    assert "/" not in journal.path.name and journal.path.name.endswith(".json")
+
+
+CRASHING_HARNESS = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    sys.path.insert(0, {root!r})
+    from bridges.mavsdk_vehicle import connect
+    from hil.param_journal import ParamJournal
+
+    async def main():
+        vehicle = await connect({url!r}, timeout=10.0)
+        await vehicle.wait_armable(10.0)
+        vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+        async with vehicle.params_changed({{"MPC_XY_CRUISE": 9.0, "COM_OBL_RC_ACT": 4}}):
+            print("changed", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)  # the harness dies inside the block: no finally runs
+    asyncio.run(main())
+""")
+
+
+async def test_params_left_changed_by_a_killed_harness_are_restored_at_the_next_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path / "state"))
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
+        script = CRASHING_HARNESS.format(root=str(ROOT), url=sim.url)
+        crashed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, "HIL_STATE_DIR": str(tmp_path / "state")})
+        assert crashed.returncode == -9 and "changed" in crashed.stdout
+
+        journals = list((tmp_path / "state" / "param-journals").glob("*.json"))
+        assert len(journals) == 1
+        assert json.loads(journals[0].read_text())["originals"] == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0}
+        probe = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        try:
+            assert await probe.get_param("MPC_XY_CRUISE") == pytest.approx(9.0), "the crash left it changed"
+        finally:
+            await probe.close()
+
+        # The next run against the same flight controller puts everything back before it flies.
+        record = tmp_path / "next"
+        result = subprocess.run([sys.executable, "-m", "hil", "fly", str(DEMO), "--target", sim.url, "--arm",
+                                 "--record-dir", str(record)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "HIL_STATE_DIR": str(tmp_path / "state")})
+        assert result.returncode == 0, result.stdout + result.stderr
+        restored = [e for e in read_events(record) if e["kind"] == "params_restored_after_crash"]
+        assert restored and restored[0]["params"] == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0}
+        assert not journals[0].exists(), "nothing left to restore"
+        probe = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        try:
+            assert await probe.get_param("MPC_XY_CRUISE") == pytest.approx(5.0)
+            assert await probe.get_param("COM_OBL_RC_ACT") == 0
+            assert await probe.get_param("MIS_TAKEOFF_ALT") == pytest.approx(2.5), "the flight's own change was undone"
+        finally:
+            await probe.close()
