@@ -21,6 +21,7 @@ from typing import AsyncIterator
 from bridges.transport import TransportError, parse_url
 
 SIM = "sim"
+PX4_SITL = "px4-sitl"  # optionally with an instance number: px4-sitl:2 (px4/sitl.py)
 # How long a stopped vehicle gets to exit before it is killed.
 STOP_GRACE_S = 3.0
 
@@ -31,15 +32,21 @@ class TargetSpec:
 
     name: str
     simulated: bool
+    instance: int = 0  # PX4 SITL instance (port offsets), px4-sitl only
 
     @classmethod
     def parse(cls, text: str) -> "TargetSpec":
         if text == SIM:
             return cls(SIM, simulated=True)
+        if text == PX4_SITL or text.startswith(PX4_SITL + ":"):
+            number = text[len(PX4_SITL) + 1:] or "0"
+            if not number.isdigit() or int(number) > 9:
+                raise ValueError(f"--target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9")
+            return cls(PX4_SITL, simulated=True, instance=int(number))
         try:
             parse_url(text)
         except TransportError as exc:
-            raise ValueError(f"--target {text!r}: expected 'sim' or a connection string ({exc})") from None
+            raise ValueError(f"--target {text!r}: expected 'sim', 'px4-sitl[:N]' or a connection string ({exc})") from None
         return cls(text, simulated=False)
 
 
@@ -60,8 +67,8 @@ def free_udp_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    # Linux: the vehicle gets SIGTERM if the harness dies, so a crash leaves no orphan simulator.
+def die_with_parent() -> None:
+    """preexec_fn for child processes: SIGTERM them if the harness dies, so a crash leaves no orphan."""
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
@@ -102,7 +109,7 @@ async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIter
     port = free_udp_port()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(sim_command(port, options), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=log, preexec_fn=_die_with_parent)
+                                stderr=log, preexec_fn=die_with_parent)
         try:
             yield SimProcess(f"udpin://127.0.0.1:{port}", proc, log)
         finally:

@@ -36,18 +36,26 @@ numbers:
   identified rotor drag of small quadrotors; PX4's SIH default is 1.0 N/(m/s) for its 1 kg vehicle,
   which caps its speed near 10 m/s).
 * Angular damping ``kdw = 1.0 1/s * J_xx``, the ratio of PX4's SIH defaults (SIH_KDW / SIH_IXX).
+
+Where profiles live: ``profiles/vehicles/*.yaml``. A file is either one profile (found by its
+file name) or a library, a mapping whose ``profiles`` is a list (``flyingtrust.yaml``: all 36
+platforms of Table I, found by each entry's ``name``). Names match regardless of case, spaces and
+underscores. Instead of the three numbers a profile may give a ``physical:`` block (mass, frame,
+rotors, inertia; see :mod:`profiles.airframe`) from which they are computed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
-GRAVITY = 9.80665  # m/s^2, the value PX4 uses (CONSTANTS_ONE_G)
+from profiles.airframe import GRAVITY, LAYOUTS, Airframe, is_finite_number, moment_arm_factor
+from profiles.airframe import torque_max as frame_torque_max
 
 ARM_LENGTH_AT_1KG = 0.17  # m, hub to rotor; see the module docstring
 PROP_DIAMETER_PER_ARM = 1.2
@@ -56,7 +64,6 @@ PROP_TIP_SPEED_MAX = 120.0  # m/s
 DRAG_PER_MASS = 0.4  # 1/s
 ANGULAR_DAMPING_RATE = 1.0  # 1/s
 
-LAYOUTS = ("cross", "plus")
 VEHICLES_DIR = Path(__file__).resolve().parent / "vehicles"
 
 
@@ -72,17 +79,6 @@ def arm_length_for_mass(mass: float) -> float:
 def omega_max_for_arm(arm_length: float) -> float:
     """Maximum rotor speed (rad/s) for the propeller that fits an arm of this length."""
     return PROP_TIP_SPEED_MAX / (0.5 * PROP_DIAMETER_PER_ARM * arm_length)
-
-
-def _moment_arm_factor(layout: str) -> float:
-    # Distance of a rotor from the roll (or pitch) axis, per metre of arm: the cross layout's arms
-    # sit at 45 degrees to the body axes.
-    return math.sqrt(2.0) / 2.0 if layout == "cross" else 1.0
-
-
-def _rotors_per_side(layout: str) -> int:
-    # Rotors that push one side up when rolling: two on a cross frame, one on a plus frame.
-    return 2 if layout == "cross" else 1
 
 
 @dataclass(frozen=True)
@@ -144,7 +140,7 @@ class PhysicalParams:
     @property
     def roll_arm(self) -> float:
         """Distance of each rotor from the roll axis (m); PX4's SIH_L_ROLL."""
-        return self.arm_length * _moment_arm_factor(self.layout)
+        return self.arm_length * moment_arm_factor(self.layout)
 
     @property
     def pitch_arm(self) -> float:
@@ -154,8 +150,8 @@ class PhysicalParams:
     @property
     def torque_max(self) -> tuple[float, float, float]:
         """Largest roll, pitch and yaw torques the rotors can produce (N m)."""
-        per_side = _rotors_per_side(self.layout) * self.rotor_thrust_max
-        return (per_side * self.roll_arm, per_side * self.pitch_arm, 2.0 * self.rotor_torque_max)
+        return frame_torque_max(self.layout, self.arm_length, self.rotor_thrust_max, self.rotor_torque_max,
+                          self.pitch_arm_ratio)
 
     @property
     def alpha_max(self) -> tuple[float, float, float]:
@@ -192,7 +188,7 @@ class PhysicalParams:
         l_pitch = float(mapping["SIH_L_PITCH"])
         if l_roll <= 0 or l_pitch <= 0:
             raise ValueError(f"SIH_L_ROLL, SIH_L_PITCH: expected > 0, got {l_roll}, {l_pitch}")
-        arm = l_roll / _moment_arm_factor(layout)
+        arm = l_roll / moment_arm_factor(layout)
         omega_max = omega_max_for_arm(arm)
         t_max = float(mapping["SIH_T_MAX"])
         q_max = float(mapping["SIH_Q_MAX"])
@@ -215,30 +211,32 @@ class PhysicalParams:
         )
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 # Field -> (required, check, expectation). A check returns True when the value is acceptable.
+# The mass range covers micro quadrotors to heavy-lift frames; Table I spans 0.55-5.45 kg.
 _RULES: dict[str, tuple[bool, Any, str]] = {
     "name": (True, lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
-    "mass": (True, lambda v: _is_number(v) and 0.05 <= v <= 50.0, "a mass in kg between 0.05 and 50"),
-    "twr_max": (True, lambda v: _is_number(v) and 1.0 < v <= 20.0,
+    "mass": (True, lambda v: is_finite_number(v) and 0.05 <= v <= 50.0, "a mass in kg between 0.05 and 50"),
+    "twr_max": (True, lambda v: is_finite_number(v) and 1.0 < v <= 20.0,
                 "a number > 1 (a vehicle that cannot hover) and <= 20"),
-    "alpha_xy_max": (True, lambda v: _is_number(v) and v > 0, "a positive angular acceleration in rad/s^2"),
-    "alpha_z_max": (True, lambda v: _is_number(v) and v > 0, "a positive angular acceleration in rad/s^2"),
+    "alpha_xy_max": (True, lambda v: is_finite_number(v) and 0 < v <= 20000.0,
+                     "a positive angular acceleration in rad/s^2, at most 20000"),
+    "alpha_z_max": (True, lambda v: is_finite_number(v) and 0 < v <= 20000.0,
+                    "a positive angular acceleration in rad/s^2, at most 20000"),
     "layout": (False, lambda v: v in LAYOUTS, f"one of {', '.join(LAYOUTS)}"),
     "category": (False, lambda v: isinstance(v, str), "a string"),
-    "radius": (False, lambda v: v is None or (_is_number(v) and 0 < v <= 5.0),
+    "label": (False, lambda v: isinstance(v, str), "a string"),
+    "radius": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 5.0),
                "a collision radius in m, > 0 and <= 5"),
-    "motor_tau": (False, lambda v: _is_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
+    "motor_tau": (False, lambda v: is_finite_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
 }
+# Fields a `physical:` block supplies; a file giving both would say the same thing twice.
+_FROM_PHYSICAL = ("mass", "twr_max", "alpha_xy_max", "alpha_z_max", "layout")
 
 
 def _check_fields(values: Mapping[str, Any], source: str) -> None:
     unknown = sorted(set(values) - set(_RULES))
     if unknown:
-        raise ProfileError(f"{source}: {unknown[0]}: unknown field (known: {', '.join(_RULES)})")
+        raise ProfileError(f"{source}: {unknown[0]}: unknown field (known: {', '.join(_RULES)}, physical)")
     for key, (required, ok, expectation) in _RULES.items():
         if key not in values:
             if required:
@@ -262,6 +260,7 @@ class VehicleProfile:
     alpha_z_max: float  # rad/s^2
     layout: str = "cross"
     category: str = "custom"
+    label: str = ""  # the name as a source wrote it (e.g. FLYINGTRUST's "0.55kg-Quadrotor 1")
     radius: float | None = None  # m; filled in when not given
     motor_tau: float = 0.03  # s
 
@@ -276,9 +275,9 @@ class VehicleProfile:
         """The rigid body that reproduces this profile (see the module docstring)."""
         arm = arm_length_for_mass(self.mass)
         f_max = self.twr_max * self.mass * GRAVITY / 4.0
-        roll_torque = _rotors_per_side(self.layout) * f_max * arm * _moment_arm_factor(self.layout)
         torque_per_thrust = TORQUE_PER_THRUST_PER_DIAMETER * PROP_DIAMETER_PER_ARM * arm
         q_max = torque_per_thrust * f_max
+        roll_torque = frame_torque_max(self.layout, arm, f_max, q_max)[0]
         ixx = roll_torque / self.alpha_xy_max
         omega_max = omega_max_for_arm(arm)
         return PhysicalParams(
@@ -299,9 +298,36 @@ class VehicleProfile:
         )
 
 
-def list_vehicle_profiles() -> list[str]:
-    """Names of the profiles shipped in ``profiles/vehicles``."""
-    return sorted(p.stem for p in VEHICLES_DIR.glob("*.yaml"))
+def profile_from_mapping(data: Mapping[str, Any], source: str) -> VehicleProfile:
+    """Validate one profile's fields and build it; ``source`` prefixes every error message.
+
+    Either the capability numbers (``mass``, ``twr_max``, ``alpha_xy_max``, ``alpha_z_max``) or a
+    ``physical:`` block (see :mod:`profiles.airframe`) from which they are computed.
+    """
+    values = dict(data)
+    physical = values.pop("physical", None)
+    if physical is not None:
+        if not isinstance(physical, Mapping):
+            raise ProfileError(f"{source}: physical: expected a mapping, got {type(physical).__name__}")
+        twice = [key for key in _FROM_PHYSICAL if key in values]
+        if twice:
+            raise ProfileError(f"{source}: {twice[0]}: given next to a physical block, which determines it; "
+                               "give one or the other")
+        try:
+            frame = Airframe.from_mapping(physical)
+        except ValueError as exc:
+            raise ProfileError(f"{source}: physical.{exc}") from None
+        capability = frame.capability()
+        values.update(mass=frame.mass, layout=frame.layout, twr_max=capability.twr_max,
+                      alpha_xy_max=capability.alpha_xy_max, alpha_z_max=capability.alpha_z_max)
+    _check_fields(values, source)
+    return VehicleProfile(**values)
+
+
+def _profile_key(name: str) -> str:
+    # Names are matched the way people type them: case, spaces and underscores do not matter,
+    # so "0.55kg-Quadrotor 1" finds "0.55kg-Quadrotor-1".
+    return re.sub(r"[\s_]+", "-", name.strip()).lower()
 
 
 def _display_path(path: Path) -> str:
@@ -312,28 +338,88 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
+def _read_yaml(path: Path) -> Any:
+    source = _display_path(path)
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{source}: not valid YAML: {exc}") from None
+
+
+def _library_profiles(path: Path, data: Mapping[str, Any]) -> list[VehicleProfile]:
+    """Every profile of a library file (a mapping whose ``profiles`` is a list), all validated."""
+    source = _display_path(path)
+    entries = data["profiles"]
+    if not isinstance(entries, list) or not entries:
+        raise ProfileError(f"{source}: profiles: expected a non-empty list of profiles")
+    profiles: list[VehicleProfile] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        where = f"{source}: profiles[{index}]"
+        if not isinstance(entry, dict):
+            raise ProfileError(f"{where}: expected a mapping of fields, got {type(entry).__name__}")
+        if isinstance(entry.get("name"), str):
+            where += f" ({entry['name']})"
+        profile = profile_from_mapping(entry, where)
+        key = _profile_key(profile.name)
+        if key in seen:
+            raise ProfileError(f"{where}: name: {profile.name!r} already used by profiles[{seen[key]}]")
+        seen[key] = index
+        profiles.append(profile)
+    return profiles
+
+
+def _shipped() -> dict[str, Path | VehicleProfile]:
+    """Every shipped profile by key: single-profile files by path (loaded on demand), library entries loaded."""
+    found: dict[str, Path | VehicleProfile] = {}
+    for path in sorted(VEHICLES_DIR.glob("*.yaml")):
+        data = _read_yaml(path)
+        if isinstance(data, dict) and "profiles" in data:
+            for profile in _library_profiles(path, data):
+                found[_profile_key(profile.name)] = profile
+        else:
+            found[_profile_key(path.stem)] = path
+    return found
+
+
+def library_profiles(category: str | None = None) -> list[VehicleProfile]:
+    """The profiles of the shipped library files (FLYINGTRUST's Table I), optionally of one category."""
+    profiles = [p for p in _shipped().values() if isinstance(p, VehicleProfile)]
+    return [p for p in profiles if category is None or p.category == category]
+
+
+def list_vehicle_profiles() -> list[str]:
+    """Names of the profiles shipped in ``profiles/vehicles`` (single files and library entries)."""
+    return sorted((p.name if isinstance(p, VehicleProfile) else p.stem for p in _shipped().values()),
+                  key=_profile_key)
+
+
 def load_vehicle_profile(name_or_path: str | Path) -> VehicleProfile:
-    """Load a profile by bare name (``profiles/vehicles/NAME.yaml``) or from a YAML file path."""
+    """Load a profile by name (a shipped file's stem or a library entry) or from a YAML file path."""
     text = str(name_or_path)
     is_name = isinstance(name_or_path, str) and "/" not in text and "\\" not in text \
         and not text.endswith((".yaml", ".yml"))
     if is_name:
-        path = VEHICLES_DIR / f"{text}.yaml"
-        if not path.is_file():
-            raise ProfileError(
-                f"unknown vehicle profile {text!r} (available: {', '.join(list_vehicle_profiles()) or 'none'})")
+        shipped = _shipped()
+        found = shipped.get(_profile_key(text))
+        if found is None:
+            names = ", ".join(list_vehicle_profiles()) or "none"
+            raise ProfileError(f"unknown vehicle profile {text!r} (available: {names}; "
+                               "`hil profiles list` shows them as a table)")
+        if isinstance(found, VehicleProfile):
+            return found
+        path = found
     else:
         path = Path(name_or_path)
         if not path.is_file():
             raise ProfileError(f"{path}: no such vehicle profile file")
     source = _display_path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{source}: not valid YAML: {exc}") from None
+    data = _read_yaml(path)
     if not isinstance(data, dict):
         raise ProfileError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    if "profiles" in data:
+        raise ProfileError(f"{source}: a library of {len(data['profiles'] or [])} profiles; "
+                           "load one of them by name instead")
     data = dict(data)
     data.setdefault("name", path.stem)
-    _check_fields(data, source)
-    return VehicleProfile(**data)
+    return profile_from_mapping(data, source)
