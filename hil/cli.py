@@ -10,6 +10,7 @@ import logging
 COMMAND_MODULES = (
     "hil.commands.sim",
     "hil.commands.fly",
+    "hil.commands.scene",
     "hil.commands.profiles",
 )
 
