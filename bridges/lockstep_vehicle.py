@@ -19,7 +19,8 @@ from typing import AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from bridges.vehicle import CommandDenied, MissionProgress, MissionWaypoint, VehicleBase, VehicleError, VehicleState
+from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
+                             VehicleState)
 from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamError
@@ -150,6 +151,16 @@ class LockstepVehicle(VehicleBase):
         except VehicleError:
             raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({self.ap.prearm_failure()})") from None
 
+    async def preflight_status(self) -> PreflightStatus:
+        ap = self.ap
+        return PreflightStatus("built-in (PX4 1.14 behaviour)", ap.ready, 3 if ap.gps_fix else 1,
+                               int(ap.params["SIM_GPS_USED"]), 100.0 * ap.battery_remaining, ap.prearm_failure() is None)
+
+    async def release(self) -> None:
+        if self._offboard_timer is not None:
+            self._offboard_timer[0] = False
+        self._offboard_sp = None
+
     # ------------------------------------------------------------------ actions
     def _check(self, what: str, result: CommandResult) -> None:
         if not result.accepted:
@@ -211,9 +222,7 @@ class LockstepVehicle(VehicleBase):
         self.ap.offboard_setpoint(self._offboard_sp)
 
     async def stop_offboard(self) -> None:
-        if self._offboard_timer is not None:
-            self._offboard_timer[0] = False
-        self._offboard_sp = None
+        await self.release()
         self._check("stop offboard", self.ap.set_mode(FlightMode.HOLD))
 
     # ------------------------------------------------------------------ missions

@@ -33,8 +33,8 @@ from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
-from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, VehicleBase, VehicleConnectionError,
-                             VehicleError, VehicleState)
+from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
+                             VehicleConnectionError, VehicleError, VehicleState)
 from px4.geo import GeoOrigin
 
 NAN = float("nan")
@@ -160,6 +160,24 @@ class MavsdkVehicle(VehicleBase):
             if ident.legacy_uid:
                 return f"uid-{ident.legacy_uid:016x}"
         return self.url
+
+    async def preflight_status(self) -> PreflightStatus:
+        t = self.telemetry_plugin
+        version = await self.info.get_version()
+        health = await t.health()
+        gps = await t.gps_info()
+        battery = await t.battery()
+        return PreflightStatus(
+            autopilot=f"PX4 {version.flight_sw_major}.{version.flight_sw_minor}.{version.flight_sw_patch}",
+            sensors_ok=bool(health.is_gyrometer_calibration_ok and health.is_accelerometer_calibration_ok
+                            and health.is_magnetometer_calibration_ok and health.is_local_position_ok),
+            gps_fix_type=int(gps.fix_type), satellites=int(gps.num_satellites),
+            battery_pct=battery.remaining_percent, armable=bool(health.is_armable))
+
+    async def release(self) -> None:
+        """Stop our setpoint stream without a word to the vehicle (MAVSDK's own repeats stop by
+        themselves within 3 s once the mode is no longer offboard, and PX4 ignores them meanwhile)."""
+        await self._stop_stream()
 
     async def wait_armable(self, timeout: float = 30.0) -> None:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""

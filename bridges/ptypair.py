@@ -24,12 +24,16 @@ class PtyPair:
         self._thread: threading.Thread | None = None
         self.a = self.b = ""
         self.bytes_copied = 0
+        self.bytes_dropped = 0  # the far end was not reading
 
     def __enter__(self) -> "PtyPair":
         m1, s1 = os.openpty()
         m2, s2 = os.openpty()
         for fd in (s1, s2):
             tty.setraw(fd)  # no echo, no line discipline: MAVLink is binary
+        for fd in (m1, m2):
+            # A cable to a device that stopped reading loses bytes; it never blocks the sender.
+            os.set_blocking(fd, False)
         self._masters = (m1, m2)
         self._fds = [m1, s1, m2, s2]
         self.a, self.b = os.ttyname(s1), os.ttyname(s2)
@@ -47,11 +51,13 @@ class PtyPair:
             for fd in ready:
                 try:
                     data = os.read(fd, 65536)
-                except OSError:  # the slave side is not open yet or was closed: nothing to copy
+                except (BlockingIOError, OSError):  # nothing there after all, or the slave side closed
                     continue
                 if data:
-                    os.write(peer[fd], data)
-                    self.bytes_copied += len(data)
+                    try:
+                        self.bytes_copied += os.write(peer[fd], data)
+                    except BlockingIOError:
+                        self.bytes_dropped += len(data)
 
     def __exit__(self, *exc) -> None:
         os.write(self._stop_w, b"x")

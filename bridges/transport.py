@@ -151,13 +151,17 @@ class SerialTransport:
         self._port = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.dropped_writes = 0
 
     async def open(self) -> "SerialTransport":
         import serial  # pyserial
 
         loop = asyncio.get_running_loop()
         try:
-            self._port = serial.serial_for_url(self.endpoint.device, baudrate=self.endpoint.baud, timeout=0.05)
+            # write_timeout=0: a full output buffer drops bytes, as a radio does, instead of stalling
+            # the caller's event loop (the vehicle's physics, every other link).
+            self._port = serial.serial_for_url(self.endpoint.device, baudrate=self.endpoint.baud, timeout=0.05,
+                                               write_timeout=0)
         except (serial.SerialException, ValueError) as exc:
             raise TransportError(f"{self.url}: cannot open serial port: {exc}") from exc
 
@@ -178,8 +182,8 @@ class SerialTransport:
         if self._port is not None:
             try:
                 self._port.write(data)
-            except Exception:  # a vanished device must not take the vehicle down; reads report it
-                pass
+            except Exception:  # buffer full (dropped, as on a radio) or device gone (reads report it)
+                self.dropped_writes += 1
 
     def close(self) -> None:
         self._stop.set()

@@ -75,6 +75,18 @@ class VehicleState:
 
 
 @dataclass(frozen=True)
+class PreflightStatus:
+    """What a pre-flight checklist needs to know about the flight controller."""
+
+    autopilot: str  # e.g. "PX4 1.14.0"
+    sensors_ok: bool  # gyro, accelerometer, magnetometer calibrated; local position estimate valid
+    gps_fix_type: int  # GPS_FIX_TYPE: 3 is a 3D fix
+    satellites: int
+    battery_pct: float
+    armable: bool
+
+
+@dataclass(frozen=True)
 class MissionWaypoint:
     """A waypoint as the bridge uploads it (local NED relative to home)."""
 
@@ -113,6 +125,11 @@ class Vehicle(Protocol):
         """Every new snapshot, at the position rate."""
 
     async def wait_armable(self, timeout: float = 30.0) -> None: ...
+
+    async def preflight_status(self) -> PreflightStatus: ...
+
+    async def release(self) -> None:
+        """Stop commanding at once (a pilot has taken over): end setpoint streams, send nothing at all."""
 
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""

@@ -11,6 +11,7 @@ COMMAND_MODULES = (
     "hil.commands.sim",
     "hil.commands.fly",
     "hil.commands.scene",
+    "hil.commands.link",
     "hil.commands.profiles",
 )
 

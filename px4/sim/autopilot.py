@@ -24,6 +24,8 @@ from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics
+from px4.sim.faults import VehicleFaults
+from px4.sim.manual import ManualControl
 from px4.sim.mission_items import MissionItem
 from px4.sim.navigator import MotionLimits, SetpointGenerator
 
@@ -103,6 +105,7 @@ class Autopilot:
         self.dt = dt
         self.phys = profile.physical()
         self.dyn = QuadrotorDynamics(self.phys, dt=dt)
+        self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned)
         self.ctrl = MulticopterController(self.phys, self.params)
         self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
         self.time_s = 0.0
@@ -117,6 +120,9 @@ class Autopilot:
         self.statustexts: deque[tuple[int, str]] = deque(maxlen=64)
         self.reached_items: deque[int] = deque(maxlen=64)
         self.offboard: OffboardInput | None = None
+        self.manual = ManualControl()
+        self._stick_hold: tuple[tuple[float, float, float], float] | None = None
+        self._geofence_breached = False
         self.mission: list[MissionItem] = []
         # Geofence and rally point lists are stored and returned (MAVLink mission types 1 and 2).
         self.extra_missions: dict[int, list[MissionItem]] = {}
@@ -162,7 +168,7 @@ class Autopilot:
     @property
     def gps_fix(self) -> bool:
         """A 3D fix needs six satellites."""
-        return self.params["SIM_GPS_USED"] >= 6
+        return self.params["SIM_GPS_USED"] >= 6 and not self.faults.gps_fix_lost
 
     @property
     def global_position_ok(self) -> bool:
@@ -211,9 +217,21 @@ class Autopilot:
         self._disarm("Disarmed by external command")
         return ACCEPTED
 
+    @property
+    def rc_available(self) -> bool:
+        return self.manual.available(self.time_s, self.params["COM_RC_LOSS_T"])
+
+    def manual_input(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
+        """MANUAL_CONTROL arrived: the pilot's sticks (RC)."""
+        self.manual.update(pitch, roll, throttle, yaw, self.time_s)
+
     def set_mode(self, mode: FlightMode) -> CommandResult:
         """DO_SET_MODE / SET_MODE with PX4's admission rules."""
-        if mode in (FlightMode.MANUAL, FlightMode.ALTCTL, FlightMode.POSCTL, FlightMode.ACRO, FlightMode.STABILIZED):
+        if mode in (FlightMode.MANUAL, FlightMode.ACRO, FlightMode.STABILIZED):
+            reason = f"{mode.name} is not flown by the built-in vehicle"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        if mode in (FlightMode.ALTCTL, FlightMode.POSCTL) and not self.rc_available:
             reason = f"{mode.name} not possible: no RC input"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
@@ -312,7 +330,9 @@ class Autopilot:
             u = self.ctrl.idle()
         else:
             u = self.ctrl.update(self.dyn, sp)
+        u = self.faults.motor_outputs(u)
         self.motor_commands = u
+        self.faults.step(self.dt)
         self.dyn.step(u)
         self.time_s += self.dt
         self._drain_battery(u)
@@ -349,6 +369,7 @@ class Autopilot:
     def _enter_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None, yaw: float = NAN) -> None:
         previous = self.mode
         self.mode = mode
+        self._stick_hold = None
         pos = self.position
         self._gen.reset(pos, self.dyn.vel if not self.landed else (0.0, 0.0, 0.0))
         self._target_yaw = yaw if not math.isnan(yaw) else self.dyn.yaw
@@ -401,9 +422,14 @@ class Autopilot:
         self._detect_landing()
         if not self.armed:
             return
+        if self._pilot_override():
+            return
         if self.mode == FlightMode.OFFBOARD:
             if self.offboard is not None:
                 self.current_setpoint = self.offboard.setpoint
+            return
+        if self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
+            self._fly_sticks()
             return
         if self.mode == FlightMode.TAKEOFF:
             lim = self._limits()
@@ -423,6 +449,42 @@ class Autopilot:
         elif self.mode == FlightMode.MISSION:
             self._navigate_mission(dt)
         self.current_setpoint = self._auto_setpoint()
+
+    def _pilot_override(self) -> bool:
+        """PX4's COM_RC_OVERRIDE: moving the sticks in an auto/offboard mode hands control to the pilot."""
+        bits = int(self.params["COM_RC_OVERRIDE"])
+        eligible = (self.mode.is_auto and bits & 1) or (self.mode == FlightMode.OFFBOARD and bits & 2)
+        if not (eligible and self.rc_available and not self.landed):
+            return False
+        if self.manual.sticks.deflection() * 100.0 < self.params["COM_RC_STICK_OV"]:
+            return False
+        self.say(mavlink.MAV_SEVERITY_WARNING, "Pilot took over using sticks")
+        self._enter_mode(FlightMode.POSCTL)
+        self._fly_sticks()
+        return True
+
+    def _fly_sticks(self) -> None:
+        """Position mode: sticks command velocity; centred sticks hold the position reached."""
+        if not self.rc_available:
+            action = int(self.params["NAV_RCL_ACT"])
+            target = {1: FlightMode.HOLD, 3: FlightMode.LAND}.get(action, FlightMode.RTL)
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no RC, {target.name}")
+            self.failsafe = True
+            self._enter_mode(target)
+            return
+        p = self.params
+        yaw = self.dyn.yaw
+        if self.manual.centred():
+            if self._stick_hold is None:  # just centred: brake, then hold where the vehicle stops
+                self._stick_hold = (self._braking_point(), yaw)
+            point, heading = self._stick_hold
+            self.current_setpoint = TrajectorySetpoint(point, (NAN, NAN, NAN), (NAN, NAN, NAN), heading, NAN)
+            return
+        self._stick_hold = None
+        vn, ve, vd, yaw_rate = self.manual.velocity_setpoint(yaw, p["MPC_VEL_MANUAL"], p["MPC_Z_VEL_MAX_UP"],
+                                                             p["MPC_Z_VEL_MAX_DN"])
+        self.current_setpoint = TrajectorySetpoint((NAN, NAN, NAN), (vn, ve, vd), (NAN, NAN, NAN), NAN,
+                                                   yaw_rate * math.radians(p["MPC_MAN_Y_MAX"]))
 
     def _fly_to(self, target: tuple[float, float, float], dt: float) -> None:
         self._gen.update(target, self._limits(), dt, self.dyn.pos)
@@ -548,7 +610,27 @@ class Autopilot:
         self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
 
     # --- safety
+    def _check_geofence(self) -> None:
+        """PX4's geofence: past GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home, act once per breach (GF_ACTION)."""
+        p, h = self.position, self.home
+        hor, ver = self.params["GF_MAX_HOR_DIST"], self.params["GF_MAX_VER_DIST"]
+        outside = (hor > 0 and math.hypot(p[0] - h[0], p[1] - h[1]) > hor) or (ver > 0 and h[2] - p[2] > ver)
+        if not outside or not self.armed or self.landed:
+            self._geofence_breached = outside and self._geofence_breached
+            return
+        if self._geofence_breached:
+            return
+        self._geofence_breached = True
+        action = int(self.params["GF_ACTION"])
+        self.say(mavlink.MAV_SEVERITY_CRITICAL, "Geofence violated")
+        if action in (2, 3, 5):
+            self.failsafe = True
+            self._enter_mode({2: FlightMode.HOLD, 3: FlightMode.RTL, 5: FlightMode.LAND}[action])
+        elif action == 4:
+            self._disarm("Geofence: flight termination")
+
     def _check_failsafes(self) -> None:
+        self._check_geofence()
         if self.armed and self.mode == FlightMode.OFFBOARD and not self._offboard_fresh():
             self.failsafe = True
             action = int(self.params["COM_OBL_RC_ACT"])

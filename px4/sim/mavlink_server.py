@@ -21,6 +21,7 @@ from px4.modes import FlightMode, mode_from_set_mode
 from px4.params import ParamError
 from px4.sim.autopilot import Autopilot, CommandResult
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
+from px4.sim.faults import SIM_FAULT_COMMAND
 from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
 
 NAN = float("nan")
@@ -154,6 +155,8 @@ class MavlinkServer:
         now_ns = time.monotonic_ns()
         for msg in link.parse(data):
             link.received += 1
+            if not self.ap.faults.accepts(msg):
+                continue  # an injected MAVLink signal loss
             if self.on_message is not None:
                 self.on_message(link, msg, now_ns)
             handler = getattr(self, "_on_" + msg.get_type().lower(), None)
@@ -234,19 +237,27 @@ class MavlinkServer:
                         | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_AHRS)
         if not ap.gps_fix:
             health &= ~mavlink.MAV_SYS_STATUS_SENSOR_GPS
+        health &= ~ap.faults.unhealthy_sensors()
+        if ap.rc_available:
+            health |= mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
         if ap.prearm_failure() is not None and not ap.armed:
             health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
         return health
 
-    def _battery_voltage(self) -> float:
+    def _battery(self) -> tuple[float, float]:
+        """(remaining fraction or -1 if unknown, volts or NaN) as the battery monitor reports them."""
         cells = 4
-        return cells * (3.5 + 0.7 * self.ap.battery_remaining)
+        remaining = self.ap.battery_remaining
+        return self.ap.faults.battery_reading(remaining, cells * (3.5 + 0.7 * remaining))
 
     def _msg_sys_status(self):
         ap = self.ap
+        remaining, volts = self._battery()
+        millivolts = 65535 if math.isnan(volts) else int(volts * 1000)  # UINT16_MAX: unknown
+        present = SENSORS | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
         return mavlink.MAVLink_sys_status_message(
-            SENSORS, SENSORS, self._sensor_health(), 250, int(self._battery_voltage() * 1000),
-            int(sum(ap.motor_commands) * 500), int(ap.battery_remaining * 100), 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            present, present, self._sensor_health(), 250, millivolts,
+            int(sum(ap.motor_commands) * 500), int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def _msg_extended_sys_state(self):
         return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
@@ -262,10 +273,11 @@ class MavlinkServer:
 
     def _msg_gps_raw_int(self):
         ap = self.ap
-        lat, lon, alt = self._global()
+        reading = ap.faults.gps_reading(*self._global())
+        lat, lon, alt = reading if reading is not None else (0.0, 0.0, 0.0)
         v = ap.dyn.vel
         fix = mavlink.GPS_FIX_TYPE_3D_FIX if ap.gps_fix else mavlink.GPS_FIX_TYPE_NO_FIX
-        sats = int(ap.params["SIM_GPS_USED"])
+        sats = int(ap.params["SIM_GPS_USED"]) if reading is not None else 0
         cog = (math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0
         return mavlink.MAVLink_gps_raw_int_message(self.boot_us, fix, int(lat * 1e7), int(lon * 1e7), int(alt * 1000),
                                                    90, 120, int(math.hypot(v[0], v[1]) * 100), int(cog * 100), sats,
@@ -310,10 +322,12 @@ class MavlinkServer:
 
     def _msg_battery_status(self):
         ap = self.ap
-        cell_mv = int(self._battery_voltage() / 4 * 1000)
+        remaining, volts = self._battery()
+        cell_mv = 65535 if math.isnan(volts) else int(volts / 4 * 1000)
         return mavlink.MAVLink_battery_status_message(
             0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO, 32767, [cell_mv] * 4 + [65535] * 6,
-            int(sum(ap.motor_commands) * 500), -1, -1, int(ap.battery_remaining * 100), 0, 0, [0, 0, 0, 0], 0, 0)
+            int(sum(ap.motor_commands) * 500), -1, -1, int(remaining * 100) if remaining >= 0 else -1, 0, 0,
+            [0, 0, 0, 0], 0, 0)
 
     def _msg_vfr_hud(self):
         ap = self.ap
@@ -325,11 +339,12 @@ class MavlinkServer:
 
     def _msg_highres_imu(self):
         d = self.ap.dyn
-        f, w = d.specific_force, d.omega
         alt = self.ap.origin.alt_m - d.pos[2]
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
-        return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], 0.21, 0.0, 0.42,
-                                                   pressure, 0.0, alt, 25.0, 0x1FFF, 0)
+        f, w, mag, pressure, updated = self.ap.faults.imu_reading(list(d.specific_force), list(d.omega),
+                                                                  [0.21, 0.0, 0.42], pressure, 0x1FFF)
+        return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
+                                                   mag[2], pressure, 0.0, alt, 25.0, updated, 0)
 
     def _msg_attitude_target(self):
         c = self.ap.ctrl
@@ -465,6 +480,12 @@ class MavlinkServer:
             result = self._request_message(link, C.MAVLINK_MSG_ID_HOME_POSITION)
         elif command == C.MAV_CMD_REQUEST_PROTOCOL_VERSION:
             result = self._request_message(link, C.MAVLINK_MSG_ID_PROTOCOL_VERSION)
+        elif command == C.MAV_CMD_INJECT_FAILURE:
+            result = self._fault_result(ap.faults.inject_failure(_int(p[0], -1), _int(p[1], -1), _int(p[2]),
+                                                                 enabled=ap.params["SYS_FAILURE_EN"] != 0))
+        elif command == SIM_FAULT_COMMAND:
+            result = self._fault_result(ap.faults.inject_sim(_int(p[0], -1), _int(p[1]), p[2], (p[3], p[4], p[5]),
+                                                             enabled=ap.params["SYS_FAILURE_EN"] != 0))
         else:
             result = CommandResult(C.MAV_RESULT_UNSUPPORTED)
         if result.reason:
@@ -472,6 +493,12 @@ class MavlinkServer:
             self.tick_statustexts()
         if result.result >= 0:  # REQUEST_MESSAGE acks before its answer, itself
             self._ack(link, command, result)
+
+    def _fault_result(self, fault) -> CommandResult:
+        """A fault command's outcome, told to the pilot as PX4 tells it."""
+        if fault.reason:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, fault.reason)
+        return CommandResult(fault.result, fault.reason)
 
     def _statustext_messages(self) -> list:
         """Queued texts as STATUSTEXT messages; a text over 50 bytes goes in MAVLink 2 chunks."""
@@ -544,6 +571,10 @@ class MavlinkServer:
         mode = mode_from_set_mode((msg.custom_mode >> 16) & 0xFF, (msg.custom_mode >> 24) & 0xFF)
         if mode is not None:
             self.ap.set_mode(mode)
+
+    def _on_manual_control(self, link: Link, msg) -> None:
+        # PX4's MANUAL_CONTROL: x pitch, y roll, r yaw in -1000..1000; z throttle 0..1000.
+        self.ap.manual_input(msg.x / 1000.0, msg.y / 1000.0, msg.z / 1000.0, msg.r / 1000.0)
 
     # ------------------------------------------------------------------ offboard
     def _on_set_position_target_local_ned(self, link: Link, msg) -> None:

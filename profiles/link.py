@@ -1,0 +1,288 @@
+"""Link profiles: YAML files describing what a link does to MAVLink frames (see profiles/links/).
+
+A profile looks like this::
+
+    name: telemetry-radio-57600
+    description: SiK-style 57600 baud radio
+    seed: 7                      # optional, default 0; the trial's seed may override it
+    malformed: pass              # pass | drop: bytes that are not a MAVLink frame
+    crc_check: true              # verify checksums when splitting frames (off for private dialects)
+    both:                        # applies to both directions ...
+      bandwidth_bps: 57600
+      preserve_order: true
+      latency: {kind: normal, ms: 20, std_ms: 5}
+      loss: {model: gilbert_elliott, p_good_bad: 0.01, p_bad_good: 0.2, loss_bad: 0.7}
+    to_vehicle:                  # ... and each direction may override any part of it
+      messages:                  # per message (name or id): latency, loss, duplicate, reorder, corrupt
+        SET_POSITION_TARGET_LOCAL_NED: {loss: {rate: 0.1}}
+    to_onboard: {}
+
+Direction keys: latency, loss, duplicate, reorder, reorder_ms, corrupt, corrupt_bytes,
+bandwidth_bps, bits_per_byte, queue_limit_ms, preserve_order, outages (list of [start_s, end_s]),
+messages. Latency kinds: fixed (ms), uniform (min_ms, max_ms), normal (ms, std_ms), trace
+(trace_ms: list, or trace_file: a text file of one value per line, relative to the profile), each
+with optional jitter_ms. Probabilities are in [0, 1].
+
+A bad file raises one `LinkProfileError` listing every problem, one per line, as
+``FILE: FIELD.PATH: expected WHAT, got VALUE``. Nothing half-loaded is ever returned.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+from pymavlink.dialects.v20 import all as dialect
+
+from bridges.impairment import (DIRECTIONS, LATENCY_KINDS, LOSS_MODELS, DirectionSpec, FrameImpairment, Latency,
+                                LinkSpec, Loss)
+
+LINKS_DIR = Path(__file__).resolve().parent / "links"
+_TOP_KEYS = ("name", "description", "seed", "malformed", "crc_check", "both") + DIRECTIONS
+_FRAME_KEYS = ("latency", "loss", "duplicate", "reorder", "reorder_ms", "corrupt", "corrupt_bytes")
+_DIRECTION_KEYS = _FRAME_KEYS + ("bandwidth_bps", "bits_per_byte", "queue_limit_ms", "preserve_order", "outages",
+                                 "messages")
+_LATENCY_KEYS = ("kind", "ms", "min_ms", "max_ms", "std_ms", "trace_ms", "trace_file", "jitter_ms")
+_LOSS_KEYS = ("model", "rate", "p_good_bad", "p_bad_good", "loss_good", "loss_bad")
+_MSG_IDS = {cls.msgname: msgid for msgid, cls in dialect.mavlink_map.items()}
+
+
+class LinkProfileError(ValueError):
+    """A link profile is invalid. `problems` holds one line per error."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def link_profile_path(name_or_path: str | Path) -> Path:
+    """A profile name (e.g. "wifi") from profiles/links/, or a path to a YAML file."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    return LINKS_DIR / f"{name_or_path}.yaml"
+
+
+def load_link_profile(name_or_path: str | Path) -> LinkSpec:
+    """Load and validate a link profile; raise LinkProfileError naming every problem."""
+    path = link_profile_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        known = ", ".join(sorted(p.stem for p in LINKS_DIR.glob("*.yaml")))
+        raise LinkProfileError([f"{path}: cannot read link profile: {exc.strerror} (built-in profiles: {known})"]) from None
+    except yaml.YAMLError as exc:
+        raise LinkProfileError([f"{path}: not valid YAML: {exc}"]) from None
+    return parse_link_profile(data, source=str(path), base_dir=path.parent)
+
+
+def parse_link_profile(data: Any, source: str = "<string>", base_dir: Path = Path(".")) -> LinkSpec:
+    """Validate a profile already parsed from YAML."""
+    return _Parser(source, base_dir).profile(data)
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge of two mappings: nested mappings merge, anything else in `override` wins."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+class _Parser:
+    """Collects every problem in one pass, so a user fixes a file in one go."""
+
+    def __init__(self, source: str, base_dir: Path):
+        self.source = source
+        self.base_dir = base_dir
+        self.problems: list[str] = []
+
+    def problem(self, path: str, expected: str, got: Any) -> None:
+        self.problems.append(f"{self.source}: {path}: expected {expected}, got {got!r}")
+
+    def profile(self, data: Any) -> LinkSpec:
+        if not isinstance(data, Mapping):
+            raise LinkProfileError([f"{self.source}: expected a mapping of profile fields, got {type(data).__name__}"])
+        self.unknown_keys(data, _TOP_KEYS, "")
+        name = data.get("name", Path(self.source).stem)
+        if not isinstance(name, str) or not name:
+            self.problem("name", "a non-empty string", name)
+        seed = data.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            self.problem("seed", "an integer", seed)
+        malformed = data.get("malformed", "pass")
+        if malformed not in ("pass", "drop"):
+            self.problem("malformed", "'pass' or 'drop'", malformed)
+        crc_check = data.get("crc_check", True)
+        if not isinstance(crc_check, bool):
+            self.problem("crc_check", "true or false", crc_check)
+        both = data.get("both", {}) or {}
+        if not isinstance(both, Mapping):
+            self.problem("both", "a mapping of direction settings", both)
+            both = {}
+        own = {}
+        for direction in DIRECTIONS:
+            own[direction] = data.get(direction, {}) or {}
+            if not isinstance(own[direction], Mapping):
+                self.problem(direction, "a mapping of direction settings", own[direction])
+                own[direction] = {}
+        # Each section is checked on its own first, so a problem is reported once, under the key
+        # where it is written; the merged directions can then only add problems of the combination.
+        self.direction(both, "both")
+        for direction in DIRECTIONS:
+            if own[direction]:
+                self.direction(own[direction], direction)
+        if self.problems:
+            raise LinkProfileError(self.problems)
+        directions = {d: self.direction(_merge(both, own[d]), d) for d in DIRECTIONS}
+        if self.problems:
+            raise LinkProfileError(self.problems)
+        return LinkSpec(name=name, to_vehicle=directions["to_vehicle"], to_onboard=directions["to_onboard"],
+                        malformed=malformed, crc_check=crc_check, seed=seed)
+
+    def unknown_keys(self, data: Mapping, allowed: tuple[str, ...], path: str) -> None:
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f"one of {', '.join(allowed)}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                self.problem(f"{path}{key}", hint, key)
+
+    def direction(self, data: Mapping[str, Any], path: str) -> DirectionSpec:
+        self.unknown_keys(data, _DIRECTION_KEYS, f"{path}.")
+        frames = self.frame_rules(data, path)
+        by_message: dict[int, FrameImpairment] = {}
+        messages = data.get("messages", {}) or {}
+        if not isinstance(messages, Mapping):
+            self.problem(f"{path}.messages", "a mapping of message name or id to settings", messages)
+            messages = {}
+        for key, rules in messages.items():
+            msgid = self.message_id(key, f"{path}.messages")
+            if not isinstance(rules, Mapping):
+                self.problem(f"{path}.messages.{key}", "a mapping of latency, loss, ... settings", rules)
+                continue
+            self.unknown_keys(rules, _FRAME_KEYS, f"{path}.messages.{key}.")
+            # A message's own settings start from the direction's per-frame settings.
+            merged = _merge({k: data[k] for k in _FRAME_KEYS if k in data}, rules)
+            rule = self.frame_rules(merged, f"{path}.messages.{key}")
+            if msgid is not None:
+                by_message[msgid] = rule
+        spec = DirectionSpec(
+            frames=frames, by_message=by_message,
+            bandwidth_bps=self.number(data, "bandwidth_bps", path, 0.0, lo=0.0),
+            bits_per_byte=self.number(data, "bits_per_byte", path, 10.0, lo=1.0),
+            queue_limit_ms=self.number(data, "queue_limit_ms", path, 0.0, lo=0.0),
+            preserve_order=self.boolean(data, "preserve_order", path, False),
+            outages=self.outages(data.get("outages", []), f"{path}.outages"))
+        return spec
+
+    def frame_rules(self, data: Mapping[str, Any], path: str) -> FrameImpairment:
+        return FrameImpairment(
+            latency=self.latency(data.get("latency", {}) or {}, f"{path}.latency"),
+            loss=self.loss(data.get("loss", {}) or {}, f"{path}.loss"),
+            duplicate=self.number(data, "duplicate", path, 0.0, lo=0.0, hi=1.0),
+            reorder=self.number(data, "reorder", path, 0.0, lo=0.0, hi=1.0),
+            reorder_ms=self.number(data, "reorder_ms", path, 0.0, lo=0.0),
+            corrupt=self.number(data, "corrupt", path, 0.0, lo=0.0, hi=1.0),
+            corrupt_bytes=int(self.number(data, "corrupt_bytes", path, 1, lo=1, integer=True)))
+
+    def latency(self, data: Any, path: str) -> Latency:
+        if not isinstance(data, Mapping):
+            self.problem(path, "a mapping with kind: fixed | uniform | normal | trace", data)
+            return Latency()
+        self.unknown_keys(data, _LATENCY_KEYS, f"{path}.")
+        kind = data.get("kind", "fixed")
+        if kind not in LATENCY_KINDS:
+            self.problem(f"{path}.kind", f"one of {', '.join(LATENCY_KINDS)}", kind)
+            return Latency()
+        lat = Latency(kind=kind, ms=self.number(data, "ms", path, 0.0, lo=0.0),
+                      min_ms=self.number(data, "min_ms", path, 0.0, lo=0.0),
+                      max_ms=self.number(data, "max_ms", path, 0.0, lo=0.0),
+                      std_ms=self.number(data, "std_ms", path, 0.0, lo=0.0),
+                      trace_ms=self.trace(data, path) if kind == "trace" else (),
+                      jitter_ms=self.number(data, "jitter_ms", path, 0.0, lo=0.0))
+        if kind == "uniform" and lat.max_ms < lat.min_ms:
+            self.problem(f"{path}.max_ms", f"a number >= min_ms ({lat.min_ms})", lat.max_ms)
+        return lat
+
+    def trace(self, data: Mapping[str, Any], path: str) -> tuple[float, ...]:
+        if "trace_file" in data:
+            file = self.base_dir / str(data["trace_file"])
+            try:
+                lines = file.read_text(encoding="utf-8").split()
+                values = [float(v) for v in lines]
+            except (OSError, ValueError) as exc:
+                self.problem(f"{path}.trace_file", "a readable file of one latency (ms) per line", f"{file}: {exc}")
+                return ()
+        else:
+            values = data.get("trace_ms")
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in values):
+            self.problem(f"{path}.trace_ms", "a non-empty list of latencies >= 0 (ms), or trace_file", values)
+            return ()
+        return tuple(float(v) for v in values)
+
+    def loss(self, data: Any, path: str) -> Loss:
+        if not isinstance(data, Mapping):
+            self.problem(path, "a mapping with model: bernoulli | gilbert_elliott", data)
+            return Loss()
+        self.unknown_keys(data, _LOSS_KEYS, f"{path}.")
+        model = data.get("model", "bernoulli")
+        if model not in LOSS_MODELS:
+            self.problem(f"{path}.model", f"one of {', '.join(LOSS_MODELS)}", model)
+            return Loss()
+        prob = {"lo": 0.0, "hi": 1.0}
+        return Loss(model=model, rate=self.number(data, "rate", path, 0.0, **prob),
+                    p_good_bad=self.number(data, "p_good_bad", path, 0.0, **prob),
+                    p_bad_good=self.number(data, "p_bad_good", path, 1.0, **prob),
+                    loss_good=self.number(data, "loss_good", path, 0.0, **prob),
+                    loss_bad=self.number(data, "loss_bad", path, 1.0, **prob))
+
+    def outages(self, data: Any, path: str) -> tuple[tuple[float, float], ...]:
+        windows = []
+        if not isinstance(data, list):
+            self.problem(path, "a list of [start_s, end_s] windows", data)
+            return ()
+        for i, window in enumerate(data):
+            ok = (isinstance(window, (list, tuple)) and len(window) == 2
+                  and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in window)
+                  and 0 <= window[0] < window[1])
+            if not ok:
+                self.problem(f"{path}[{i}]", "[start_s, end_s] with 0 <= start < end", window)
+                continue
+            windows.append((float(window[0]), float(window[1])))
+        return tuple(windows)
+
+    def message_id(self, key: Any, path: str) -> int | None:
+        if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < 2 ** 24:
+            return key
+        if isinstance(key, str) and key in _MSG_IDS:
+            return _MSG_IDS[key]
+        close = difflib.get_close_matches(str(key), list(_MSG_IDS), n=1)
+        self.problem(f"{path}.{key}", "a MAVLink message name or id" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                     key)
+        return None
+
+    def number(self, data: Mapping[str, Any], key: str, path: str, default: float, lo: float = -math.inf,
+               hi: float = math.inf, integer: bool = False) -> float:
+        value = data.get(key, default)
+        kind = "an integer" if integer else "a number"
+        valid = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and lo <= value <= hi and (not integer or float(value).is_integer())
+        if not valid:
+            bounds = f" in [{lo:g}, {hi:g}]" if math.isfinite(hi) else f" >= {lo:g}"
+            self.problem(f"{path}.{key}", kind + bounds, value)
+            return default
+        return float(value)
+
+    def boolean(self, data: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
+        value = data.get(key, default)
+        if not isinstance(value, bool):
+            self.problem(f"{path}.{key}", "true or false", value)
+            return default
+        return value
