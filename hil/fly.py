@@ -20,7 +20,9 @@ import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.param_journal import ParamJournal, restore_pending
+from hil.preflight import run_checklist
 from hil.record import TrialRecorder
+from hil.safety import SafetyLimits, watch
 from missions.waypoint import WaypointMission
 from reports.trial_summary import TrialSummary, summarize_trial
 
@@ -51,8 +53,6 @@ def default_record_dir(mission: WaypointMission, root: Path = Path("runs")) -> P
 
 async def fly_mission(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> tuple[str, str]:
     """Arm, fly the mission, land; returns (outcome, reason). The budget is in vehicle time."""
-    await vehicle.wait_armable(timeout=30.0)
-    recorder.event("armable")
     try:
         async with vehicle.deadline(mission.time_budget):
             await vehicle.arm()
@@ -71,10 +71,7 @@ async def fly_mission(vehicle: Vehicle, mission: WaypointMission, recorder: Tria
 
 
 async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
-    waypoints = [MissionWaypoint(w.north, w.east, w.down, speed=mission.speed,
-                                 acceptance_radius=mission.acceptance_radius, hold_s=w.hold_s,
-                                 yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
-                 for w in mission.waypoints]
+    waypoints = _mission_waypoints(mission)
     # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
     async with vehicle.params_changed({"MIS_TAKEOFF_ALT": mission.takeoff_altitude}):
         await vehicle.upload_mission(waypoints)
@@ -127,13 +124,26 @@ async def _land_and_wait(vehicle: Vehicle, recorder: TrialRecorder) -> None:
     recorder.event("landed")
 
 
-async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
-                    target_name: str, config: dict, vehicle_failure: Callable[[], str | None] | None = None,
-                    journal_params: bool = False) -> TrialResult:
-    """Connect (with `open_vehicle`), fly and record one trial; a flight that went wrong is reported, not raised.
+@dataclass(frozen=True)
+class FlightOptions:
+    """How carefully to fly: the harness's limits, and whether the target is a real aircraft."""
 
-    `journal_params` (for flight controllers that outlive the run: hardware, a SITL someone else
-    started) journals every parameter change to disk and first restores what a crashed run left.
+    limits: SafetyLimits
+    hardware: bool = False  # every check required; parameter changes journaled to disk
+    dry_run: bool = False  # everything but arming
+    min_battery_pct: float = 50.0
+
+
+async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
+                    target_name: str, config: dict, options: FlightOptions,
+                    vehicle_failure: Callable[[], str | None] | None = None,
+                    say: Callable[[str], None] = lambda text: None) -> TrialResult:
+    """Connect, check, fly and record one trial. A flight that went wrong is reported, never raised.
+
+    On a flight controller that outlives the run (hardware, a SITL someone else started) every
+    parameter change is journaled and what a crashed run left changed is restored first. The
+    mission races the safety watch (hil.safety); Ctrl-C (cancellation) aborts: the vehicle lands.
+    `say` receives the lines a person at the field wants to read (the checklist, what happened).
     """
     rows: list[dict] = []
     with TrialRecorder(record_dir, config=config, target=target_name) as recorder:
@@ -145,11 +155,6 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
             recorder.finish("error", {"reason": reason})
             return TrialResult("error", reason, record_dir, None)
         recorder.event("connected", url=vehicle.url)
-        if journal_params:
-            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
-            restored = await restore_pending(vehicle, vehicle.journal)
-            if restored:
-                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
 
         async def record_telemetry() -> None:
             async for state in vehicle.telemetry():
@@ -158,8 +163,9 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
                 recorder.append("telemetry", row)
 
         telemetry_task = asyncio.create_task(record_telemetry())
+        land_on_close = True
         try:
-            outcome, reason = await fly_mission(vehicle, mission, recorder)
+            outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
         except VehicleError as exc:
             outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
             recorder.event("failed", reason=reason)
@@ -167,11 +173,78 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
             telemetry_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await telemetry_task
+            if not land_on_close:
+                await vehicle.release()
             await vehicle.close()
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), vehicle.speed_factor),
                                   mission.reference_path()) if rows else None
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {})})
     return TrialResult(outcome, reason, record_dir, summary)
+
+
+async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,
+                          say: Callable[[str], None]) -> tuple[str, str, bool]:
+    """Journal, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
+    if options.hardware:
+        vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+        restored = await restore_pending(vehicle, vehicle.journal)
+        if restored:
+            say(f"restored parameters an interrupted run left changed: {restored}")
+            recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+    with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
+        await vehicle.wait_armable(timeout=30.0)
+    checklist = await run_checklist(vehicle, mission, options.limits, hardware=options.hardware,
+                                    min_battery_pct=options.min_battery_pct)
+    say(checklist.text())
+    recorder.event("preflight", passed=checklist.passed, checks=[asdict(c) for c in checklist.checks])
+    if not checklist.passed:
+        return "preflight_failed", "; ".join(f"{c.name}: {c.detail}" for c in checklist.failures()), True
+    if options.dry_run:
+        if mission.mode == "mission":
+            await vehicle.upload_mission(_mission_waypoints(mission))
+            recorder.event("mission_uploaded", items=len(mission.waypoints))
+        recorder.event("dry_run_complete")
+        return "dry_run", "checks passed; nothing armed (--dry-run)", True
+
+    flight = asyncio.create_task(fly_mission(vehicle, mission, recorder))
+    guard = asyncio.create_task(watch(vehicle, options.limits))
+    try:
+        await asyncio.wait({flight, guard}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        # Ctrl-C or an abort key: stop the mission and bring the vehicle down (Ctrl-C again: stop waiting).
+        for task in (flight, guard):
+            task.cancel()
+        await asyncio.gather(flight, guard, return_exceptions=True)
+        say("aborted: landing")
+        recorder.event("aborted")
+        await _land_and_wait(vehicle, recorder)
+        return "aborted", "stopped by the operator; landed", True
+    if flight.done():
+        guard.cancel()
+        await asyncio.gather(guard, return_exceptions=True)
+        outcome, reason = flight.result()
+        return outcome, reason, True
+    stop = guard.result()
+    flight.cancel()
+    await asyncio.gather(flight, return_exceptions=True)
+    say(stop.detail)
+    recorder.event(stop.kind, detail=stop.detail, north=stop.state.north, east=stop.state.east,
+                   altitude=stop.state.altitude, mode=stop.state.flight_mode)
+    if stop.kind == "pilot_takeover":
+        await vehicle.release()  # not one more command: the pilot flies now
+        return "pilot_takeover", stop.detail, False
+    if stop.kind == "link_lost":
+        return "link_lost", stop.detail, False
+    await vehicle.release()
+    await (vehicle.land() if options.limits.breach_action == "land" else vehicle.return_to_launch())
+    await vehicle.wait_until(lambda s: not s.armed, LANDING_GRACE_S * 2, "landing after the breach")
+    return "breach", stop.detail, True
+
+
+def _mission_waypoints(mission: WaypointMission) -> list[MissionWaypoint]:
+    return [MissionWaypoint(w.north, w.east, w.down, speed=mission.speed, acceptance_radius=mission.acceptance_radius,
+                            hold_s=w.hold_s, yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
+            for w in mission.waypoints]
 
 
 def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:

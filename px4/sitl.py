@@ -265,6 +265,7 @@ async def _wait_ready(sitl: SitlProcess, build: Px4Build, options: SitlOptions, 
         deadline = loop.time() + options.ready_timeout_s
         while not event.is_set():
             if sitl.failure():
+                await asyncio.sleep(0.2)  # let the output reader catch PX4's last words before quoting them
                 raise SitlError(sitl.failure())
             if loop.time() > deadline:
                 raise SitlError(f"PX4 SITL instance {options.instance} not {what} after "

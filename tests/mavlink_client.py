@@ -17,6 +17,10 @@ class Client:
         self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
                                                source_component=190, dialect="common")
         self.texts: list[str] = []
+        # Sticks (pitch, roll, throttle, yaw: -1..1, throttle 0..1) sent as MANUAL_CONTROL at 20 Hz while
+        # this client waits, as a ground-station joystick does; None sends nothing (no RC).
+        self.sticks: tuple[float, float, float, float] | None = None
+        self._sticks_sent = 0.0
         self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
         self.heartbeat = self.conn.wait_heartbeat(timeout=10)
         assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
@@ -24,7 +28,8 @@ class Client:
     def recv(self, kind: str, timeout: float, condition=lambda m: True):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            msg = self.conn.recv_match(blocking=True, timeout=0.1)
+            self._send_sticks()
+            msg = self.conn.recv_match(blocking=True, timeout=0.05)
             if msg is None:
                 continue
             if msg.get_type() == "STATUSTEXT":
@@ -38,6 +43,14 @@ class Client:
         armable = self.recv("SYS_STATUS", timeout,
                             lambda m: m.onboard_control_sensors_health & mavlink.MAV_SYS_STATUS_PREARM_CHECK)
         assert armable is not None, "vehicle never reported its pre-arm checks passing"
+
+    def _send_sticks(self) -> None:
+        if self.sticks is None or time.monotonic() - self._sticks_sent < 0.05:
+            return
+        pitch, roll, throttle, yaw = self.sticks
+        self.conn.mav.manual_control_send(1, int(pitch * 1000), int(roll * 1000), int(throttle * 1000),
+                                          int(yaw * 1000), 0)
+        self._sticks_sent = time.monotonic()
 
     def command(self, command: int, *params: float) -> int:
         p = list(params) + [0.0] * (7 - len(params))

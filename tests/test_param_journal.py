@@ -18,6 +18,9 @@ from hil.targets import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 
+# A flight controller set up for a field trial: its own geofence on (the checklist requires it on hardware).
+FENCED = {"GF_MAX_HOR_DIST": 200.0, "GF_MAX_VER_DIST": 60.0}
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
 
@@ -66,7 +69,7 @@ CRASHING_HARNESS = textwrap.dedent("""
 
 async def test_params_left_changed_by_a_killed_harness_are_restored_at_the_next_start(tmp_path, monkeypatch):
     monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path / "state"))
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
         script = CRASHING_HARNESS.format(root=str(ROOT), url=sim.url)
         crashed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                                  env={**os.environ, "HIL_STATE_DIR": str(tmp_path / "state")})

@@ -40,6 +40,17 @@ def add_parser(verbs) -> None:
                      help="set a built-in vehicle parameter at start")
     parser.add_argument("--record-dir", type=Path, help="trial record directory (default: runs/<time>-<mission name>)")
     parser.add_argument("--connect-timeout", type=positive_float, default=15.0, help="seconds to wait for the autopilot (default: 15)")
+    safety = parser.add_argument_group("safety (the harness's own limits, on top of the flight controller's)")
+    safety.add_argument("--dry-run", action="store_true",
+                        help="connect, check, upload: everything but arming")
+    safety.add_argument("--geofence-radius", type=positive_float, metavar="M",
+                        help="horizontal fence around home (default: the mission's extent + 10 m)")
+    safety.add_argument("--max-altitude", type=positive_float, metavar="M",
+                        help="altitude ceiling above home (default: the mission's highest point + 10 m)")
+    safety.add_argument("--breach-action", choices=("land", "rtl"), default="land",
+                        help="what the harness commands when the vehicle leaves its fence (default: land)")
+    safety.add_argument("--min-battery", type=float, default=50.0, metavar="PCT",
+                        help="battery needed to start (default: 50)")
     parser.add_argument("--arm", action="store_true",
                      help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")
     parser.set_defaults(func=run)
@@ -48,7 +59,8 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from bridges.lockstep_vehicle import LockstepVehicle
     from bridges.mavsdk_vehicle import connect
-    from hil.fly import default_record_dir, mission_config, run_trial
+    from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
+    from hil.safety import SafetyLimits
     from px4.sim.realtime import SimOptions, build_vehicle
     from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
     from px4.sitl import Px4NotFound, SitlError
@@ -65,26 +77,32 @@ def run(args: argparse.Namespace) -> int:
         print(f"hil fly: refusing to arm {target.name} without --arm: a target other than 'sim' may be a real "
               "aircraft. Add --arm once the area is clear.", file=sys.stderr)
         return 2
+    limits = SafetyLimits.around(mission, breach_action=args.breach_action, radius_m=args.geofence_radius,
+                                 max_altitude_m=args.max_altitude)
+    flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
+                           min_battery_pct=args.min_battery)
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=args.speed, clock=args.clock,
                             params=dict(args.param))
 
     async def go():
         if target.name == PX4_SITL:
-            return await _fly_on_px4_sitl(args, target, mission, record_dir, config)
+            return await _fly_on_px4_sitl(args, target, mission, record_dir, config, flight)
         if target.simulated and args.clock == "lockstep":
             autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=dict(args.param)))
 
             async def open_lockstep():
                 return await LockstepVehicle(autopilot).__aenter__()
-            return await run_trial(open_lockstep, mission, record_dir, target_name="sim-lockstep", config=config)
+            return await run_trial(open_lockstep, mission, record_dir, target_name="sim-lockstep", config=config,
+                                   options=flight, say=print)
         if target.simulated:
             options = SimProcessOptions(profile=args.profile, speed=args.speed, params=dict(args.param))
             async with builtin_vehicle(options) as sim:
                 return await run_trial(lambda: connect(sim.url, args.connect_timeout, args.speed), mission, record_dir,
-                                       target_name="sim", config=config, vehicle_failure=sim.failure)
+                                       target_name="sim", config=config, options=flight, vehicle_failure=sim.failure,
+                                       say=print)
         return await run_trial(lambda: connect(target.name, args.connect_timeout), mission, record_dir,
-                               target_name=target.name, config=config, journal_params=True)
+                               target_name=target.name, config=config, options=flight, say=print)
 
     print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
     try:
@@ -99,10 +117,10 @@ def run(args: argparse.Namespace) -> int:
     if result.reason:
         print(f"reason   {result.reason}")
     print(f"record   {result.record_dir}")
-    return 0 if result.outcome == "success" else 1
+    return 0 if result.outcome in ("success", "dry_run") else 1
 
 
-async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict):
+async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict, flight):
     """Start PX4 SITL SIH with the profile's parameters, fly, keep its ULog aligned in the record."""
     from bridges.mavsdk_vehicle import connect
     from hil.fly import run_trial
@@ -117,8 +135,8 @@ async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict
     ulog_dir = record_dir / "ulog"
     async with px4_sitl(options, ulog_dest=ulog_dir) as sitl:
         result = await run_trial(lambda: connect(sitl.url, args.connect_timeout, args.speed), mission, record_dir,
-                                 target_name=f"{target.name}:{target.instance}", config=config,
-                                 vehicle_failure=sitl.failure)
+                                 target_name=f"{target.name}:{target.instance}", config=config, options=flight,
+                                 vehicle_failure=sitl.failure, say=print)
     for log in sorted(ulog_dir.glob("*.ulg")):
         try:
             keep_in_record(log, read_table(record_dir, "telemetry"), scale=1.0 / args.speed)
