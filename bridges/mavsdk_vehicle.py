@@ -337,7 +337,8 @@ class MavsdkVehicle(VehicleBase):
         """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""
         async for msg in self.mavlink.subscribe_message("POSITION_TARGET_LOCAL_NED"):
             f = json.loads(msg.fields_json)
-            yield time.monotonic_ns(), (float(f["x"]), float(f["y"]), float(f["z"]))
+            # A velocity setpoint's ignored position arrives as NaN, which JSON carries as null.
+            yield time.monotonic_ns(), tuple(NAN if f[k] is None else float(f[k]) for k in ("x", "y", "z"))
 
     # ------------------------------------------------------------------ parameters
     async def get_param(self, name: str) -> float:

@@ -13,6 +13,8 @@ COMMAND_MODULES = (
     "hil.commands.scene",
     "hil.commands.link",
     "hil.commands.profiles",
+    "hil.commands.onboard",
+    "hil.commands.profile",
 )
 
 TOUR = """\

@@ -1,0 +1,1 @@
+"""Reference planners: `straight:StraightLine` (FLYINGTRUST's baseline) and `avoid:OccupancyPlanner`."""
