@@ -175,9 +175,15 @@ class MavsdkVehicle(VehicleBase):
             battery_pct=battery.remaining_percent, armable=bool(health.is_armable))
 
     async def release(self) -> None:
-        """Stop our setpoint stream without a word to the vehicle (MAVSDK's own repeats stop by
-        themselves within 3 s once the mode is no longer offboard, and PX4 ignores them meanwhile)."""
+        """Stop every setpoint stream without a word to the vehicle.
+
+        MAVSDK's offboard plugin repeats the last setpoint at 20 Hz, and its stop() switches the
+        vehicle to Hold; destroying the plugin instance ends the repeats silently, so the vehicle
+        sees exactly what it would see if the companion computer died.
+        """
         await self._stop_stream()
+        self.offboard.destroy()
+        self.offboard = OffboardAsync(self._system)
 
     async def wait_armable(self, timeout: float = 30.0) -> None:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""

@@ -14,6 +14,8 @@ from hil.targets import SimProcessOptions, builtin_vehicle
 
 from .mavlink_client import Client
 
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest sessions of its own
+
 SPEED = 4.0
 
 

@@ -1,0 +1,28 @@
+"""Tolerance to link latency: offboard flight through FlightBench's randomized 25-50 ms link."""
+
+import statistics
+
+import pytest
+
+CORNERS = [(6.0, 0.0), (6.0, 6.0), (0.0, 6.0), (0.0, 0.0)]
+
+
+@pytest.mark.hil(targets=["sim", "px4-sitl"], link="flightbench_25_50ms")
+async def test_offboard_square_through_a_25_to_50_ms_link(hil_vehicle, hil_link, hil_expect):
+    await hil_vehicle.arm()
+    await hil_vehicle.takeoff(4.0)
+    await hil_vehicle.start_offboard(rate_hz=20.0)
+    worst = 0.0
+    for north, east in CORNERS:
+        await hil_vehicle.set_position_ned(north, east, -4.0)
+        async with hil_vehicle.deadline(30.0):
+            async for s in hil_vehicle.telemetry():
+                worst = max(worst, abs(s.altitude - 4.0))
+                if s.distance_to(north, east, -4.0) < 0.5:
+                    break
+    await hil_vehicle.stop_offboard()
+    hil_expect("altitude_excursion_m", worst, le=1.0)
+    for direction in ("to_vehicle", "to_onboard"):
+        delays = hil_link.applied_delays_ms(direction)
+        assert len(delays) > 50
+        hil_expect(f"link_{direction}_mean_delay_ms", statistics.fmean(delays), ge=25.0, le=52.0)

@@ -1,0 +1,75 @@
+"""The HIL pytest plugin as a user meets it: a suite that fails usefully, pass rates across repeats, safety skips."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+HOVER_TEST = '''
+import pytest
+
+@pytest.mark.hil
+async def test_hover(hil_vehicle, hil_expect):
+    await hil_vehicle.arm()
+    await hil_vehicle.takeoff(3.0)
+    await hil_vehicle.sleep(2.0)
+    hil_expect("altitude_error_m", abs(hil_vehicle.state.altitude - 3.0), le={bound})
+'''
+
+
+def run(pytester, bound: str, *args: str):
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound=bound))
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    return pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-record-dir", str(pytester.path / "records"),
+                                         *args)
+
+
+def test_a_broken_threshold_names_the_metric_and_the_record(pytester):
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, "1e-6", f"--junitxml={junit}")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "metric altitude_error_m = " in out and "expected <= 1e-06" in out
+    assert "trial record: " in out and "failed metrics: altitude_error_m" in out
+    record = pytester.path / "records" / "test_hover.py_test_hover"
+    assert (record / "manifest.json").exists()
+    prop = ET.parse(junit).find(".//property[@name='hil_record']")
+    assert prop is not None and prop.get("value").endswith("test_hover.py_test_hover")
+
+
+def test_repeats_report_a_pass_rate_with_an_interval(pytester):
+    result = run(pytester, "0.5", "--hil-repeat", "3")
+    result.assert_outcomes(passed=3)
+    out = result.stdout.str()
+    assert "HIL pass rates over 3 runs" in out and "100% [100%, 100%]  n=3" in out
+
+
+def test_a_connection_string_target_is_not_flown_without_hil_arm(pytester):
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_subprocess("--hil-target", "udpin://127.0.0.1:14999", "-rs")
+    result.assert_outcomes(skipped=1)
+    assert "add --hil-arm" in result.stdout.str()
+
+
+FAULT_TEST = '''
+import pytest
+from missions.faults import FaultSpec
+
+@pytest.mark.hil
+async def test_gps_loss(hil_vehicle, hil_faults):
+    verdict = await hil_faults.inject_and_verify(FaultSpec(0.0, "off", None, 1.0, "gps"), timeout=3.0)
+    assert verdict.verdict == "injected and observed", verdict
+'''
+
+
+async def test_fault_injection_on_a_connection_string_target_needs_its_own_option(pytester):
+    from hil.targets import SimProcessOptions, builtin_vehicle
+
+    pytester.makepyfile(test_faults=FAULT_TEST)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    async with builtin_vehicle(SimProcessOptions(speed=4.0)) as stand_in:  # stands in for a real aircraft
+        refused = pytester.runpytest_subprocess("--hil-target", stand_in.url, "--hil-arm", "-rs")
+        refused.assert_outcomes(skipped=1)
+        assert "needs --allow-hardware-faults" in refused.stdout.str()
+        allowed = pytester.runpytest_subprocess("--hil-target", stand_in.url, "--hil-arm", "--allow-hardware-faults")
+        allowed.assert_outcomes(passed=1)
