@@ -137,13 +137,15 @@ class FlightOptions:
 async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
                     target_name: str, config: dict, options: FlightOptions,
                     vehicle_failure: Callable[[], str | None] | None = None,
-                    say: Callable[[str], None] = lambda text: None) -> TrialResult:
+                    say: Callable[[str], None] = lambda text: None,
+                    show: Callable[[Vehicle], Awaitable[None]] | None = None) -> TrialResult:
     """Connect, check, fly and record one trial. A flight that went wrong is reported, never raised.
 
     On a flight controller that outlives the run (hardware, a SITL someone else started) every
     parameter change is journaled and what a crashed run left changed is restored first. The
     mission races the safety watch (hil.safety); Ctrl-C (cancellation) aborts: the vehicle lands.
-    `say` receives the lines a person at the field wants to read (the checklist, what happened).
+    `say` receives the lines a person at the field wants to read (the checklist, what happened);
+    `show(vehicle)`, if given, runs for the whole flight (a live status line).
     """
     rows: list[dict] = []
     with TrialRecorder(record_dir, config=config, target=target_name) as recorder:
@@ -163,16 +165,21 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
                 recorder.append("telemetry", row)
 
         telemetry_task = asyncio.create_task(record_telemetry())
+        status_task = asyncio.create_task(show(vehicle)) if show is not None else None
         land_on_close = True
         try:
             outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
+            if options.hardware and not options.dry_run:
+                await _keep_ulog(vehicle, record_dir, rows, recorder, say)
         except VehicleError as exc:
             outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
             recorder.event("failed", reason=reason)
         finally:
-            telemetry_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await telemetry_task
+            for task in (telemetry_task, status_task):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             if not land_on_close:
                 await vehicle.release()
             await vehicle.close()
@@ -239,6 +246,26 @@ async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: 
     await (vehicle.land() if options.limits.breach_action == "land" else vehicle.return_to_launch())
     await vehicle.wait_until(lambda s: not s.armed, LANDING_GRACE_S * 2, "landing after the breach")
     return "breach", stop.detail, True
+
+
+async def _keep_ulog(vehicle: Vehicle, record_dir: Path, rows: list[dict], recorder: TrialRecorder,
+                     say: Callable[[str], None]) -> None:
+    """The flight controller's own log of the flight, in the record and aligned with the harness clock."""
+    from hil.field import fetch_ulog
+    from px4.ulog import keep_in_record
+
+    path = await fetch_ulog(vehicle, record_dir / "ulog")
+    if path is None:
+        recorder.event("ulog_unavailable", reason="the flight controller offers no log")
+        say("no ULog on the flight controller to keep")
+        return
+    recorder.flush()
+    try:
+        alignment = keep_in_record(path, pd.DataFrame(rows))
+        recorder.event("ulog_kept", path=str(path), offset_ns=alignment.offset_ns, method=alignment.method)
+    except (KeyError, ValueError) as exc:
+        recorder.event("ulog_kept", path=str(path), alignment_error=str(exc))
+    say(f"ULog kept: {path}")
 
 
 def _mission_waypoints(mission: WaypointMission) -> list[MissionWaypoint]:

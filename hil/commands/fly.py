@@ -59,6 +59,7 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from bridges.lockstep_vehicle import LockstepVehicle
     from bridges.mavsdk_vehicle import connect
+    from hil.field import abort_key, interactive, show_status
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
     from px4.sim.realtime import SimOptions, build_vehicle
@@ -87,26 +88,35 @@ def run(args: argparse.Namespace) -> int:
 
     async def go():
         if target.name == PX4_SITL:
-            return await _fly_on_px4_sitl(args, target, mission, record_dir, config, flight)
+            return await _fly_on_px4_sitl(args, target, mission, record_dir, config, flight, show)
         if target.simulated and args.clock == "lockstep":
             autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=dict(args.param)))
 
             async def open_lockstep():
                 return await LockstepVehicle(autopilot).__aenter__()
             return await run_trial(open_lockstep, mission, record_dir, target_name="sim-lockstep", config=config,
-                                   options=flight, say=print)
+                                   options=flight, say=print, show=show)
         if target.simulated:
             options = SimProcessOptions(profile=args.profile, speed=args.speed, params=dict(args.param))
             async with builtin_vehicle(options) as sim:
                 return await run_trial(lambda: connect(sim.url, args.connect_timeout, args.speed), mission, record_dir,
                                        target_name="sim", config=config, options=flight, vehicle_failure=sim.failure,
-                                       say=print)
+                                       say=print, show=show)
         return await run_trial(lambda: connect(target.name, args.connect_timeout), mission, record_dir,
-                               target_name=target.name, config=config, options=flight, say=print)
+                               target_name=target.name, config=config, options=flight, say=print, show=show)
+
+    show = show_status if interactive() else None
+
+    async def go_with_abort_key():
+        if not interactive():
+            return await go()
+        # The abort key cancels the flight; hil.fly turns that into "land now", as for Ctrl-C.
+        with abort_key(asyncio.current_task().cancel):
+            return await go()
 
     print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
     try:
-        result = asyncio.run(go())
+        result = asyncio.run(go_with_abort_key())
     except (Px4NotFound, SitlError) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
@@ -120,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.outcome in ("success", "dry_run") else 1
 
 
-async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict, flight):
+async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict, flight, show):
     """Start PX4 SITL SIH with the profile's parameters, fly, keep its ULog aligned in the record."""
     from bridges.mavsdk_vehicle import connect
     from hil.fly import run_trial
@@ -136,7 +146,7 @@ async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict
     async with px4_sitl(options, ulog_dest=ulog_dir) as sitl:
         result = await run_trial(lambda: connect(sitl.url, args.connect_timeout, args.speed), mission, record_dir,
                                  target_name=f"{target.name}:{target.instance}", config=config, options=flight,
-                                 vehicle_failure=sitl.failure, say=print)
+                                 vehicle_failure=sitl.failure, say=print, show=show)
     for log in sorted(ulog_dir.glob("*.ulg")):
         try:
             keep_in_record(log, read_table(record_dir, "telemetry"), scale=1.0 / args.speed)

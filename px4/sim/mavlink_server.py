@@ -778,6 +778,10 @@ class MavlinkServer:
             for each in self.links:
                 each.send(self._mission_current())
 
+    def _on_log_request_list(self, link: Link, msg) -> None:
+        # The built-in vehicle keeps no ULogs: answer "none" as PX4 does with an empty SD card.
+        link.send(mavlink.MAVLink_log_entry_message(0, 0, 0, 0, 0))
+
     # ------------------------------------------------------------------ time
     def _on_ping(self, link: Link, msg) -> None:
         if msg.target_system == 0:  # a request: answer it so the client can measure the round trip

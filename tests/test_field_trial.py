@@ -1,0 +1,61 @@
+"""`hil fly` as a person at the field uses it: a terminal, a live status line, the abort key."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hil.record import read_events, read_manifest
+from hil.targets import SimProcessOptions, builtin_vehicle
+
+from .conftest import SPEED
+
+ROOT = Path(__file__).resolve().parents[1]
+MISSION = ROOT / "missions" / "examples" / "offboard_square.yaml"
+FENCED = {"GF_MAX_HOR_DIST": 200.0, "GF_MAX_VER_DIST": 60.0}
+
+
+def read_until(fd: int, needle: bytes, timeout: float, seen: bytearray) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                return needle in seen
+            if needle in seen:
+                return True
+    return False
+
+
+async def test_abort_key_lands_the_vehicle_and_the_status_line_shows_the_flight(tmp_path):
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
+        controller, terminal = pty.openpty()  # hil fly runs in a real terminal, as at the field
+        record = tmp_path / "r"
+        harness = subprocess.Popen([sys.executable, "-m", "hil", "fly", str(MISSION), "--target", sim.url, "--arm",
+                                    "--record-dir", str(record)], cwd=ROOT, stdin=terminal, stdout=terminal,
+                                   stderr=terminal, close_fds=True)
+        os.close(terminal)
+        seen = bytearray()
+        try:
+            assert read_until(controller, b"OFFBOARD", 60.0, seen), seen.decode(errors="replace")[-2000:]
+            os.write(controller, b"a")  # the abort key
+            harness.wait(timeout=90)
+            read_until(controller, b"record", 2.0, seen)
+        finally:
+            if harness.poll() is None:
+                harness.kill()
+            os.close(controller)
+    out = seen.decode(errors="replace")
+    assert "pre-flight checklist" in out and "[a: abort]" in out and "alt " in out
+    assert harness.returncode == 1 and "aborted" in out
+    assert read_manifest(record)["outcome"] == "aborted"
+    kinds = [e["kind"] for e in read_events(record)]
+    assert "aborted" in kinds and "landed" in kinds
+    assert "ulog_unavailable" in kinds, "the built-in vehicle keeps no ULog, and the record says so"
