@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(VENV)/bin/hil fly missions/examples/demo_square.yaml --speed 2
+	$(VENV)/bin/hil run hil/campaigns/demo.yaml --out runs/demo
+	$(VENV)/bin/hil report runs/demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -10,6 +10,8 @@ import logging
 COMMAND_MODULES = (
     "hil.commands.sim",
     "hil.commands.fly",
+    "hil.commands.run",
+    "hil.commands.report",
     "hil.commands.scene",
     "hil.commands.link",
     "hil.commands.profiles",

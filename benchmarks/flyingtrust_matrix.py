@@ -1,0 +1,85 @@
+"""The full FLYINGTRUST matrix in lockstep: 36 profiles x 7 scenarios x 10 configurations = 2,520 trials.
+
+Runs the straight-flight baseline (`--planner avoid --rate-hz 30`: the obstacle-avoiding planner
+with its depth sensor at 30 Hz; or any module:Class)
+on the local process pool and prints wall time, trials per second and the workers' memory over the
+campaign (resident set size sampled every 2 s: first and last fifth compared, so growth with trial
+count shows). Goal (issue 7): <= 10 minutes on 2 cores for the baseline.
+
+    python benchmarks/flyingtrust_matrix.py [--workers 2] [--out DIR] [--scenes forest,maze] [--configs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hil.campaign import parse_campaign  # noqa: E402
+from hil.executors import LocalPool  # noqa: E402
+from hil.runner import run_campaign  # noqa: E402
+from missions.scenes import FLYINGTRUST  # noqa: E402
+
+
+def sample_memory(stop: threading.Event, samples: list[float]) -> None:
+    """Total RSS (MB) of this process and its workers, every 2 s."""
+    me = psutil.Process()
+    while not stop.wait(2.0):
+        processes = [me, *me.children(recursive=True)]
+        total = 0
+        for process in processes:
+            try:
+                total += process.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        samples.append(total / 1e6)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="campaign directory (default: a temporary one)")
+    parser.add_argument("--scenes", default=",".join(spec.name for spec in FLYINGTRUST))
+    parser.add_argument("--configs", type=int, default=10)
+    parser.add_argument("--planner", default="straight")
+    parser.add_argument("--rate-hz", type=float, default=10.0, help="planner loop and depth sensor rate")
+    args = parser.parse_args()
+
+    campaign = parse_campaign({
+        "name": "flyingtrust-matrix", "seed": 0, "repeats": 1,
+        "missions": [{"scene": name, "configs": list(range(args.configs)), "rule": "flyingtrust"}
+                     for name in args.scenes.split(",")],
+        "profiles": [{"library": "flyingtrust"}], "targets": ["sim-lockstep"], "planners": [args.planner],
+        "rate_hz": args.rate_hz,
+    }, "benchmarks/flyingtrust_matrix.py")
+    out = args.out or Path(tempfile.mkdtemp(prefix="flyingtrust-matrix-"))
+    samples: list[float] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_memory, args=(stop, samples), daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    summary = run_campaign(campaign, out, LocalPool(args.workers), progress=sys.stderr.isatty())
+    wall = time.perf_counter() - started
+    stop.set()
+    fifth = max(1, len(samples) // 5)
+    print(f"trials          {summary.ran} run, {summary.skipped} already done ({dict(summary.outcomes)})")
+    print(f"wall time       {wall:.1f} s on {args.workers} workers ({summary.ran / wall:.2f} trials/s)")
+    # Navigation phase only (take-off excluded), so the factor is a lower bound.
+    flown = pd.read_parquet(out / "results.parquet")["end_time_s"].sum()
+    print(f"real-time factor {flown / (wall * args.workers):.1f}x per core ({flown:.0f} s of navigation flown)")
+    if samples:
+        early, late = sum(samples[:fifth]) / fifth, sum(samples[-fifth:]) / fifth
+        print(f"memory (RSS)    first fifth {early:.0f} MB, last fifth {late:.0f} MB, peak {max(samples):.0f} MB")
+    print(f"campaign dir    {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""Campaign files: what to run, and its expansion into trials.
+
+A campaign is the cross-join missions x vehicle profiles x targets x link profiles x fault profiles
+x planners, with `repeats` trials per combination, each with its own seed::
+
+    name: demo
+    seed: 7                      # trial seeds derive from it (stable across runs and machines)
+    repeats: 2                   # trials per combination
+    missions:
+      - {scene: forest, configs: [0, 1], rule: flyingtrust}
+      - {scene: maze, configs: all, rule: flightbench}
+    profiles: [default, 0.60kg-EMAX]     # names, or {library: flyingtrust} for the whole library
+    targets: [sim-lockstep]              # sim-lockstep | sim | px4-sitl | a connection string
+    links: [none]                        # link profile names (profiles/links), none = ideal link
+    faults: [none]                       # fault profile files, none = no faults
+    planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner)
+    computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
+    rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
+    speed: 10                            # speed factor of real-time simulated targets
+
+The file is validated as a whole; a bad one raises `CampaignError` listing every problem as
+``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
+taking trials in order keep reusing the scene they have just built.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hil.monitor import RULES
+from missions.scenes import CONFIGURATIONS, SCENES
+from missions.validation import Field, MissionError, Problems, integer, number, read_fields, read_yaml, text
+from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
+
+LOCKSTEP = "sim-lockstep"
+NONE = "none"
+
+
+@dataclass(frozen=True)
+class PlannerChoice:
+    """A planner class (``module:Class``) and whether it needs the virtual depth sensor."""
+
+    spec: str
+    sensor: bool
+
+
+# Short names for the onboard reference planners; any other name is a module:Class given a sensor.
+PLANNERS = {
+    "straight": PlannerChoice("onboard.planners.straight:StraightLine", sensor=False),
+    "avoid": PlannerChoice("onboard.planners.avoid:OccupancyPlanner", sensor=True),
+}
+
+
+def planner_choice(name: str) -> PlannerChoice:
+    return PLANNERS.get(name, PlannerChoice(name, sensor=True))
+
+
+class CampaignError(MissionError):
+    """A campaign file is invalid; one line per problem."""
+
+
+@dataclass(frozen=True)
+class MissionSpec:
+    """One scene-based navigation mission family: a scene, its configurations and the success rule."""
+
+    scene: str
+    configs: tuple[int, ...]
+    rule: str
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything that defines one trial; `trial_id` names its record directory."""
+
+    trial_id: str
+    campaign: str
+    scene: str
+    config: int
+    rule: str
+    profile: str
+    target: str
+    link: str
+    fault: str
+    planner: str
+    compute: str
+    rate_hz: float
+    repeat: int
+    seed: int
+    speed: float
+
+    def as_config(self) -> dict[str, Any]:
+        """The resolved configuration for the trial manifest."""
+        return asdict(self)
+
+    @property
+    def case(self) -> tuple[str, ...]:
+        """The test case this trial repeats (everything but the repeat index and seed)."""
+        return (self.scene, str(self.config), self.rule, self.profile, self.target, self.link, self.fault,
+                self.planner, self.compute)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A validated campaign file."""
+
+    name: str
+    seed: int
+    repeats: int
+    missions: tuple[MissionSpec, ...]
+    profiles: tuple[str, ...]
+    targets: tuple[str, ...]
+    links: tuple[str, ...]
+    faults: tuple[str, ...]
+    planners: tuple[str, ...]
+    computes: tuple[str, ...]
+    rate_hz: float
+    speed: float
+    source: str
+
+    def trials(self) -> list[TrialSpec]:
+        """The cross-join, scene-major, with a stable id and seed per trial."""
+        out = []
+        for mission in self.missions:
+            for config in mission.configs:
+                for profile in self.profiles:
+                    for target in self.targets:
+                        for link in self.links:
+                            for fault in self.faults:
+                                for planner, compute in itertools.product(self.planners, self.computes):
+                                    for repeat in range(self.repeats):
+                                        parts = (mission.scene, f"c{config}", mission.rule, profile, target, link,
+                                                 Path(fault).stem, planner, compute, f"r{repeat}")
+                                        trial_id = "__".join(_safe(p) for p in parts)
+                                        out.append(TrialSpec(
+                                            trial_id=trial_id, campaign=self.name, scene=mission.scene,
+                                            config=config, rule=mission.rule, profile=profile, target=target,
+                                            link=link, fault=fault, planner=planner, compute=compute,
+                                            rate_hz=self.rate_hz, repeat=repeat,
+                                            seed=trial_seed(self.seed, trial_id), speed=self.speed))
+        return out
+
+
+def trial_seed(campaign_seed: int, trial_id: str) -> int:
+    """A 31-bit seed from the campaign seed and the trial's identity (not Python's salted hash)."""
+    return zlib.crc32(f"{campaign_seed}:{trial_id}".encode()) & 0x7FFFFFFF
+
+
+def _safe(text: str) -> str:
+    # A trial id is a directory name: keep it readable, but no separators or shell-hostile characters.
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Read and validate a campaign file."""
+    return parse_campaign(read_yaml(path, "campaign file"), str(path))
+
+
+_FIELDS: dict[str, Field] = {
+    "name": text("the campaign's name"),
+    "seed": integer("campaign seed", at_least=0, required=False, default=0),
+    "repeats": integer("trials per combination", at_least=1, required=False, default=1),
+    "speed": number("speed factor of real-time simulated targets", above=0, required=False, default=1.0),
+    "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
+}
+_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes")
+
+
+def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
+    """Validate a parsed campaign mapping; raise `CampaignError` with every problem."""
+    problems = Problems(source)
+    if not isinstance(data, dict):
+        problems.invalid("<top level>", "a mapping of campaign fields", data)
+        raise CampaignError(problems.lines)
+    values = read_fields(data, _FIELDS, "", problems, nested=_LISTS)
+    missions = _missions(data.get("missions"), problems)
+    profiles = _profiles(data.get("profiles", ["default"]), problems)
+    targets = _names(data.get("targets", [LOCKSTEP]), "targets", problems, _target_problem)
+    links = _names(data.get("links", [NONE]), "links", problems, _link_problem)
+    faults = _names(data.get("faults", [NONE]), "faults", problems, _fault_problem)
+    planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
+    computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
+    if LOCKSTEP in targets and (set(links) | set(faults)) - {NONE}:
+        # The lockstep vehicle has no MAVLink link to impair nor a failure-injection path yet.
+        problems.add("targets", f"{LOCKSTEP} flies without link and fault profiles; give them a MAVLink target "
+                                "(sim, px4-sitl, a connection string) or use links: [none], faults: [none]")
+    if not problems.lines:
+        return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
+                        profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
+                        computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source)
+    raise CampaignError(problems.lines)
+
+
+def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
+    if not isinstance(entries, list) or not entries:
+        problems.invalid("missions", "a non-empty list of {scene, configs, rule}", entries)
+        return ()
+    out = []
+    for index, entry in enumerate(entries):
+        path = f"missions[{index}]"
+        if not isinstance(entry, dict):
+            problems.invalid(path, "a mapping {scene, configs, rule}", entry)
+            continue
+        read_fields(entry, {}, f"{path}.", problems, nested=("scene", "configs", "rule"))
+        scene, rule = entry.get("scene"), entry.get("rule", "flyingtrust")
+        if scene not in SCENES:
+            problems.invalid(f"{path}.scene", "a scene name (" + ", ".join(SCENES) + ")", scene)
+        if rule not in RULES:
+            problems.invalid(f"{path}.rule", "one of " + ", ".join(RULES), rule)
+        configs = entry.get("configs", "all")
+        if configs == "all":
+            configs = list(range(CONFIGURATIONS))
+        valid = isinstance(configs, list) and configs and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < CONFIGURATIONS for c in configs)
+        if not valid:
+            problems.invalid(f"{path}.configs", f"'all' or a list of integers 0-{CONFIGURATIONS - 1}", configs)
+            continue
+        out.append(MissionSpec(scene, tuple(configs), rule))
+    return tuple(out)
+
+
+def _profiles(entries: Any, problems: Problems) -> tuple[str, ...]:
+    if not isinstance(entries, list) or not entries:
+        problems.invalid("profiles", "a non-empty list of profile names or {library: NAME}", entries)
+        return ()
+    names: list[str] = []
+    for index, entry in enumerate(entries):
+        path = f"profiles[{index}]"
+        if isinstance(entry, dict) and set(entry) == {"library"}:
+            found = [p.name for p in library_profiles() if _library_of(p) == entry["library"]]
+            if not found:
+                problems.invalid(f"{path}.library", "the name of a shipped profile library (e.g. flyingtrust)",
+                                 entry["library"])
+            names += found
+            continue
+        if not isinstance(entry, str):
+            problems.invalid(path, "a profile name or {library: NAME}", entry)
+            continue
+        try:
+            names.append(load_vehicle_profile(entry).name)
+        except ProfileError as exc:
+            problems.add(path, str(exc))
+    return tuple(dict.fromkeys(names))
+
+
+def _library_of(profile) -> str:
+    # Library entries are FLYINGTRUST's Table I (category real/virtual); single files are "custom".
+    return "flyingtrust" if profile.category in ("real", "virtual") else profile.category
+
+
+def _names(entries: Any, field: str, problems: Problems, problem_of) -> tuple[str, ...]:
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, str) and e for e in entries):
+        problems.invalid(field, "a non-empty list of names", entries)
+        return ()
+    for index, entry in enumerate(entries):
+        problem = problem_of(entry)
+        if problem:
+            problems.add(f"{field}[{index}]", problem)
+    return tuple(dict.fromkeys(entries))
+
+
+def _target_problem(name: str) -> str | None:
+    from hil.targets import TargetSpec
+
+    if name == LOCKSTEP:
+        return None
+    try:
+        TargetSpec.parse(name)
+    except ValueError as exc:
+        return f"expected {LOCKSTEP}, sim, px4-sitl or a connection string ({exc})"
+    return None
+
+
+def _link_problem(name: str) -> str | None:
+    if name == NONE:
+        return None
+    from profiles.link import LinkProfileError, load_link_profile
+
+    try:
+        load_link_profile(name)
+    except (LinkProfileError, OSError, ValueError) as exc:
+        return f"expected none or a link profile: {exc}"
+    return None
+
+
+def _fault_problem(name: str) -> str | None:
+    if name == NONE:
+        return None
+    from missions.faults import FaultScheduleError, load_fault_profile
+
+    try:
+        load_fault_profile(name)
+    except (FaultScheduleError, OSError, ValueError) as exc:
+        return f"expected none or a fault profile file: {exc}"
+    return None
+
+
+def _planner_problem(name: str) -> str | None:
+    if name in PLANNERS or ":" in name:
+        return None
+    return f"expected {', '.join(PLANNERS)} or a planner class as module:Class"
+
+
+def _compute_problem(name: str) -> str | None:
+    if name == NONE:
+        return None
+    from profiles.compute import ComputeProfileError, load_compute_profile
+
+    try:
+        load_compute_profile(name)
+    except (ComputeProfileError, OSError, ValueError) as exc:
+        return f"expected none or a compute profile: {exc}"
+    return None

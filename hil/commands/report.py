@@ -1,0 +1,45 @@
+"""`hil report`: metrics, scores and comparisons of one or more runs, as HTML and Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser(
+        "report", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="render the report of one or more campaign runs (HTML + Markdown)",
+        description="Read the results of one or more campaign directories (or results.parquet files) and write "
+                    "report.html (self-contained) and report.md: success with CIs, platform and scenario views, "
+                    "composite scores, metrics, timing, flown tracks, and simulation versus hardware when the "
+                    "runs cover several targets.",
+        epilog="examples:\n"
+               "  hil report runs/demo\n"
+               "  hil report runs/sim runs/bench --out runs/sim-vs-bench   # compare targets")
+    parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="campaign directory or results.parquet")
+    parser.add_argument("--out", type=Path, help="where to write the report (default: the first RUN's directory)")
+    parser.add_argument("--title", help="report title (default: the run names)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from reports.render import write_report
+    from reports.results import load_results
+
+    try:
+        tables = [load_results(path) for path in args.runs]
+    except FileNotFoundError as exc:
+        print(f"hil report: {exc}", file=sys.stderr)
+        return 2
+    results = pd.concat(tables, ignore_index=True)
+    first = args.runs[0]
+    out = args.out or (first if first.is_dir() else first.parent)
+    title = args.title or "Report: " + ", ".join(p.name for p in args.runs)
+    markdown, page = write_report(results, out, title)
+    print(f"report   {page}")
+    print(f"markdown {markdown}")
+    return 0

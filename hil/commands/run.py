@@ -1,0 +1,72 @@
+"""`hil run`: run a campaign (cross-join, executors, resume)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser(
+        "run", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run a campaign of trials (missions x profiles x targets x links x faults x planners x seeds)",
+        description="Run every trial of a campaign file into a campaign directory, with a progress bar. Running "
+                    "it again (on the file or the directory) resumes: finished trials are never repeated. Ctrl-C "
+                    "stops cleanly; the results table (results.parquet, results.csv) is written either way.",
+        epilog="examples:\n"
+               "  hil run hil/campaigns/demo.yaml                      # into runs/demo\n"
+               "  hil run runs/demo                                    # resume\n"
+               "  hil run CAMPAIGN.yaml --workers 8 --out runs/big\n"
+               "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster")
+    parser.add_argument("campaign", type=Path, help="campaign YAML file, or a campaign directory to resume")
+    parser.add_argument("--out", type=Path, help="campaign directory (default: runs/<campaign name>)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="local worker processes (default: the number of CPUs, %(default)s)")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="'local' process pool (default) or 'ray' for a cluster of machines")
+    parser.add_argument("--address", default="local",
+                        help="Ray cluster address for --executor ray ('auto', 'ray://HOST:10001'; "
+                             "default 'local' starts a private one-machine cluster)")
+    parser.add_argument("--arm", action="store_true",
+                        help="allow targets that may be real aircraft (connection strings); they run one at a time")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hil.campaign import CampaignError, load_campaign
+    from hil.executors import LocalPool, RayExecutor
+    from hil.runner import CAMPAIGN_FILE, run_campaign
+    from hil.targets import TargetSpec
+
+    source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
+    try:
+        campaign = load_campaign(source)
+    except CampaignError as exc:
+        print(f"hil run: {exc}", file=sys.stderr)
+        return 2
+    campaign_dir = args.out or (args.campaign if args.campaign.is_dir() else Path("runs") / campaign.name)
+    hardware = [t for t in campaign.targets if t != "sim-lockstep" and not TargetSpec.parse(t).simulated]
+    if hardware and not args.arm:
+        print(f"hil run: refusing to fly {', '.join(hardware)} without --arm: a target other than a simulator "
+              "may be a real aircraft.", file=sys.stderr)
+        return 2
+    workers = 1 if hardware else args.workers
+    executor = RayExecutor(args.address) if args.executor == "ray" else LocalPool(workers)
+    # SIGTERM (e.g. from a job scheduler) stops the campaign as Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    print(f"campaign {campaign.name}: {len(campaign.trials())} trials into {campaign_dir} "
+          f"({args.executor} executor{'' if args.executor == 'ray' else f', {workers} workers'})", flush=True)
+    summary = run_campaign(campaign, campaign_dir, executor, progress=not args.no_progress)
+    for error in summary.harness_errors[:5]:
+        print(f"harness error: {error}", file=sys.stderr)
+    outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or "nothing to run"
+    print(f"{summary.ran} trials run in {summary.seconds:.1f} s ({outcomes}); {summary.skipped} already finished")
+    print(f"results  {campaign_dir / 'results.parquet'} (and results.csv)")
+    if summary.interrupted:
+        print(f"stopped: finished trials are kept; `hil run {campaign_dir}` resumes", file=sys.stderr)
+        return 130
+    return 1 if summary.harness_errors else 0

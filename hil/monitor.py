@@ -1,0 +1,144 @@
+"""The trial monitor: watches telemetry against the scene and decides how a navigation trial ended.
+
+One monitor for every target (lockstep, built-in vehicle over MAVLink, PX4 SITL, hardware), fed by
+the same `Vehicle` telemetry and the same scene geometry (`missions.geometry.Scene.distance`), so
+outcomes are comparable across targets (DESIGN.md, "How data flows through one trial", step 5).
+
+Outcomes, first one that holds wins:
+
+* collision: the vehicle's sphere (profile radius) touches an obstacle (FLYINGTRUST: any collision
+  is a failure; FlightBench: "without crashing");
+* failsafe: the vehicle left the navigation on its own (disarmed, landed, or switched to a
+  return/land mode nobody commanded);
+* success: within the rule's goal radius, and still there after the rule's hold time;
+* timeout: the rule's time budget (mission time since the start point) ran out.
+
+The rule is a mission setting (`SuccessRule`), FLYINGTRUST's or FlightBench's. Times are vehicle
+time: telemetry stamps are scaled by the target's speed factor (a lockstep vehicle stamps in
+simulated time already).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridges.vehicle import Vehicle, VehicleState
+from missions.geometry import Scene
+
+# Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
+FAILSAFE_MODES = ("RETURN_TO_LAUNCH", "LAND")
+
+
+@dataclass(frozen=True)
+class SuccessRule:
+    """When a navigation trial counts as a success."""
+
+    name: str
+    goal_radius: float  # m
+    hold_s: float  # must stay within goal_radius this long (0: reaching it is enough)
+    time_budget_s: float  # from the start point
+    speed_cap: float | None  # m/s horizontal speed limit applied to the vehicle; None: the vehicle's own
+
+
+RULES = {
+    # Seed 000 Sec. IV-B: goal within 1.5 min under a 4 m/s cap, "remaining stably within a 2 m
+    # radius"; the paper gives no hold time, 2 s is this harness's reading of "stably".
+    "flyingtrust": SuccessRule("flyingtrust", goal_radius=2.0, hold_s=2.0, time_budget_s=90.0, speed_cap=4.0),
+    # Seed 001 Sec. 3.3: "reaches the goal within a 1.5 m radius without crashing"; no budget is
+    # given, FLYINGTRUST's 1.5 min is used.
+    "flightbench": SuccessRule("flightbench", goal_radius=1.5, hold_s=0.0, time_budget_s=90.0, speed_cap=None),
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the trial ended and when (s of mission time)."""
+
+    outcome: str  # success | collision | timeout | failsafe | error
+    reason: str
+    t_s: float
+
+
+class TrialMonitor:
+    """Feed it telemetry with `update`; it returns a `Verdict` once the trial is decided.
+
+    `offset` maps the vehicle's local NED frame (origin at its home) into the scene frame.
+    """
+
+    def __init__(self, scene: Scene, rule: SuccessRule, vehicle_radius: float, offset: np.ndarray,
+                 speed_factor: float = 1.0) -> None:
+        self.scene = scene
+        self.rule = rule
+        self.radius = vehicle_radius
+        self.offset = np.asarray(offset, dtype=float)
+        self._scale = speed_factor if math.isfinite(speed_factor) else 1.0
+        self._t0_ns: int | None = None
+        self._inside_since: float | None = None
+        self.verdict: Verdict | None = None
+        self.end_ns: int | None = None  # stamp of the last snapshot checked: the deciding one once decided
+        self.elapsed_s = 0.0  # mission time of the last snapshot checked
+        self.clearance_m = math.inf  # obstacle distance of the last snapshot checked
+
+    @property
+    def t0_ns(self) -> int | None:
+        """Telemetry stamp at which the mission clock started."""
+        return self._t0_ns
+
+    def start(self, state: VehicleState) -> None:
+        """Start the mission clock (the vehicle is at the start point)."""
+        self._t0_ns = state.t_ns
+
+    def update(self, state: VehicleState) -> Verdict | None:
+        """Check one snapshot; the first decisive one fixes the verdict."""
+        if self.verdict is not None or self._t0_ns is None:
+            return self.verdict
+        t = (state.t_ns - self._t0_ns) / 1e9 * self._scale
+        self.end_ns = state.t_ns
+        position = np.array([state.north, state.east, state.down]) + self.offset
+        clearance = float(self.scene.distance(position)[0])
+        self.elapsed_s, self.clearance_m = t, clearance
+        if clearance < self.radius:
+            return self._decide("collision", f"obstacle within {clearance:.2f} m of the centre "
+                                             f"(vehicle radius {self.radius:.2f} m) at {_fmt(position)}", t)
+        if not state.armed or not state.in_air:
+            return self._decide("failsafe", "the vehicle disarmed or landed during navigation", t)
+        if state.flight_mode in FAILSAFE_MODES:
+            return self._decide("failsafe", f"the vehicle switched to {state.flight_mode} by itself", t)
+        distance = float(np.linalg.norm(position - self.scene.goal))
+        if distance <= self.rule.goal_radius:
+            if self._inside_since is None:
+                self._inside_since = t
+            if t - self._inside_since >= self.rule.hold_s:
+                return self._decide("success", "", t)
+        else:
+            self._inside_since = None
+        if t > self.rule.time_budget_s:
+            return self._decide("timeout", f"goal not reached and held within {self.rule.time_budget_s:g} s "
+                                           f"(ended {distance:.1f} m from it)", t)
+        return None
+
+    def fail(self, reason: str, t_s: float = math.nan) -> Verdict:
+        """End the trial as an error (the planner or the link broke), unless it was decided already."""
+        return self.verdict or self._decide("error", reason, t_s)
+
+    async def watch(self, vehicle: Vehicle, stop: asyncio.Event) -> Verdict:
+        """Check every snapshot until decided, then set `stop` so the planner ends."""
+        try:
+            async for state in vehicle.telemetry():
+                if self.update(state) is not None:
+                    return self.verdict
+        finally:
+            stop.set()
+        return self.fail("telemetry ended")
+
+    def _decide(self, outcome: str, reason: str, t_s: float) -> Verdict:
+        self.verdict = Verdict(outcome, reason, t_s)
+        return self.verdict
+
+
+def _fmt(position: np.ndarray) -> str:
+    return "(" + ", ".join(f"{v:.1f}" for v in position) + ") m NED"

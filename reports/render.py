@@ -1,0 +1,338 @@
+"""`hil report`: results of one or more runs as a Markdown file and a self-contained HTML page.
+
+The report is built once as a list of blocks (headings, paragraphs, tables, figures) and written
+twice: Markdown with its figures as PNG files beside it, and HTML with the same figures embedded as
+base64, so the page can be mailed or archived on its own.
+
+Sections: outcomes; success by scenario (FLYINGTRUST Fig. 9); success against platform capability
+(Fig. 10); platform x scenario heatmaps (Figs. 12-16); composite score (Table II); benchmark
+metrics (FlightBench, UAV-ON, HUGE-Bench) with CIs; safety; onboard computation time (FlightBench
+Table 5); flakiness; flown tracks on the scene; and, when the runs cover more than one target,
+simulation versus hardware.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reports import plots
+from reports.compare import metric_gaps, track_deviations
+from reports.metrics import TCR_TOLERANCES, spl_terms
+from reports.scores import composite_scores
+from reports.stats import bootstrap_mean, flakiness, grouped_means
+from reports.tracks import navigation_track
+
+TRACK_SCENES = 4  # scene configurations with a track plot
+TRACKS_PER_PLOT = 8
+OVERLAYS = 3  # aligned sim/hardware pairs drawn over each other
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file name stem
+    caption: str
+    png: bytes
+
+
+Block = Heading | Paragraph | Table | Figure
+
+
+# ----------------------------------------------------------------------------------------- assembling
+def build_report(results: pd.DataFrame, title: str = "Campaign report") -> list[Block]:
+    """Every block of the report, from a results table (one or more runs concatenated)."""
+    results = _with_derived_columns(results)
+    blocks: list[Block] = [Heading(title, 1), *_overview(results)]
+    if results.empty:
+        return blocks
+    blocks += _success_sections(results)
+    blocks += _score_section(results)
+    blocks += _metrics_section(results)
+    blocks += _timing_section(results)
+    blocks += _flakiness_section(results)
+    blocks += _track_section(results)
+    targets = list(dict.fromkeys(results["target"]))
+    if len(targets) > 1:
+        blocks += _comparison_section(results, targets)
+    return blocks
+
+
+def _with_derived_columns(results: pd.DataFrame) -> pd.DataFrame:
+    out = results.copy()
+    if out.empty:
+        return out
+    for column in ("success", "collided", "oracle_success"):
+        out[column] = out[column].fillna(False).astype(bool)
+    # Per-trial SPL and CSPL terms, so their means get intervals like every other mean.
+    out["spl"] = spl_terms(out["success"], out["shortest_length_m"], out["path_length_m"].fillna(0.0))
+    out["cspl"] = out["spl"] * ~out["collided"]
+    return out
+
+
+def _overview(results: pd.DataFrame) -> list[Block]:
+    runs = ", ".join(dict.fromkeys(results["run"])) if "run" in results else "-"
+    if results.empty:
+        return [Paragraph(f"Runs: {runs}. No finished trials.")]
+    counts = results["outcome"].value_counts().rename_axis("outcome").reset_index(name="trials")
+    text = (f"Runs: {runs}. {len(results)} trials: {results['scene'].nunique()} scenes, "
+            f"{results['profile'].nunique()} vehicle profiles, {results['target'].nunique()} targets, "
+            f"{results['planner'].nunique()} planners. Intervals are 95 % percentile bootstrap, B = 1000, seeded.")
+    return [Paragraph(text), Table(counts)]
+
+
+def _success_sections(results: pd.DataFrame) -> list[Block]:
+    by_scene = grouped_means(results, ["planner", "scene"], "success")
+    blocks: list[Block] = [Heading("Success by scenario"),
+                           Figure("success_by_scenario", "Success rate per scenario (FLYINGTRUST Fig. 9)",
+                                  plots.success_by_scenario(by_scene)),
+                           Table(_ci_columns(by_scene, "success rate"))]
+    per_platform = grouped_means(results, ["planner", "profile"], "success")
+    capabilities = results.drop_duplicates("profile").set_index("profile")[["twr_max", "alpha_xy_max", "alpha_z_max"]]
+    per_platform = per_platform.join(capabilities, on="profile")
+    blocks += [Heading("Success against platform capability"),
+               Figure("success_by_capability", "Per-platform success against TWR_max, alpha_xy_max, alpha_z_max "
+                      "(FLYINGTRUST Fig. 10)", plots.success_by_capability(per_platform))]
+    blocks.append(Heading("Platform x scenario success"))
+    order = results.drop_duplicates("profile").sort_values(["twr_max", "alpha_xy_max"])["profile"]
+    for planner, rows in results.groupby("planner", sort=True):
+        matrix = rows.pivot_table(index="profile", columns="scene", values="success", aggfunc="mean")
+        matrix = matrix.reindex([p for p in order if p in matrix.index])
+        blocks.append(Figure(f"heatmap_{_slug(planner)}", f"{planner}: success rate per platform and scenario "
+                             "(FLYINGTRUST Figs. 12-16)", plots.heatmap(matrix, f"{planner}")))
+    return blocks
+
+
+def _score_section(results: pd.DataFrame) -> list[Block]:
+    rates = (results.groupby(["planner", "scene", "profile"], sort=True)
+             .agg(success_rate=("success", "mean"), platform_kind=("platform_kind", "first")).reset_index()
+             .rename(columns={"planner": "algorithm", "scene": "scenario", "profile": "platform"}))
+    table = composite_scores(rates)
+    table = table.rename(columns={"score": "Score (no penalty)", "variance": "Variance",
+                                  "variance_norm": "Var norm", "final_score": "FinalScore",
+                                  "missing_scenarios": "Missing scenarios"})
+    return [Heading("Composite score"),
+            Paragraph("FLYINGTRUST Eqs. 12-19 (Table II): classic scenarios weigh 1.2, theoretical 1.0; real "
+                      "platforms 1.5, virtual 1.0; stability penalty beta = 0.3; a missing scenario is dropped "
+                      "and the remaining scenario weights renormalized for that algorithm."),
+            Table(table)]
+
+
+METRIC_COLUMNS = [("SR", "success"), ("OSR", "oracle_success"), ("DTS (m)", "final_distance_m"),
+                  ("SPL", "spl"), ("CR", "collided"), ("CSPL", "cspl"),
+                  *[(f"TCR@{d:g}", f"tcr_{d:g}") for d in TCR_TOLERANCES],
+                  ("Progress", "progress"), ("Avg speed (m/s)", "avg_speed"), ("Avg curv (1/m)", "avg_curvature"),
+                  ("Avg acc (m/s^3)", "avg_acceleration"), ("Avg jerk (m/s^5)", "avg_jerk")]
+SAFETY_COLUMNS = [("Min clearance (m)", "min_clearance_m"), ("Geofence viol. (s)", "geofence_violation_s"),
+                  ("Altitude viol. (s)", "altitude_violation_s")]
+
+
+def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str, str]]) -> pd.DataFrame:
+    rows = []
+    for key, group in results.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        row["n"] = len(group)
+        for label, column in columns:
+            if column in group:
+                row[label] = bootstrap_mean(group[column].to_numpy(float), label=f"{column}|{key}").format()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _metrics_section(results: pd.DataFrame) -> list[Block]:
+    return [Heading("Benchmark metrics"),
+            Paragraph("Per planner and scenario: UAV-ON SR, OSR, DTS, SPL; HUGE-Bench CR, CSPL, TCR@1/2/5; "
+                      "FlightBench Progress, average speed, curvature, acceleration ((1/L) int |a|^2 dt) and "
+                      "jerk ((1/L) int |j|^2 dt). Each cell: mean [95 % CI]."),
+            Table(_metric_table(results, ["planner", "scene"], METRIC_COLUMNS)),
+            Heading("Safety", 3),
+            Table(_metric_table(results, ["planner", "scene"], SAFETY_COLUMNS))]
+
+
+def _timing_section(results: pd.DataFrame) -> list[Block]:
+    columns = [("T_map (ms)", "t_map_ms"), ("T_plan (ms)", "t_plan_ms"), ("T_ctrl (ms)", "t_ctrl_ms"),
+               ("T_tot (ms)", "t_tot_ms")]
+    if not any(c in results and results[c].notna().any() for _, c in columns):
+        return [Heading("Onboard computation time"),
+                Paragraph("No trial recorded onboard stage timing (the planners ran inside the autopilot).")]
+    return [Heading("Onboard computation time"),
+            Paragraph("Mean per planner cycle (FlightBench Table 5), per planner and target."),
+            Table(_metric_table(results, ["planner", "target"], columns))]
+
+
+def _flakiness_section(results: pd.DataFrame) -> list[Block]:
+    case = ["scene", "config", "rule", "profile", "target", "link", "fault", "planner"]
+    table = flakiness(results, case)
+    flaky = table[table["flaky"]]
+    text = (f"{len(table)} test cases, {int((table['n'] > 1).sum())} repeated; {len(flaky)} flaky "
+            "(passed in some repeats and failed in others).")
+    blocks: list[Block] = [Heading("Flakiness"), Paragraph(text)]
+    if len(flaky):
+        shown = flaky.sort_values("pass_rate").head(30)
+        shown = shown.assign(**{"pass rate": [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in
+                                              zip(shown["pass_rate"], shown["low"], shown["high"])]})
+        blocks.append(Table(shown[[*case, "n", "pass rate"]]))
+    return blocks
+
+
+def _track_section(results: pd.DataFrame) -> list[Block]:
+    from hil.trial import scene_for
+
+    blocks: list[Block] = [Heading("Flown tracks")]
+    for (scene_name, config), rows in list(results.groupby(["scene", "config"], sort=True))[:TRACK_SCENES]:
+        tracks = []
+        for _, row in rows.head(TRACKS_PER_PLOT).iterrows():
+            track = navigation_track(row)
+            if track is not None:
+                tracks.append((f"{row['profile']} {row['planner']} {row['target']}: {row['outcome']}", track))
+        if tracks:
+            scene = scene_for(scene_name, int(config))
+            blocks.append(Figure(f"tracks_{_slug(scene_name)}_{config}", f"{scene_name} configuration {config}",
+                                 plots.tracks_on_scene(scene, tracks, f"{scene_name} c{config}")))
+    if len(blocks) == 1:
+        blocks.append(Paragraph("No telemetry in the trial records."))
+    return blocks
+
+
+def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block]:
+    from hil.trial import scene_for
+
+    reference = targets[0]
+    blocks: list[Block] = [Heading("Simulation versus hardware"),
+                           Paragraph(f"Trials aligned by scene, configuration, rule, profile, link, fault, planner and "
+                                     f"repeat; each target against {reference}. Differences are target minus "
+                                     f"reference, mean of paired differences [95 % CI]; **significant** gaps have "
+                                     f"an interval that excludes zero.")]
+    for target in targets[1:]:
+        gaps = metric_gaps(results, reference, target)
+        blocks.append(Heading(f"{target} vs {reference}", 3))
+        flagged = ", ".join(gaps.loc[gaps["significant"], "metric"]) or "none"
+        blocks.append(Paragraph(f"Significant gaps: {flagged}."))
+        shown = gaps.assign(difference=[f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]" + (" **" if s else "")
+                                        for d, lo, hi, s in zip(gaps["difference"], gaps["low"], gaps["high"],
+                                                                gaps["significant"])])
+        blocks.append(Table(shown[["metric", "reference", "target", "difference", "pairs"]]))
+        deviations = track_deviations(results, reference, target)
+        if not deviations.empty:
+            dtw = bootstrap_mean(deviations["dtw_m"].to_numpy(), label=f"dtw|{target}")
+            blocks.append(Paragraph(f"Track deviation (DTW, mean aligned-point distance) over {dtw.n} pairs: "
+                                    f"{dtw.format()} m."))
+            for _, pair in deviations.head(OVERLAYS).iterrows():
+                tracks = [(name, navigation_track(results[results["trial_id"] == trial_id].iloc[0]))
+                          for name, trial_id in ((reference, pair["trial_ref"]), (target, pair["trial_tgt"]))]
+                scene = scene_for(pair["scene"], int(pair["config"]))
+                blocks.append(Figure(f"overlay_{_slug(target)}_{_slug(pair['trial_ref'])}",
+                                     f"{pair['scene']} c{pair['config']} {pair['profile']}: DTW {pair['dtw_m']:.2f} m",
+                                     plots.tracks_on_scene(scene, [t for t in tracks if t[1] is not None],
+                                                           f"{pair['profile']} {pair['planner']}")))
+    for column, label, unit in (("t_tot_ms", "Onboard computation time (per-trial mean T_tot)", "T_tot (ms)"),
+                                ("duration_s", "Navigation duration", "duration (s)")):
+        if column not in results:
+            continue
+        samples = {t: results.loc[results["target"] == t, column].dropna().to_numpy() for t in targets}
+        if all(len(v) for v in samples.values()):
+            blocks.append(Figure(f"{column}_by_target", f"{label} by target",
+                                 plots.distributions(samples, f"{label} by target", unit)))
+    return blocks
+
+
+def _ci_columns(table: pd.DataFrame, label: str) -> pd.DataFrame:
+    keys = [c for c in table.columns if c not in ("value", "low", "high", "n")]
+    out = table[keys].copy()
+    out[label] = [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in zip(table["value"], table["low"], table["high"])]
+    out["n"] = table["n"]
+    return out
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in str(text))[:60]
+
+
+# ------------------------------------------------------------------------------------------- writing
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    if isinstance(value, (np.floating,)):
+        return _cell(float(value))
+    return str(value)
+
+
+def to_markdown(blocks: list[Block], figures_dir: str) -> str:
+    lines = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            lines += ["#" * block.level + " " + block.text, ""]
+        elif isinstance(block, Paragraph):
+            lines += [block.text, ""]
+        elif isinstance(block, Table):
+            frame = block.frame
+            lines.append("| " + " | ".join(map(str, frame.columns)) + " |")
+            lines.append("|" + "---|" * len(frame.columns))
+            lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+            lines.append("")
+        elif isinstance(block, Figure):
+            lines += [f"![{block.caption}]({figures_dir}/{block.name}.png)", "", f"*{block.caption}*", ""]
+    return "\n".join(lines)
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>"
+             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse;font-size:12px;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px}"
+             "th{background:#f3f3f3}figure{margin:1em 0}figcaption{font-size:12px;color:#555}"
+             "</style></head><body>"]
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Paragraph):
+            text = html.escape(block.text).replace("**", "")
+            parts.append(f"<p>{text}</p>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in block.frame.columns)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+                           for row in block.frame.itertuples(index=False))
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif isinstance(block, Figure):
+            data = base64.b64encode(block.png).decode("ascii")
+            parts.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(block.caption)}'>"
+                         f"<figcaption>{html.escape(block.caption)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report") -> tuple[Path, Path]:
+    """Write report.md (+ report_files/*.png) and report.html into `out_dir`; returns their paths."""
+    blocks = build_report(results, title)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures_dir = out_dir / "report_files"
+    figures_dir.mkdir(exist_ok=True)
+    for block in blocks:
+        if isinstance(block, Figure):
+            (figures_dir / f"{block.name}.png").write_bytes(block.png)
+    markdown = out_dir / "report.md"
+    markdown.write_text(to_markdown(blocks, figures_dir.name), encoding="utf-8")
+    page = out_dir / "report.html"
+    page.write_text(to_html(blocks, title), encoding="utf-8")
+    return markdown, page

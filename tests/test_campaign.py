@@ -1,0 +1,166 @@
+"""Campaigns end to end through the real `hil` command: cross-join, results table, resume, kill -9,
+Ctrl-C with simulator processes running, the report, and the Ray executor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from hil.campaign import CampaignError, parse_campaign
+from hil.record import read_events
+from reports.render import write_report
+from reports.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_campaign(path: Path, **fields) -> Path:
+    data = {"name": "t", "seed": 3, "repeats": 1, "missions": [{"scene": "forest", "configs": [0]}],
+            "profiles": ["default"], "targets": ["sim-lockstep"], "planners": ["straight"], **fields}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def hil(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hil", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cross_join_ids_and_seeds():
+    campaign = parse_campaign({"name": "x", "repeats": 2, "missions": [{"scene": "forest", "configs": [0, 1]}],
+                               "profiles": ["default", "1.00kg-SunnySky"], "planners": ["straight", "a.b:C"]})
+    trials = campaign.trials()
+    assert len(trials) == 2 * 2 * 2 * 2
+    assert len({t.trial_id for t in trials}) == len(trials)
+    assert len({t.seed for t in trials}) == len(trials)
+    assert trials == parse_campaign({"name": "x", "repeats": 2, "missions": [{"scene": "forest", "configs": [0, 1]}],
+                                     "profiles": ["default", "1.00kg-SunnySky"],
+                                     "planners": ["straight", "a.b:C"]}).trials()  # stable
+
+
+def test_library_profiles_expand_to_the_flyingtrust_table():
+    campaign = parse_campaign({"name": "x", "missions": [{"scene": "maze", "configs": "all"}],
+                               "profiles": [{"library": "flyingtrust"}]})
+    assert len(campaign.profiles) == 36
+    assert len(campaign.trials()) == 360
+
+
+def test_a_bad_campaign_lists_every_problem():
+    with pytest.raises(CampaignError) as info:
+        parse_campaign({"name": "x", "repeats": 0, "missions": [{"scene": "jungle", "configs": [12]}],
+                        "profiles": ["no-such-profile"], "targets": ["moon"], "colour": "red"}, "c.yaml")
+    text = str(info.value)
+    for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
+        assert f"c.yaml: {field}:" in text
+    with pytest.raises(CampaignError, match="sim-lockstep flies without link and fault profiles"):
+        parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _wait_gone(processes: list[psutil.Process], timeout: float = 15.0) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    return alive
+
+
+def test_kill_9_loses_at_most_the_trials_in_flight_and_resume_never_repeats(tmp_path):
+    campaign = write_campaign(tmp_path / "c.yaml", missions=[{"scene": "forest", "configs": [0, 1]}],
+                              profiles=["default", "1.00kg-SunnySky"], repeats=2)  # 8 trials
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--workers", "2",
+                             "--no-progress"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list((out / "trials").glob("*"))) < 2:
+        time.sleep(0.02)
+    workers = _descendants(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not _wait_gone(workers), "workers outlived a killed hil run"
+    finished = {p.name for p in (out / "trials").iterdir()}
+    assert 2 <= len(finished) < 8
+    for record in (out / "trials").iterdir():  # everything published is complete
+        assert json.loads((record / "manifest.json").read_text())["status"] == "finished"
+
+    resumed = hil("run", str(out), "--workers", "2", "--no-progress")  # the directory resumes
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{8 - len(finished)} trials run" in resumed.stdout
+    assert f"{len(finished)} already finished" in resumed.stdout
+    assert not (out / ".partial").exists()
+    for record in (out / "trials").iterdir():  # each trial flown exactly once
+        assert [e["kind"] for e in read_events(record)].count("trial_started") == 1
+
+    table = pd.read_parquet(out / "results.parquet")
+    assert len(table) == 8 and table["trial_id"].is_unique and len(pd.read_csv(out / "results.csv")) == 8
+    for column in ("scene", "profile", "target", "planner", "seed", "outcome", "reason", "avg_speed", "progress",
+                   "difficulty_to", "difficulty_vo", "difficulty_aol", "t_tot_ms", "min_clearance_m", "tcr_2"):
+        assert column in table.columns
+    assert set(table["outcome"]) == {"collision"}  # the straight line is blocked by construction
+
+    markdown, page = write_report(load_results(out), out)
+    html = page.read_text()
+    assert "data:image/png;base64," in html and "Composite score" in html and "Flown tracks" in html
+    assert (out / "report_files" / "success_by_scenario.png").exists() and "Table II" in markdown.read_text()
+
+
+def test_ctrl_c_stops_cleanly_without_orphan_simulators(tmp_path):
+    campaign = write_campaign(tmp_path / "c.yaml", targets=["sim"], speed=4.0,
+                              profiles=["default", "1.00kg-SunnySky"], repeats=2)
+    out = tmp_path / "run"
+    # A new session, signalled as a group: what a terminal does with Ctrl-C.
+    proc = subprocess.Popen([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--workers", "2",
+                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    simulators: list[psutil.Process] = []
+    while time.monotonic() < deadline and len(simulators) < 2:
+        simulators = [p for p in _descendants(proc.pid) if "sim" in " ".join(p.cmdline()[3:5])]
+        time.sleep(0.1)
+    assert simulators, "no simulator process started"
+    time.sleep(1.0)  # mid-trial
+    everything = _descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "resumes" in stderr
+    assert not _wait_gone(everything, timeout=10), "processes left behind after Ctrl-C"
+    assert not (out / ".partial").exists()
+    assert (out / "results.parquet").exists()
+
+
+def test_ray_executor_on_a_local_cluster(tmp_path):
+    pytest.importorskip("ray")
+    campaign = write_campaign(tmp_path / "c.yaml", profiles=["default", "0.55kg-Quadrotor-1"])
+    out = tmp_path / "run"
+    result = hil("run", str(campaign), "--out", str(out), "--executor", "ray", "--address", "local", "--no-progress",
+                 timeout=180)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_parquet(out / "results.parquet")
+    assert len(table) == 2 and set(table["outcome"]) == {"collision"}
+    assert all((out / "trials" / t / "tables" / "telemetry.parquet").exists() for t in table["trial_id"])
+
+
+def test_a_trial_over_mavlink_through_the_link_proxy(tmp_path):
+    campaign = write_campaign(tmp_path / "c.yaml", targets=["sim"], links=["wifi"], speed=4.0)
+    out = tmp_path / "run"
+    result = hil("run", str(campaign), "--out", str(out), "--workers", "1", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    row = pd.read_parquet(out / "results.parquet").iloc[0]
+    assert row["outcome"] == "collision", row["reason"]  # the same verdict as in lockstep
+    assert row["link"] == "wifi" and row["t_plan_ms"] > 0
+    kinds = [e["kind"] for e in read_events(out / "trials" / row["trial_id"])]
+    assert "link_summary" in kinds and "onboard_finished" in kinds
