@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from hil.campaign import TrialSpec
+from hil.record import fsync_directory
 from reports.results import TRIALS_DIR
 
 PARTIAL_DIR = ".partial"
@@ -69,11 +70,7 @@ def publish(partial: Path, final: Path) -> None:
     """Rename a finished record into place and make the rename durable."""
     final.parent.mkdir(parents=True, exist_ok=True)
     os.rename(partial, final)
-    directory = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    fsync_directory(final.parent)
 
 
 # ---------------------------------------------------------------------------------------- local pool

@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from hil.record import write_atomically
+
 
 def state_dir() -> Path:
     """Where the harness keeps state that must survive a crash."""
@@ -51,12 +53,8 @@ class ParamJournal:
             self.path.unlink(missing_ok=True)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"originals": self._originals}, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        text = json.dumps({"originals": self._originals}, indent=1, sort_keys=True).encode()
+        write_atomically(self.path, lambda f: f.write(text))
 
     def record(self, name: str, original: float) -> None:
         """Before changing `name`: remember its original (the first one, if it is changed twice)."""

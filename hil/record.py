@@ -168,7 +168,7 @@ class TrialRecorder:
         for table in self._parts_written:
             parts_dir = tables_dir / table
             merged = _concat_parts(sorted(parts_dir.glob("part-*.parquet")))
-            _write_atomically(tables_dir / f"{table}.parquet", lambda f: pq.write_table(merged, f))
+            write_atomically(tables_dir / f"{table}.parquet", lambda f: pq.write_table(merged, f))
             # Only now that the merged file is in place may the parts go; readers prefer the merged file.
             for leftover in parts_dir.iterdir():
                 leftover.unlink()
@@ -212,7 +212,7 @@ class TrialRecorder:
         number = self._parts_written.get(table, 0) + 1
         parts_dir = self.record_dir / TABLES_DIR / table
         parts_dir.mkdir(exist_ok=True)
-        _write_atomically(parts_dir / f"part-{number:06d}.parquet", lambda f: pq.write_table(arrow, f))
+        write_atomically(parts_dir / f"part-{number:06d}.parquet", lambda f: pq.write_table(arrow, f))
         self._parts_written[table] = number
 
     def _close(self, status: str, **fields: Any) -> None:
@@ -224,7 +224,7 @@ class TrialRecorder:
 
     def _write_manifest(self) -> None:
         text = json.dumps(self._manifest, indent=2, default=_jsonable) + "\n"
-        _write_atomically(self.record_dir / MANIFEST_NAME, lambda f: f.write(text.encode("utf-8")))
+        write_atomically(self.record_dir / MANIFEST_NAME, lambda f: f.write(text.encode("utf-8")))
 
 
 def read_manifest(record_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -257,7 +257,7 @@ def _concat_parts(parts: list[Path]) -> pa.Table:
     return pa.concat_tables([pq.read_table(part) for part in parts], promote_options="default")
 
 
-def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write via a temporary file, fsync, rename; readers see the old file or the new, never half."""
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "wb") as file:
@@ -265,12 +265,16 @@ def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
-    # The rename itself lives in the directory; sync it too so it survives a power loss.
-    directory = os.open(path.parent, os.O_RDONLY)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make renames in `directory` durable: a rename lives in the directory, not in the file."""
+    fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(fd)
     finally:
-        os.close(directory)
+        os.close(fd)
 
 
 def _now() -> dict[str, Any]:
