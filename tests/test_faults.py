@@ -69,7 +69,10 @@ def test_vehicle_faults_follow_px4_rules():
     assert faults.motor_outputs([0.5] * 4) == [0.5, 0.0, 0.5, 0.5]
     assert faults.inject_failure(motor, mavlink.FAILURE_TYPE_OK, 0, enabled=True).result == mavlink.MAV_RESULT_ACCEPTED
     assert faults.motor_outputs([0.5] * 4) == [0.5] * 4
-    for unit, ftype in [(mavlink.FAILURE_UNIT_SENSOR_OPTICAL_FLOW, off), (mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL, off),
+    assert faults.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL, off, 0, enabled=True).result == \
+        mavlink.MAV_RESULT_ACCEPTED and faults.rc_lost
+    for unit, ftype in [(mavlink.FAILURE_UNIT_SENSOR_OPTICAL_FLOW, off),
+                        (mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL, mavlink.FAILURE_TYPE_SLOW),
                         (mavlink.FAILURE_UNIT_SENSOR_GPS, mavlink.FAILURE_TYPE_SLOW), (motor, off + 100)]:
         assert faults.inject_failure(unit, ftype, 0, enabled=True).result == mavlink.MAV_RESULT_UNSUPPORTED
     assert faults.inject_sim(SimFault.THRUST_LOSS, 3, 0.25, (0, 0, 0), enabled=True).result == mavlink.MAV_RESULT_ACCEPTED

@@ -40,6 +40,8 @@ SENSOR_INIT_S = 0.2
 # A position setpoint this far above the vehicle while landed means "take off".
 TAKEOFF_INTENT_M = 0.3
 LAND_DETECT_S = 0.5
+# Position mode locks the position once the vehicle has braked below this speed (m/s).
+STICK_HOLD_SPEED = 0.3
 FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
 
 
@@ -219,7 +221,7 @@ class Autopilot:
 
     @property
     def rc_available(self) -> bool:
-        return self.manual.available(self.time_s, self.params["COM_RC_LOSS_T"])
+        return not self.faults.rc_lost and self.manual.available(self.time_s, self.params["COM_RC_LOSS_T"])
 
     def manual_input(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
         """MANUAL_CONTROL arrived: the pilot's sticks (RC)."""
@@ -475,8 +477,14 @@ class Autopilot:
         p = self.params
         yaw = self.dyn.yaw
         if self.manual.centred():
-            if self._stick_hold is None:  # just centred: brake, then hold where the vehicle stops
-                self._stick_hold = (self._braking_point(), yaw)
+            if self._stick_hold is None:
+                v = self.dyn.vel
+                if math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) > STICK_HOLD_SPEED:
+                    # Just centred: brake to a standstill first, as PX4 does, then lock the position.
+                    self.current_setpoint = TrajectorySetpoint((NAN, NAN, NAN), (0.0, 0.0, 0.0), (NAN, NAN, NAN),
+                                                               NAN, 0.0)
+                    return
+                self._stick_hold = (self.position, yaw)
             point, heading = self._stick_hold
             self.current_setpoint = TrajectorySetpoint(point, (NAN, NAN, NAN), (NAN, NAN, NAN), heading, NAN)
             return

@@ -18,10 +18,11 @@ Two ways in, both MAVLink commands handled by `mavlink_server.py`:
   BATTERY (100)             OFF, OK                         battery readings unknown
   MAVLINK_SIGNAL (105)      OFF, OK                         incoming MAVLink ignored (except this
                                                             command, so it can be undone)
+  RC_SIGNAL (104)           OFF, OK                         sticks (MANUAL_CONTROL) ignored: RC lost
   ========================  ==============================  ========================================
 
-  Anything else (RC_SIGNAL: the vehicle has no RC; optical flow, VIO, ...; SLOW, DELAYED,
-  INTERMITTENT) is answered UNSUPPORTED, as PX4 answers what no module implements.
+  Anything else (optical flow, VIO, ...; SLOW, DELAYED, INTERMITTENT) is answered UNSUPPORTED, as
+  PX4 answers what no module implements.
 
 - `SIM_FAULT_COMMAND` (MAV_CMD_USER_1, MAVLink's range for private commands; PX4 answers it
   UNSUPPORTED) for what only a simulator can do: param1 = `SimFault`, param2 = instance,
@@ -106,6 +107,7 @@ class VehicleFaults:
     sensors: dict[int, int] = field(default_factory=dict)  # FAILURE_UNIT -> FAILURE_TYPE
     battery_off: bool = False
     mavlink_lost: bool = False
+    rc_lost: bool = False  # the pilot's sticks (MANUAL_CONTROL) stop counting: RC-loss failsafe
     noise: float = 0.0  # severity
     battery_sag: float = 0.0
     steady_wind: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -159,7 +161,10 @@ class VehicleFaults:
             self.mavlink_lost = not ok
             return ACCEPTED
         if unit == mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL:
-            return _unsupported("RC signal failure: this vehicle has no RC input")
+            if not (ok or ftype == mavlink.FAILURE_TYPE_OFF):
+                return _unsupported(f"RC signal failure type {ftype} not supported (OFF, OK)")
+            self.rc_lost = not ok
+            return ACCEPTED
         return _unsupported(f"failure unit {unit} not simulated by the built-in vehicle")
 
     def inject_sim(self, kind: int, instance: int, severity: float, vector: tuple[float, float, float],

@@ -1,0 +1,97 @@
+"""The built-in vehicle's pilot side and geofence, as PX4 does them (stepped in-process, fast)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pymavlink.dialects.v20 import common as mavlink
+
+from profiles.vehicle import load_vehicle_profile
+from px4.modes import FlightMode
+from px4.params import ParamStore
+from px4.sim.autopilot import Autopilot
+
+CENTRED = (0.0, 0.0, 0.5, 0.0)
+
+
+def hovering(**params) -> Autopilot:
+    ap = Autopilot(load_vehicle_profile("default"), ParamStore(overrides=params))
+    ap.run(0.5)
+    assert ap.arm().accepted
+    ap.takeoff(ap.origin.alt_m + 5.0)
+    ap.run(8.0)
+    return ap
+
+
+def fly_sticks(ap: Autopilot, sticks, seconds: float) -> None:
+    for _ in range(int(seconds / 0.05)):
+        ap.manual_input(*sticks)
+        ap.run(0.05)
+
+
+def test_position_mode_needs_rc_and_flies_the_sticks():
+    ap = hovering()
+    assert not ap.set_mode(FlightMode.POSCTL).accepted, "no RC yet"
+    ap.manual_input(*CENTRED)
+    assert ap.set_mode(FlightMode.POSCTL).accepted
+    fly_sticks(ap, (1.0, 0.0, 0.5, 0.0), 3.0)  # full pitch forward: north at up to MPC_VEL_MANUAL
+    assert ap.dyn.vel[0] > 5.0 and abs(ap.dyn.vel[1]) < 0.5
+    fly_sticks(ap, CENTRED, 5.0)
+    held = ap.position
+    fly_sticks(ap, CENTRED, 3.0)
+    assert math.dist(held, ap.position) < 0.3, "centred sticks hold the position"
+    assert abs(-ap.dyn.pos[2] - 5.0) < 0.5
+
+
+def test_moving_the_sticks_takes_over_from_an_auto_mode():
+    ap = hovering()
+    ap.reposition(40.0, 0.0, -5.0)
+    fly_sticks(ap, CENTRED, 1.0)
+    assert ap.mode == FlightMode.HOLD, "centred sticks do not take over"
+    fly_sticks(ap, (0.0, 0.5, 0.5, 0.0), 0.2)
+    assert ap.mode == FlightMode.POSCTL
+    assert any("took over" in text for _, text in ap.statustexts)
+
+
+def test_sticks_do_not_take_over_offboard_unless_configured():
+    from px4.sim.control import TrajectorySetpoint
+    nan = float("nan")
+    for override, expected in ((1, FlightMode.OFFBOARD), (3, FlightMode.POSCTL)):
+        ap = hovering(COM_RC_OVERRIDE=override)
+        sp = TrajectorySetpoint((0.0, 0.0, -5.0), (nan,) * 3, (nan,) * 3, 0.0, nan)
+        ap.offboard_setpoint(sp)
+        assert ap.set_mode(FlightMode.OFFBOARD).accepted
+        for _ in range(10):
+            ap.offboard_setpoint(sp)
+            ap.manual_input(0.0, -0.8, 0.5, 0.0)
+            ap.run(0.05)
+        assert ap.mode == expected, f"COM_RC_OVERRIDE={override}"
+
+
+@pytest.mark.parametrize("lose", ["silence", "fault"])
+def test_losing_rc_in_position_mode_returns_home(lose):
+    ap = hovering()
+    ap.manual_input(*CENTRED)
+    assert ap.set_mode(FlightMode.POSCTL).accepted
+    if lose == "fault":
+        result = ap.faults.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL, mavlink.FAILURE_TYPE_OFF, 0, enabled=True)
+        assert result.result == mavlink.MAV_RESULT_ACCEPTED
+        fly_sticks(ap, CENTRED, 1.0)  # the sticks keep coming, but RC counts as lost
+    else:
+        ap.run(1.0)
+    assert ap.mode == FlightMode.RTL and ap.failsafe
+
+
+@pytest.mark.parametrize("action, mode", [(2, FlightMode.HOLD), (3, FlightMode.RTL), (5, FlightMode.LAND)])
+def test_the_flight_controllers_geofence_acts_once_per_breach(action, mode):
+    ap = hovering(GF_MAX_HOR_DIST=15.0, GF_MAX_VER_DIST=30.0, GF_ACTION=action)
+    ap.reposition(40.0, 0.0, -5.0)
+    for _ in range(200):
+        ap.run(0.1)
+        if ap.mode != FlightMode.HOLD or math.hypot(*ap.position[:2]) > 15.0:
+            break
+    ap.run(0.5)
+    assert ap.mode == mode
+    assert math.hypot(*ap.position[:2]) < 20.0, "stopped soon after crossing the fence"
+    assert sum("Geofence" in text for _, text in ap.statustexts) == 1
