@@ -62,11 +62,19 @@ class LinkProxy:
     `fc_url` faces the flight controller (frames arriving there travel "to_onboard"), `onboard_url`
     faces the companion computer (frames arriving there travel "to_vehicle"). Use as an async
     context manager, or `await start()` / `close()`.
+
+    `speed` is the vehicle's simulation speed factor: the model runs on vehicle time (wall x speed),
+    so a simulator at 4x feels the configured 40 ms, not 160 ms, and every delay recorded is in
+    vehicle time. 1 for hardware.
     """
 
-    def __init__(self, fc_url: str, onboard_url: str, spec: LinkSpec, sink: Callable[[Row], None] | None = None):
+    def __init__(self, fc_url: str, onboard_url: str, spec: LinkSpec, sink: Callable[[Row], None] | None = None,
+                 speed: float = 1.0):
+        if not speed > 0:
+            raise ValueError(f"speed factor must be > 0, got {speed}")
         self.spec = spec
         self.sink = sink
+        self.speed = speed
         self.fc = _Side(fc_url, spec.crc_check)
         self.onboard = _Side(onboard_url, spec.crc_check)
         self.fates: Counter[tuple[str, str]] = Counter()  # (direction, fate) -> frames
@@ -76,7 +84,7 @@ class LinkProxy:
         self._models: dict[str, DirectionModel] = {}
 
     async def start(self) -> "LinkProxy":
-        t0 = time.monotonic()
+        t0 = time.monotonic() * self.speed
         self._models = {d: DirectionModel(self.spec.direction(d), direction_seed(self.spec.seed, d), t0)
                         for d in DIRECTIONS}
         self.fc.transport = await open_transport(self.fc.url, lambda data: self._arrived(self.fc, data))
@@ -133,11 +141,12 @@ class LinkProxy:
                 self._record(direction, frame, "passed", "malformed", arrival_ns, sent_ns=time.monotonic_ns(),
                              planned_ms=0.0, drawn_ms=0.0)
                 continue
-            decision = model.decide(now, frame.data, frame.msgid)
+            decision = model.decide(now * self.speed, frame.data, frame.msgid)
             if not decision.releases:
                 self._record(direction, frame, "dropped", decision.reason, arrival_ns)
                 continue
             for copy, (release, payload) in enumerate(decision.releases):
+                release /= self.speed  # vehicle time -> the wall clock the event loop runs on
                 entry = (direction, frame, decision.fate, arrival_ns, decision.drawn_ms, decision.planned_ms,
                          copy, out, payload, release)
                 if release <= now and not self._line:
@@ -182,5 +191,5 @@ class LinkProxy:
             "direction": direction, "msgid": frame.msgid, "seq": frame.seq, "sysid": frame.sysid, "size": len(frame.data),
             "fate": fate, "reason": reason, "copy_no": copy, "arrival_ns": arrival_ns, "sent_ns": sent_ns,
             "drawn_ms": drawn_ms, "planned_ms": planned_ms,
-            "applied_ms": (sent_ns - arrival_ns) / 1e6 if sent_ns is not None else NAN,
+            "applied_ms": (sent_ns - arrival_ns) / 1e6 * self.speed if sent_ns is not None else NAN,
         })

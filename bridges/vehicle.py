@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import math
 from contextlib import AbstractAsyncContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Mapping, Protocol, Sequence
 
 
@@ -71,7 +71,7 @@ class VehicleState:
 
     def as_row(self) -> dict:
         """A flat record row for the telemetry table."""
-        return asdict(self)
+        return dict(vars(self))  # dataclasses.asdict deep-copies: 0.2 ms a row, too slow for 50 Hz recording
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,8 @@ async def _connected(url: str, speed: float, link_name: str | None, request):
             pytest.skip(f"--hil-link needs a UDP target the proxy can stand in front of, not {url}")
         onboard_port = free_udp_port()
         link = LinkUnderTest(link_name)
-        proxy = LinkProxy(url, f"udpout://127.0.0.1:{onboard_port}", load_link_profile(link_name), sink=link.rows.append)
+        proxy = LinkProxy(url, f"udpout://127.0.0.1:{onboard_port}", load_link_profile(link_name), sink=link.rows.append,
+                          speed=speed)
         await proxy.start()
         link.proxy = proxy
         request.node.stash[_LINK] = link

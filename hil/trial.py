@@ -52,12 +52,6 @@ def scene_for(name: str, config: int) -> Scene:
     return generate(name, config)
 
 
-@lru_cache(maxsize=64)
-def vehicle_profile(name: str) -> VehicleProfile:
-    """A profile by name, parsed once per process (the shipped library is a YAML file of 36 profiles)."""
-    return load_vehicle_profile(name)
-
-
 def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
     """Task difficulty (TO, VO, AOL) and shortest-path length of a scene, computed once per campaign.
 
@@ -92,7 +86,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path, sl
     scene = scene_for(spec.scene, spec.config)
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
-    profile = vehicle_profile(spec.profile)
+    profile = load_vehicle_profile(spec.profile)
     task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
                           time_budget=rule.time_budget_s)
     with TrialRecorder(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as recorder:
@@ -163,21 +157,21 @@ async def target_vehicle(spec: TrialSpec, profile: VehicleProfile, slot: int, re
             url = (await stack.enter_async_context(builtin_vehicle(options))).url
         else:
             url = spec.target
+        speed = spec.speed if target.simulated else 1.0
         if spec.link != NONE:
-            url = await stack.enter_async_context(impaired_link(url, spec, recorder))
+            url = await stack.enter_async_context(impaired_link(url, spec, recorder, speed))
         from bridges.mavsdk_vehicle import connect
 
-        speed = spec.speed if target.simulated else 1.0
         vehicle = await stack.enter_async_context(await connect(url, CONNECT_TIMEOUT_S, speed))
         yield vehicle
 
 
 @contextlib.asynccontextmanager
-async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder) -> AsyncIterator[str]:
+async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder, speed: float) -> AsyncIterator[str]:
     """The link proxy between the target at `url` and a fresh loopback port; yields the port to connect to.
 
-    The impairment model runs on the wall clock, so at a speed factor above 1 the vehicle feels the
-    link's latencies multiplied by that factor.
+    The impairment model runs on vehicle time (`speed` is the simulator's speed factor), so the
+    vehicle feels the link's configured latencies whatever the speed factor.
     """
     from bridges.link_proxy import LinkProxy
     from hil.targets import free_udp_port
@@ -185,7 +179,7 @@ async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder) -> A
 
     link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed)
     port = free_udp_port()
-    async with LinkProxy(url, f"udpout://127.0.0.1:{port}", link) as proxy:
+    async with LinkProxy(url, f"udpout://127.0.0.1:{port}", link, speed=speed) as proxy:
         yield f"udpin://127.0.0.1:{port}"
         recorder.event("link_summary", **proxy.summary())
 

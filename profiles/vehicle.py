@@ -46,6 +46,7 @@ rotors, inertia; see :mod:`profiles.airframe`) from which they are computed.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, fields
@@ -373,13 +374,23 @@ def _shipped() -> dict[str, Path | VehicleProfile]:
     """Every shipped profile by key: single-profile files by path (loaded on demand), library entries loaded."""
     found: dict[str, Path | VehicleProfile] = {}
     for path in sorted(VEHICLES_DIR.glob("*.yaml")):
-        data = _read_yaml(path)
-        if isinstance(data, dict) and "profiles" in data:
-            for profile in _library_profiles(path, data):
-                found[_profile_key(profile.name)] = profile
-        else:
+        library = _library_file(path, path.stat().st_mtime_ns)
+        if library is None:
             found[_profile_key(path.stem)] = path
+        else:
+            for profile in library:
+                found[_profile_key(profile.name)] = profile
     return found
+
+
+@functools.lru_cache(maxsize=32)
+def _library_file(path: Path, mtime_ns: int) -> tuple[VehicleProfile, ...] | None:
+    # Parsing the 36-platform library takes ~100 ms, and campaigns load a profile per trial: keep
+    # each file's parse until it changes on disk (mtime in the key).
+    data = _read_yaml(path)
+    if isinstance(data, dict) and "profiles" in data:
+        return tuple(_library_profiles(path, data))
+    return None
 
 
 def library_profiles(category: str | None = None) -> list[VehicleProfile]:

@@ -172,3 +172,31 @@ async def test_serial_to_udp_through_the_proxy_flies():
             finally:
                 await vehicle.close()
     assert proxy.summary()["from_vehicle.frames"] > 500
+
+
+async def test_at_a_speed_factor_the_link_runs_on_vehicle_time():
+    """A simulator at 4x must feel the configured 40 ms, i.e. 10 ms of wall time, and the record says 40."""
+    from bridges.impairment import Latency
+
+    fc_port, onboard_port = free_udp_port(), free_udp_port()
+    spec = LinkSpec(to_onboard=DirectionSpec(FrameImpairment(latency=Latency(kind="fixed", ms=40.0))))
+    arrivals: list[int] = []
+    rows: list[dict] = []
+    onboard = await open_transport(f"udpin://127.0.0.1:{onboard_port}", lambda d: arrivals.append(time.monotonic_ns()))
+    async with LinkProxy(f"udpin://127.0.0.1:{fc_port}", f"udpout://127.0.0.1:{onboard_port}", spec,
+                         sink=rows.append, speed=4.0):
+        fc = await open_transport(f"udpout://127.0.0.1:{fc_port}", lambda d: None)
+        frame = mavlink.MAVLink_heartbeat_message(2, 12, 0, 0, 3, 3).pack(mavlink.MAVLink(None, 1, 1))
+        sent_at = []
+        for _ in range(20):
+            sent_at.append(time.monotonic_ns())
+            fc.send(frame)
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
+        fc.close()
+    onboard.close()
+    wall_ms = sorted((a - s) / 1e6 for s, a in zip(sent_at, arrivals))
+    assert len(wall_ms) == 20
+    assert 9.5 < wall_ms[10] < 14.0, f"median wall delay {wall_ms[10]:.2f} ms, expected ~10 ms at 4x"
+    recorded = [r["applied_ms"] for r in rows if r["direction"] == "to_onboard"]
+    assert abs(np.median(recorded) - 40.0) < 4.0, "delays are recorded in vehicle time"

@@ -14,6 +14,8 @@ import signal
 import sys
 from pathlib import Path
 
+from hil.commands.args import positive_float
+
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
@@ -38,6 +40,8 @@ def add_parser(verbs) -> None:
     parser.add_argument("--profile", default="serial_921600",
                         help="link profile name or YAML file (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="override the profile's seed")
+    parser.add_argument("--speed", type=positive_float, default=1.0,
+                        help="the simulator's speed factor, so delays are applied in vehicle time (default: 1)")
     parser.add_argument("--record", type=Path, metavar="DIR", help="write a trial record with a 'link' table here")
     parser.set_defaults(func=run)
 
@@ -115,7 +119,7 @@ async def _serve(args: argparse.Namespace, spec, proxy_class) -> int:
             recorder = stack.enter_context(TrialRecorder(args.record, config=config, target=args.listen, seed=spec.seed))
             rows = _RowsOffTheLoop(recorder)
         proxy = proxy_class(args.listen, args.forward, spec,
-                            sink=(lambda row: rows.rows.append(row)) if rows is not None else None)
+                            sink=(lambda row: rows.rows.append(row)) if rows is not None else None, speed=args.speed)
         async with proxy:
             if rows is not None:
                 pump = asyncio.create_task(rows.run(stop))
