@@ -6,6 +6,11 @@ event loop so mission code, recorders and monitors see every snapshot in order. 
 are in simulated time, so a mission that takes 90 s of flight finishes in a fraction of a second
 and behaves as it does in real time. Missions are uploaded as the same MAVLink items MAVSDK would
 send, so both clocks fly the same item list.
+
+Given a link profile, the setpoint stream and the telemetry cross the proxy's impairment model in
+simulated time (bridges.sim_link), delivered at physics-step resolution; `state` is then what has
+arrived at the harness, not the truth. Commands (arm, mode changes) are not impaired: MAVLink
+retries them until acknowledged, so a link delays them but does not lose them.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ import contextlib
 import heapq
 import itertools
 import math
+from dataclasses import replace
 from typing import AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from bridges.impairment import LinkSpec
+from bridges.sim_link import LOCAL_POSITION_NED, SET_ATTITUDE_TARGET, SET_POSITION_TARGET_LOCAL_NED, SimulatedLink
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
                              VehicleState)
 from px4.geo import GeoOrigin
@@ -69,8 +77,10 @@ def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tupl
 class LockstepVehicle(VehicleBase):
     """An Autopilot stepped as fast as the CPU allows. Use `async with LockstepVehicle(ap) as v:`."""
 
-    def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0):
+    def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0, link: LinkSpec | None = None):
         super().__init__()
+        self.link = SimulatedLink(link, autopilot.time_s) if link is not None else None
+        self._received: VehicleState | None = None  # the last snapshot across the link
         self.ap = autopilot
         self.url = f"lockstep://{autopilot.profile.name}"
         self.speed_factor = math.inf
@@ -95,19 +105,40 @@ class LockstepVehicle(VehicleBase):
     async def _drive(self) -> None:
         ap = self.ap
         half = ap.dt * 0.5
+        link = self.link
         while True:
             target = ap.time_s + self._period
             while ap.time_s + half < target:
                 ap.step()
                 while self._timers and self._timers[0][0] <= ap.time_s:
                     heapq.heappop(self._timers)[2]()
+                if link is not None and link.next_due() <= ap.time_s:
+                    for setpoint in link.deliver("to_vehicle", ap.time_s):
+                        ap.offboard_setpoint(setpoint)
+                    for state in link.deliver("to_onboard", ap.time_s):
+                        self._received = replace(state, t_ns=int(ap.time_s * 1e9))  # stamped on arrival
+                        await self._hand_over(self._received)
             self._reached.extend(ap.reached_items)
             ap.reached_items.clear()
-            await self._publish(self.state)
-            # Several yields: a consumer woken by this snapshot may hop through a queue or two
-            # before it is idle again, and it must see this snapshot before the next one.
-            for _ in range(4):
-                await asyncio.sleep(0)
+            if link is None:
+                await self._hand_over(self.state)
+            else:
+                link.send("to_onboard", ap.time_s, self._truth(), LOCAL_POSITION_NED)
+
+    async def _hand_over(self, state: VehicleState) -> None:
+        await self._publish(state)
+        # Several yields: a consumer woken by this snapshot may hop through a queue or two before
+        # it is idle again, and it must see this snapshot before the next one.
+        for _ in range(4):
+            await asyncio.sleep(0)
+
+    def _to_vehicle(self, setpoint) -> None:
+        """A setpoint sent by the harness: straight in, or across the link."""
+        if self.link is None:
+            self.ap.offboard_setpoint(setpoint)
+        else:
+            frame = SET_ATTITUDE_TARGET if isinstance(setpoint, AttitudeSetpoint) else SET_POSITION_TARGET_LOCAL_NED
+            self.link.send("to_vehicle", self.ap.time_s, setpoint, frame)
 
     def _at(self, delay: float, callback: Callable[[], None]) -> None:
         heapq.heappush(self._timers, (self.ap.time_s + delay, next(self._timer_ids), callback))
@@ -132,6 +163,12 @@ class LockstepVehicle(VehicleBase):
     # ------------------------------------------------------------------ telemetry
     @property
     def state(self) -> VehicleState:
+        """What the harness knows: the truth, or across a link the last snapshot that arrived."""
+        if self.link is not None and self._received is not None:
+            return self._received
+        return self._truth()
+
+    def _truth(self) -> VehicleState:
         ap, d = self.ap, self.ap.dyn
         lat, lon, alt = ap.origin.to_global(d.pos[0], d.pos[1], d.pos[2])
         roll, pitch, yaw = d.euler()
@@ -199,9 +236,15 @@ class LockstepVehicle(VehicleBase):
 
         def resend() -> None:
             if running[0] and self._offboard_sp is not None:
-                self.ap.offboard_setpoint(self._offboard_sp)
+                self._to_vehicle(self._offboard_sp)
                 self._at(1.0 / rate_hz, resend)
         self._at(1.0 / rate_hz, resend)
+        if self.link is not None:
+            # Across a link the first setpoint is still on its way; PX4 refuses offboard until it lands.
+            with contextlib.suppress(TimeoutError):
+                async with self.deadline(1.0):
+                    while not self.ap.offboard_signal:
+                        await self.sleep(self.ap.dt)
         result = self.ap.set_mode(FlightMode.OFFBOARD)
         if not result.accepted:
             running[0] = False
@@ -210,16 +253,16 @@ class LockstepVehicle(VehicleBase):
     async def set_position_ned(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
         yaw = yaw if not math.isnan(yaw) else self.ap.dyn.yaw
         self._offboard_sp = TrajectorySetpoint((north, east, down), (NAN, NAN, NAN), (NAN, NAN, NAN), yaw, NAN)
-        self.ap.offboard_setpoint(self._offboard_sp)
+        self._to_vehicle(self._offboard_sp)
 
     async def set_velocity_ned(self, vn: float, ve: float, vd: float, yaw: float = NAN) -> None:
         yaw = yaw if not math.isnan(yaw) else self.ap.dyn.yaw
         self._offboard_sp = TrajectorySetpoint((NAN, NAN, NAN), (vn, ve, vd), (NAN, NAN, NAN), yaw, NAN)
-        self.ap.offboard_setpoint(self._offboard_sp)
+        self._to_vehicle(self._offboard_sp)
 
     async def set_attitude(self, roll: float, pitch: float, yaw: float, thrust: float) -> None:
         self._offboard_sp = AttitudeSetpoint(quat_from_euler(roll, pitch, yaw), thrust, (NAN, NAN, NAN))
-        self.ap.offboard_setpoint(self._offboard_sp)
+        self._to_vehicle(self._offboard_sp)
 
     async def stop_offboard(self) -> None:
         await self.release()

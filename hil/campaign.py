@@ -184,10 +184,10 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     faults = _names(data.get("faults", [NONE]), "faults", problems, _fault_problem)
     planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
-    if LOCKSTEP in targets and (set(links) | set(faults)) - {NONE}:
-        # The lockstep vehicle has no MAVLink link to impair nor a failure-injection path yet.
-        problems.add("targets", f"{LOCKSTEP} flies without link and fault profiles; give them a MAVLink target "
-                                "(sim, px4-sitl, a connection string) or use links: [none], faults: [none]")
+    if LOCKSTEP in targets and set(faults) - {NONE}:
+        # Faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link for them.
+        problems.add("targets", f"{LOCKSTEP} flies without fault profiles; give them a MAVLink target "
+                                "(sim, px4-sitl, a connection string) or use faults: [none]")
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,

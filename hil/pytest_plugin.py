@@ -183,10 +183,13 @@ async def _bring_up(cfg: HilConfig, profile: str, params: dict, link_name: str |
     from px4.sim.realtime import SimOptions, build_vehicle
 
     if cfg.kind == "lockstep":
-        if link_name:
-            pytest.skip("the lockstep vehicle has no MAVLink link to impair")
+        from profiles.link import load_link_profile
+
         autopilot, _ = build_vehicle(SimOptions(profile=profile, params=params))
-        async with LockstepVehicle(autopilot) as vehicle:
+        link = load_link_profile(link_name) if link_name else None
+        async with LockstepVehicle(autopilot, link=link) as vehicle:
+            if link is not None:  # the same impairment model, in simulated time
+                request.node.stash[_LINK] = LinkUnderTest(link_name, rows=vehicle.link.rows)
             yield vehicle
         return
     if cfg.kind == "px4-sitl":

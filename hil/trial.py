@@ -36,6 +36,7 @@ from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, generate
 from onboard.task import NavTask, task_for_scene
+from profiles.link import load_link_profile
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
 from reports.metrics import Trajectory, timing_summary, trial_metrics
 
@@ -140,8 +141,14 @@ async def target_vehicle(spec: TrialSpec, profile: VehicleProfile, slot: int, re
 
         # The onboard runtime's sleeps resolve at the lockstep telemetry period: 100 Hz, as it asks.
         autopilot = Autopilot(profile, ParamStore())
-        async with LockstepVehicle(autopilot, telemetry_hz=LOCKSTEP_TELEMETRY_HZ) as vehicle:
-            yield vehicle
+        link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed) if spec.link != NONE else None
+        async with LockstepVehicle(autopilot, telemetry_hz=LOCKSTEP_TELEMETRY_HZ, link=link) as vehicle:
+            try:
+                yield vehicle
+            finally:
+                if vehicle.link is not None:  # the same "link" table the proxy writes, in simulated time
+                    for row in vehicle.link.rows:
+                        recorder.append("link", row)
         return
     target = TargetSpec.parse(spec.target)
     async with contextlib.AsyncExitStack() as stack:
@@ -175,8 +182,6 @@ async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder, spee
     """
     from bridges.link_proxy import LinkProxy
     from hil.targets import free_udp_port
-    from profiles.link import load_link_profile
-
     link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed)
     port = free_udp_port()
     async with LinkProxy(url, f"udpout://127.0.0.1:{port}", link, speed=speed) as proxy:

@@ -62,8 +62,10 @@ def test_a_bad_campaign_lists_every_problem():
     text = str(info.value)
     for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
         assert f"c.yaml: {field}:" in text
-    with pytest.raises(CampaignError, match="sim-lockstep flies without link and fault profiles"):
-        parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")
+    with pytest.raises(CampaignError, match="sim-lockstep flies without fault profiles"):
+        parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
+    # A link profile is fine in lockstep: the same impairment model runs in simulated time.
+    parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

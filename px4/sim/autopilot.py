@@ -237,7 +237,7 @@ class Autopilot:
             reason = f"{mode.name} not possible: no RC input"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
-        if mode == FlightMode.OFFBOARD and not self._offboard_fresh():
+        if mode == FlightMode.OFFBOARD and not self.offboard_signal:
             reason = "Offboard not possible: no setpoint stream"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
@@ -345,7 +345,9 @@ class Autopilot:
             self.step()
 
     # ------------------------------------------------------------------ internals
-    def _offboard_fresh(self) -> bool:
+    @property
+    def offboard_signal(self) -> bool:
+        """Offboard setpoints are arriving (the last within COM_OF_LOSS_T), as PX4's offboardCheck says."""
         return self.offboard is not None and self.time_s - self.offboard.time_s <= self.params["COM_OF_LOSS_T"]
 
     def _wants_climb(self, sp) -> bool:
@@ -639,7 +641,7 @@ class Autopilot:
 
     def _check_failsafes(self) -> None:
         self._check_geofence()
-        if self.armed and self.mode == FlightMode.OFFBOARD and not self._offboard_fresh():
+        if self.armed and self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
             self.failsafe = True
             action = int(self.params["COM_OBL_RC_ACT"])
             # Position/altitude/manual (0-2) need a pilot on RC; without one PX4 v1.14's fallback

@@ -7,7 +7,7 @@ import pytest
 CORNERS = [(6.0, 0.0), (6.0, 6.0), (0.0, 6.0), (0.0, 0.0)]
 
 
-@pytest.mark.hil(targets=["sim", "px4-sitl"], link="flightbench_25_50ms")
+@pytest.mark.hil(targets=["sim", "lockstep", "px4-sitl"], link="flightbench_25_50ms")
 async def test_offboard_square_through_a_25_to_50_ms_link(hil_vehicle, hil_link, hil_expect):
     await hil_vehicle.arm()
     await hil_vehicle.takeoff(4.0)
