@@ -290,4 +290,4 @@ def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
 
 def mission_config(mission: WaypointMission, **extra) -> dict:
     """The resolved configuration stored in the manifest."""
-    return {"mission": {k: v for k, v in asdict(mission).items()}, **extra}
+    return {"mission": asdict(mission), **extra}

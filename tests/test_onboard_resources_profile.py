@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 import types
 
-import pytest
 
 from hil.cli import main
-from hil.record import TrialRecorder, read_table
+from hil.record import TrialRecorder
 from onboard.resources import ResourceSampler
 from profiles.compute import load_compute_profile
 
