@@ -34,7 +34,8 @@ from typing import Any
 
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
-from missions.validation import Field, MissionError, Problems, integer, number, read_fields, read_yaml, text
+from missions.validation import (Field, MissionError, Problems, integer, mapping_entries, number, read_fields, read_yaml,
+                                 text)
 from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
 
 LOCKSTEP = "sim-lockstep"
@@ -196,15 +197,8 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
 
 
 def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
-    if not isinstance(entries, list) or not entries:
-        problems.invalid("missions", "a non-empty list of {scene, configs, rule}", entries)
-        return ()
     out = []
-    for index, entry in enumerate(entries):
-        path = f"missions[{index}]"
-        if not isinstance(entry, dict):
-            problems.invalid(path, "a mapping {scene, configs, rule}", entry)
-            continue
+    for path, entry in mapping_entries(entries, "missions", "{scene, configs, rule}", problems):
         read_fields(entry, {}, f"{path}.", problems, nested=("scene", "configs", "rule"))
         scene, rule = entry.get("scene"), entry.get("rule", "flyingtrust")
         if scene not in SCENES:

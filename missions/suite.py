@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from missions.schema import BenchmarkMission, load_benchmark_mission, parse_benchmark_mission
-from missions.validation import Field, Invalid, Problems, number, read_fields, read_yaml, text
+from missions.validation import Field, Invalid, Problems, mapping_entries, number, read_fields, read_yaml, text
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 
@@ -101,15 +101,8 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
 def _read_entries(raw: Any, base: Path, problems: Problems) -> tuple[SuiteEntry, ...]:
     from missions.scenes import SCENES
 
-    if not isinstance(raw, list) or not raw:
-        problems.invalid("entries", "a non-empty list of {scene or mission, seeds}", raw)
-        return ()
     entries = []
-    for index, item in enumerate(raw):
-        where = f"entries[{index}]"
-        if not isinstance(item, dict):
-            problems.invalid(where, "a mapping {scene or mission, seeds}", item)
-            continue
+    for where, item in mapping_entries(raw, "entries", "{scene or mission, seeds}", problems):
         reported = len(problems.lines)
         values = read_fields(item, _ENTRY, f"{where}.", problems)
         if len(problems.lines) > reported:

@@ -11,7 +11,7 @@ import difflib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 
@@ -181,6 +181,20 @@ def read_fields(
         except Invalid as invalid:
             problems.invalid(f"{prefix}{key}", str(invalid), mapping[key])
     return values
+
+
+def mapping_entries(entries: Any, field: str, shape: str, problems: Problems) -> Iterator[tuple[str, dict]]:
+    """(path, entry) for each mapping of a list field; a list that is not one, or an entry that is not a
+    mapping, is reported (`shape` says what a mapping holds, e.g. "{north, east, alt}") and skipped."""
+    if not isinstance(entries, list) or not entries:
+        problems.invalid(field, f"a non-empty list of {shape}", entries)
+        return
+    for index, entry in enumerate(entries):
+        path = f"{field}[{index}]"
+        if isinstance(entry, dict):
+            yield path, entry
+        else:
+            problems.invalid(path, f"a mapping {shape}", entry)
 
 
 def read_yaml(path: str | Path, what: str) -> Any:

@@ -32,6 +32,7 @@ from missions.validation import (
     Problems,
     choice,
     flag,
+    mapping_entries,
     number,
     read_fields,
     read_yaml,
@@ -137,16 +138,9 @@ def _read_waypoints(mapping: dict[Any, Any], problems: Problems) -> tuple[Waypoi
     if "waypoints" not in mapping:
         problems.add("waypoints", f"missing required field, expected {expect}")
         return ()
-    entries = mapping["waypoints"]
-    if not isinstance(entries, list) or not entries:
-        problems.invalid("waypoints", expect, entries)
-        return ()
     waypoints = []
-    for index, entry in enumerate(entries):
-        path = f"waypoints[{index}]"
-        if not isinstance(entry, dict):
-            problems.invalid(path, "a mapping {north, east, alt} with optional hold, yaw", entry)
-            continue
+    for path, entry in mapping_entries(mapping["waypoints"], "waypoints", "{north, east, alt} with optional hold, yaw",
+                                       problems):
         reported = len(problems.lines)
         values = read_fields(entry, _WAYPOINT_FIELDS, f"{path}.", problems)
         if len(problems.lines) == reported:
