@@ -21,6 +21,7 @@ landing touch it on purpose.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -308,6 +309,9 @@ class Scene:
         which is computed only for the rest, so the common case of open space costs a table lookup.
         """
         points = _as_points(points)
+        if len(points) == 1:
+            # The monitor's per-sample call: array arithmetic on one point is all per-call overhead.
+            return np.array([self._collides_one(points[0].tolist(), radius)])
         origin, floor = self._distance_floor
         index = np.floor((points - origin) / FLOOR_CELL).astype(int)
         inside = np.all((index >= 0) & (index < floor.shape), axis=1)
@@ -318,6 +322,16 @@ class Scene:
         if maybe.any():
             hit[maybe] = self.distance(points[maybe]) < radius
         return hit
+
+    def _collides_one(self, point: list[float], radius: float) -> bool:
+        origin, floor = self._distance_floor
+        shape = floor.shape
+        i = math.floor((point[0] - float(origin[0])) / FLOOR_CELL)
+        j = math.floor((point[1] - float(origin[1])) / FLOOR_CELL)
+        k = math.floor((point[2] - float(origin[2])) / FLOOR_CELL)
+        if 0 <= i < shape[0] and 0 <= j < shape[1] and 0 <= k < shape[2] and floor.item(i, j, k) >= radius:
+            return False
+        return bool(self.distance(np.array([point]))[0] < radius)
 
     @cached_property
     def _distance_floor(self) -> tuple[np.ndarray, np.ndarray]:

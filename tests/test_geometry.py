@@ -162,3 +162,17 @@ def test_exports_round_trip_and_have_valid_headers(tmp_path):
 
 def test_enu_swaps_axes_and_flips_down():
     assert to_frame(np.array([[1.0, 2.0, -3.0]]), "enu").tolist() == [[2.0, 1.0, 3.0]]
+
+
+@pytest.mark.parametrize("name", ["forest", "maze", "perlin", "random-angle"])
+def test_one_point_at_a_time_agrees_with_batched_collision_checks(name):
+    """The monitor's per-sample path (one point per call) gives exactly the batched answer."""
+    from missions.scenes import generate
+
+    scene = generate(name, 1)
+    rng = np.random.default_rng(3)
+    points = scene.bounds_min + rng.random((600, 3)) * (scene.bounds_max - scene.bounds_min)
+    batched = scene.collides(points, 0.3)
+    singles = np.array([scene.collides(p[None, :], 0.3)[0] for p in points])
+    assert (batched == singles).all()
+    assert 0 < batched.sum() < len(points), "the sample has both clear and colliding points"
