@@ -23,7 +23,14 @@ TOUR = """\
 examples:
   hil sim                                   run the built-in vehicle; connect MAVSDK/QGC to udpin://127.0.0.1:14540
   hil fly missions/examples/demo_square.yaml                 fly a mission on the built-in vehicle, write a trial record
-  hil fly MISSION.yaml --target udpin://0.0.0.0:14540 --arm  fly on an autopilot that is already running
+  hil fly MISSION.yaml --target serial:///dev/ttyACM0:921600 --arm --dry-run   a real aircraft: checks, no arming
+  hil run hil/campaigns/demo.yaml --out runs/demo            a campaign (resumable), then:
+  hil report runs/demo                                       its report (HTML + Markdown)
+  hil scene show forest --seed 3                             look at a benchmark scene
+  pytest tests/hil --hil-target lockstep                     the example HIL test suite (pytest plugin)
+
+every verb has --help with its own examples; safety: a target other than sim/px4-sitl is a real
+aircraft, and nothing arms without --arm.
 """
 
 
