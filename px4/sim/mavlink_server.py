@@ -182,6 +182,11 @@ class MavlinkServer:
     def boot_us(self) -> int:
         return int(self.ap.time_s * 1e6)
 
+    @property
+    def timesync_ns(self) -> int:
+        """The vehicle's clock for TIMESYNC, from 1 ns: at boot it reads 0, and tc1 == 0 marks a request."""
+        return int(self.ap.time_s * 1e9) + 1
+
     def tick(self) -> None:
         """Send what is due on every link, plus queued status texts and protocol events."""
         now = self.ap.time_s
@@ -386,7 +391,7 @@ class MavlinkServer:
 
     def _msg_timesync(self):
         # PX4 asks the companion for its clock too; the reply gives the offset we record.
-        return mavlink.MAVLink_timesync_message(0, int(self.ap.time_s * 1e9) + 1)
+        return mavlink.MAVLink_timesync_message(0, self.timesync_ns)
 
     def _msg_mission_current(self):
         if not self.ap.mission:
@@ -788,8 +793,7 @@ class MavlinkServer:
             link.send(mavlink.MAVLink_ping_message(msg.time_usec, msg.seq, msg.get_srcSystem(), msg.get_srcComponent()))
 
     def _on_timesync(self, link: Link, msg) -> None:
-        # +1: at boot the clock reads 0, and tc1 == 0 would make the reply look like a request.
-        now_ns = int(self.ap.time_s * 1e9) + 1
+        now_ns = self.timesync_ns
         if msg.tc1 == 0:
             link.send(mavlink.MAVLink_timesync_message(now_ns, msg.ts1))
         elif msg.ts1 > 0:
