@@ -138,7 +138,10 @@ class Autopilot:
         self._speed_override: float | None = None
         self._phase = _Phase.DONE
         self._phase_until = 0.0
-        self._next_nav_s = 0.0
+        # Counted in physics steps: comparing accumulated float time against "last + 20 ms" drifts to
+        # 11 steps now and then, and the 50 Hz navigator would really run at ~46 Hz.
+        self._nav_steps = max(1, round(NAV_PERIOD_S / dt))
+        self._step_count = 0
         self._landed_since: float | None = None
         self._armed_at = 0.0
         self._took_off = False
@@ -322,9 +325,9 @@ class Autopilot:
     # ------------------------------------------------------------------ simulation
     def step(self) -> None:
         """Advance the whole vehicle by one physics step."""
-        if self.time_s >= self._next_nav_s:
-            self._next_nav_s = self.time_s + NAV_PERIOD_S
-            self._navigate(NAV_PERIOD_S)
+        if self._step_count % self._nav_steps == 0:
+            self._navigate(self._nav_steps * self.dt)
+        self._step_count += 1
         sp = self.current_setpoint
         if not self.armed:
             u = [0.0, 0.0, 0.0, 0.0]
@@ -337,7 +340,6 @@ class Autopilot:
         self.faults.step(self.dt)
         self.dyn.step(u)
         self.time_s += self.dt
-        self._drain_battery(u)
 
     def run(self, seconds: float) -> None:
         """Step for a span of simulation time."""
@@ -421,11 +423,12 @@ class Autopilot:
                 and abs(p[2] - target[2]) <= self.params["NAV_MC_ALT_RAD"])
 
     def _navigate(self, dt: float) -> None:
-        """50 Hz: failsafes, land detection, auto-mode progress, setpoint generation."""
+        """50 Hz: failsafes, land detection, battery, auto-mode progress, setpoint generation."""
         self._check_failsafes()
         self._detect_landing()
         if not self.armed:
             return
+        self._drain_battery(dt)
         if self._pilot_override():
             return
         if self.mode == FlightMode.OFFBOARD:
@@ -691,10 +694,8 @@ class Autopilot:
             return LandedState.LANDING
         return LandedState.IN_AIR
 
-    def _drain_battery(self, u: list[float]) -> None:
-        """PX4 SITL's battery: drains while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
-        if not self.armed:
-            return
+    def _drain_battery(self, dt: float) -> None:
+        """PX4 SITL's battery: drains linearly while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
         floor = self.params["SIM_BAT_MIN_PCT"] / 100.0
         rate = 1.0 / max(self.params["SIM_BAT_DRAIN"], 1e-3)
-        self.battery_remaining = max(floor, self.battery_remaining - rate * self.dt)
+        self.battery_remaining = max(floor, self.battery_remaining - rate * dt)
