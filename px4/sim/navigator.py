@@ -92,8 +92,3 @@ class SetpointGenerator:
                 self.acc[2] = 0.0
         else:
             self.pos[2] += step_z
-
-    def arrived(self, target: tuple[float, float, float]) -> bool:
-        """The setpoint itself has reached the target and stopped."""
-        return (abs(self.pos[0] - target[0]) < 1e-6 and abs(self.pos[1] - target[1]) < 1e-6
-                and abs(self.pos[2] - target[2]) < 1e-6)

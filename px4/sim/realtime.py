@@ -8,6 +8,7 @@ cannot tell it from PX4 SITL except by how fast it is ready.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from dataclasses import dataclass, field
 
@@ -16,6 +17,8 @@ from profiles.vehicle import load_vehicle_profile
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
 from px4.sim.mavlink_server import Link, MavlinkServer
+
+log = logging.getLogger(__name__)
 
 # PX4 SITL's offboard/onboard port is 14540 (+ instance); its GCS port is 14550.
 ONBOARD_PORT = 14540
@@ -95,7 +98,11 @@ async def serve(options: SimOptions, on_ready=None) -> None:
     if on_ready is not None:
         on_ready(links)
     try:
-        await run_realtime(autopilot, server, options.speed, stop)
+        resets = await run_realtime(autopilot, server, options.speed, stop)
+        if resets:
+            # The simulation was not real time (x speed) throughout: say so rather than let it pass.
+            log.warning("fell behind real time %d times (machine overloaded for speed %g); vehicle time was "
+                        "held back each time", resets, options.speed)
     finally:
         for link in links:
             link.transport.close()
