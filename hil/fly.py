@@ -63,10 +63,10 @@ async def fly_mission(vehicle: Vehicle, mission: WaypointMission, recorder: Tria
                 await _fly_offboard(vehicle, mission, recorder)
     except TimeoutError:
         recorder.event("timeout", budget_s=mission.time_budget)
-        await _land_and_wait(vehicle, recorder)
+        await land_and_wait(vehicle, recorder)
         return "timeout", f"mission not completed within its {mission.time_budget:g} s budget"
     if mission.land:
-        await _land_and_wait(vehicle, recorder)
+        await land_and_wait(vehicle, recorder)
     return "success", ""
 
 
@@ -116,12 +116,15 @@ async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
     recorder.event("offboard_stopped")
 
 
-async def _land_and_wait(vehicle: Vehicle, recorder: TrialRecorder) -> None:
+async def land_and_wait(vehicle: Vehicle, recorder: TrialRecorder | None = None) -> None:
+    """Land if airborne and wait for the disarm (LANDING_GRACE_S of vehicle time); events go to `recorder` if given."""
     if vehicle.state.in_air:
         await vehicle.land()
-        recorder.event("landing")
+        if recorder is not None:
+            recorder.event("landing")
     await vehicle.wait_until(lambda s: not s.armed, timeout=LANDING_GRACE_S, what="landing and disarm")
-    recorder.event("landed")
+    if recorder is not None:
+        recorder.event("landed")
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: 
         await asyncio.gather(flight, guard, return_exceptions=True)
         say("aborted: landing")
         recorder.event("aborted")
-        await _land_and_wait(vehicle, recorder)
+        await land_and_wait(vehicle, recorder)
         return "aborted", "stopped by the operator; landed", True
     if flight.done():
         guard.cancel()

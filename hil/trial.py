@@ -28,7 +28,7 @@ import pandas as pd
 
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import LANDING_GRACE_S, vehicle_time
+from hil.fly import land_and_wait, vehicle_time
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.record import TrialRecorder, read_table
 from missions.difficulty import scene_difficulty
@@ -222,7 +222,7 @@ async def fly_navigation(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: 
     # leaves it landing or disarmed anyway (the Vehicle.close contract).
     if land:
         with contextlib.suppress(VehicleError):
-            await _land(vehicle)
+            await land_and_wait(vehicle)
     return verdict
 
 
@@ -291,13 +291,6 @@ async def apply_faults(vehicle: Vehicle, spec: TrialSpec, monitor: TrialMonitor,
                 recorder.event("fault_cleared", fault=fault.describe(), t_s=elapsed)
             if not pending and not active:
                 return
-
-
-async def _land(vehicle: Vehicle) -> None:
-    state = vehicle.state
-    if state.in_air:
-        await vehicle.land()
-    await vehicle.wait_until(lambda s: not s.armed, timeout=LANDING_GRACE_S, what="landing and disarm")
 
 
 def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,
