@@ -1,6 +1,12 @@
 # Two commands on a fresh machine: `make run` (fly the demo on the built-in vehicle) and `make test`.
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
+# PX4 SITL builds for the PX4 half of the tests: PX4_DIR runs the whole behaviour suite, PX4_SMOKE_DIRS
+# (colon-separated) a smoke subset. Point them at your own builds; by default the ones beside this
+# repository are used when they are there. Unset, the PX4 tests skip and say how to get a build.
+PX4_DIR ?= $(firstword $(wildcard $(CURDIR)/../shared/px4/v1.16.1))
+PX4_SMOKE_DIRS ?= $(firstword $(wildcard $(CURDIR)/../shared/px4/v1.14.0))
+export PX4_DIR PX4_SMOKE_DIRS
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mavsdk.plugins.offboard import PositionNedYaw  # noqa: E402
 
 from bridges.mavsdk_vehicle import connect  # noqa: E402
-from hil.targets import free_udp_port  # noqa: E402
+from px4.process import free_udp_port  # noqa: E402
 
 
 def vehicle_process(port: int, conn) -> None:

@@ -42,6 +42,12 @@ NAN = float("nan")
 REASON_WINDOW_S = 2.0
 # PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
 ARM_CONFIRM_S = 3.0
+# Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
+# how long an accepted start gets to show as MISSION mode (heartbeats come at 1 Hz), and the pause
+# between tries.
+MISSION_START_WINDOW_S = 3.0
+MISSION_MODE_CONFIRM_S = 1.5
+MISSION_START_RETRY_S = 0.1
 
 
 _LOG = logging.getLogger("mavsdk")
@@ -325,10 +331,31 @@ class MavsdkVehicle(VehicleBase):
             raise VehicleError(f"{self.url}: mission upload of {len(items)} items failed: {exc}") from exc
 
     async def start_mission(self) -> None:
-        try:
-            await self.mission.start_mission()
-        except MavsdkError as exc:
-            raise CommandDenied("start mission", _name(getattr(exc, "result", "")), self._recent_reason()) from exc
+        """Start the uploaded mission; returns once the vehicle flies it (mode MISSION).
+
+        PX4 checks a new mission in its navigator a few milliseconds after the upload ends; a
+        start that arrives first is refused by v1.14 (DENIED, "No valid mission") and acknowledged
+        but not carried out by v1.16 (the vehicle stays in its mode). So a refused or ignored start
+        is repeated until the vehicle is in MISSION mode or MISSION_START_WINDOW_S has passed.
+        """
+        deadline = time.monotonic() + MISSION_START_WINDOW_S / self.speed_factor
+        while True:
+            try:
+                await self.mission.start_mission()
+            except MavsdkError as exc:
+                result = _name(getattr(exc, "result", ""))
+                if time.monotonic() > deadline:
+                    await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
+                    raise CommandDenied("start mission", result, self._recent_reason()) from exc
+            else:
+                with contextlib.suppress(VehicleError):
+                    await self.wait_until(lambda s: s.flight_mode == "MISSION", MISSION_MODE_CONFIRM_S,
+                                          "mission mode")
+                    return
+                if time.monotonic() > deadline:
+                    raise CommandDenied("start mission", "IGNORED", self._recent_reason()
+                                        or f"accepted, but still in {self._state.flight_mode} mode")
+            await self.sleep(MISSION_START_RETRY_S)
 
     async def mission_progress(self) -> AsyncIterator[MissionProgress]:
         async for p in self.mission.subscribe_mission_progress():

@@ -75,7 +75,7 @@ def publish(partial: Path, final: Path) -> None:
 
 # ---------------------------------------------------------------------------------------- local pool
 def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
-    from hil.targets import die_with_parent
+    from px4.process import die_with_parent
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -196,7 +196,7 @@ async def _bring_up(cfg: HilConfig, profile: str, params: dict, link_name: str |
         from profiles.vehicle import load_vehicle_profile
         from px4.sih import sitl_params
         from px4.sitl import Px4NotFound, SitlOptions, px4_sitl
-        instance = int(cfg.target.split(":")[1]) if ":" in cfg.target else 0
+        instance = int(cfg.target.split(":")[1]) if ":" in cfg.target else None
         try:
             target = px4_sitl(SitlOptions(instance=instance, speed=cfg.speed,
                                           params={**sitl_params(load_vehicle_profile(profile)), **params}))
@@ -224,7 +224,7 @@ async def _connected(url: str, speed: float, link_name: str | None, request):
     from bridges.link_proxy import LinkProxy
     from bridges.mavsdk_vehicle import connect
     from bridges.transport import parse_url
-    from hil.targets import free_udp_port
+    from px4.process import free_udp_port
     from profiles.link import load_link_profile
 
     proxy = None

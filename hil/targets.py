@@ -7,11 +7,7 @@ flight controller that is already running (hardware, or a SITL someone else star
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ctypes
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator
 
 from bridges.transport import TransportError, parse_url
+from px4.process import die_with_parent, free_udp_port, stop_process
 
 SIM = "sim"
 PX4_SITL = "px4-sitl"  # optionally with an instance number: px4-sitl:2 (px4/sitl.py)
-# How long a stopped vehicle gets to exit before it is killed.
-STOP_GRACE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -32,14 +27,16 @@ class TargetSpec:
 
     name: str
     simulated: bool
-    instance: int = 0  # PX4 SITL instance (port offsets), px4-sitl only
+    instance: int | None = None  # PX4 SITL instance (port offsets), px4-sitl only; None: the lowest free one
 
     @classmethod
     def parse(cls, text: str) -> "TargetSpec":
         if text == SIM:
             return cls(SIM, simulated=True)
         if text == PX4_SITL or text.startswith(PX4_SITL + ":"):
-            number = text[len(PX4_SITL) + 1:] or "0"
+            number = text[len(PX4_SITL) + 1:]
+            if text == PX4_SITL:
+                return cls(PX4_SITL, simulated=True)
             if not number.isdigit() or int(number) > 9:
                 raise ValueError(f"--target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9")
             return cls(PX4_SITL, simulated=True, instance=int(number))
@@ -58,19 +55,6 @@ class SimProcessOptions:
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
     extra_links: list[str] = field(default_factory=list)
-
-
-def free_udp_port(host: str = "127.0.0.1") -> int:
-    """A UDP port on `host` that nothing is bound to right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def die_with_parent() -> None:
-    """preexec_fn for child processes: SIGTERM them if the harness dies, so a crash leaves no orphan."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def sim_command(port: int, options: SimProcessOptions) -> list[str]:
@@ -114,16 +98,3 @@ async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIter
             yield SimProcess(f"udpin://127.0.0.1:{port}", proc, log)
         finally:
             await stop_process(proc)
-
-
-async def stop_process(proc: subprocess.Popen) -> None:
-    """SIGTERM, a grace period, then SIGKILL: never leave a simulator behind."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        for _ in range(int(STOP_GRACE_S / 0.05)):
-            if proc.poll() is not None:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            proc.kill()
-            proc.wait()

@@ -156,9 +156,9 @@ async def target_vehicle(spec: TrialSpec, profile: VehicleProfile, slot: int, re
             from px4.sih import sitl_params
             from px4.sitl import SitlOptions, px4_sitl
 
-            # One PX4 instance per worker slot, so parallel workers never share ports.
-            options = SitlOptions(instance=slot, speed=spec.speed, params=sitl_params(profile))
-            url = (await stack.enter_async_context(px4_sitl(options, ulog_dest=record_dir / "ulog"))).url
+            # Each PX4 takes the lowest instance no other process holds, so parallel workers never share ports.
+            options = SitlOptions(speed=spec.speed, params=sitl_params(profile))
+            url = (await stack.enter_async_context(px4_sitl(options, keep_in=record_dir))).url
         elif target.simulated:
             options = SimProcessOptions(profile=spec.profile, speed=spec.speed)
             url = (await stack.enter_async_context(builtin_vehicle(options))).url
@@ -181,7 +181,7 @@ async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder, spee
     vehicle feels the link's configured latencies whatever the speed factor.
     """
     from bridges.link_proxy import LinkProxy
-    from hil.targets import free_udp_port
+    from px4.process import free_udp_port
     link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed)
     port = free_udp_port()
     async with LinkProxy(url, f"udpout://127.0.0.1:{port}", link, speed=speed) as proxy:

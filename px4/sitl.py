@@ -1,56 +1,86 @@
-"""PX4 SITL with the SIH model as a target: find a PX4 build, run it headless, stop it cleanly.
+"""PX4 SITL as a target: find a PX4 build, run one headless instance per trial, stop it cleanly.
 
-PX4 v1.14 runs its simulator-in-hardware (SIH) inside the `px4` binary itself, so SITL needs no
-Gazebo: the SIH quadrotor is airframe 10040 (`sihsim_quadx`), chosen with the environment
-variables PX4_SYS_AUTOSTART=10040 and PX4_SIMULATOR=sihsim, as `make px4_sitl sihsim_quadx` does.
+A PX4 SITL build is a `bin/px4` binary and the `etc/` folder of its start-up scripts (ROMFS). It is
+run as PX4's own `make px4_sitl` runs it, with the **etc** folder as the positional argument:
+
+    PX4_SYS_AUTOSTART=10040 PX4_SIMULATOR=sihsim PX4_SIM_MODEL=sihsim_quadx HEADLESS=1 \\
+        px4 -d -i N -w WORKDIR .../etc
+
+Airframe 10040 (`sihsim_quadx`) is the default: PX4's simulator-in-hardware (SIH) quadrotor, which
+runs inside the `px4` binary and needs no Gazebo. Any other airframe of the build can be named by
+its autostart id or model name (`10016` / `none_iris` waits for an external simulator on TCP
+4560+N, as jMAVSim, Gazebo Classic and the harness's own simulator provide).
 
 One trial, one PX4:
 
-* a fresh working directory (parameters, dataman and logs start from scratch, nothing leaks from
-  one trial into the next), removed afterwards once its flight logs are copied out;
-* an instance number ``i`` for parallel runs. PX4's start-up scripts (init.d-posix/rcS and
-  px4-rc.mavlink) derive everything from it: MAV_SYS_ID = 1 + i; the offboard/API link listens on
-  UDP 14580 + i and sends to 14540 + i (every instance above 9 sends to 14549, so only 0-9 are
-  usable in parallel); the GCS link listens on 18570 + i; the client lock is per instance;
-* PX4_SIM_SPEED_FACTOR for faster-than-real-time flights (measured: 2 / 5 / 10 gave 1.94x /
-  4.77x / 9.1x, reference/README.md);
-* ready when PX4 prints "Ready for takeoff!" (about 10 s after launch at speed 1); the profile's
-  parameters (px4/sih.py) are applied before that with PX4's own `px4-param` client, so the
-  vehicle is already the profile's when a client first connects;
+* a fresh working directory (parameters, dataman, logs start from scratch, nothing leaks from one
+  trial into the next), removed afterwards once the flight logs and the console are copied out;
+* its own `bin/` of symlinks in that directory. PX4's start-up script calls the module clients
+  (`px4-param`, ...) by name from PATH, and PX4 puts the directory it was started from first on
+  PATH. Builds copied without their symlinks (archives, CI artefacts) keep each client as a
+  three-byte file that says "px4"; the harness's own `bin/` works for both;
+* the vehicle's parameters set before any module starts, so SIH, the estimator and the
+  controllers start as the profile's vehicle: PX4 v1.14's rcS sources `px4-rc.params` from PATH
+  after the airframe's defaults (the harness writes one into its `bin/`); v1.16 dropped that hook
+  and sets every `PX4_PARAM_<NAME>` environment variable instead. Both are given; each release
+  uses its own;
+* an instance number ``N`` no other process uses. PX4's start-up scripts derive everything from
+  it: MAV_SYS_ID = 1 + N; the offboard/API link listens on UDP 14580+N and sends to 14540+N; the
+  GCS link listens on 18570+N; its client socket and lock are /tmp/px4-sock-N and /tmp/px4_lock-N,
+  machine-wide. So an instance is taken only when all its ports are free, under a lock file held
+  for the lifetime of the run (parallel harness processes never pick the same one); instances
+  above 9 all send to 14549, so only 0-9 exist;
+* PX4_SIM_SPEED_FACTOR for faster-than-real-time flights (lockstep inside PX4);
+* the console (stdout and stderr) kept line by line, so a failure quotes PX4's last words and the
+  trial record keeps `px4-console.log`;
 * stopped with SIGTERM, then SIGKILL after a grace period, on every exit including Ctrl-C, and
   killed by the kernel if the harness itself dies.
 
-PX4 is found, in this order, from the ``px4_dir`` argument (`--px4-dir`), the PX4_DIR
-environment variable, or a `px4` binary on PATH. A directory may be a PX4-Autopilot checkout, its
-build directory (build/px4_sitl_default) or the build's bin directory.
+PX4 is found, in this order, from the ``px4_dir`` argument (`--px4-dir`), the PX4_DIR environment
+variable, or a `px4` binary on PATH. A directory may be a PX4-Autopilot checkout, its build
+directory (build/px4_sitl_default), a copy of the build's `bin/` and `etc/`, or the `bin/` itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import functools
+import math
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable, Mapping
+from typing import AsyncIterator, Callable, Iterator, Mapping
+
+from px4.process import die_with_parent, port_is_free, stop_process
 
 ENV_VAR = "PX4_DIR"
-SIH_QUADX_AUTOSTART = 10040
+DEFAULT_AIRFRAME = "sihsim_quadx"  # autostart 10040
 BUILD_SUBDIR = Path("build") / "px4_sitl_default"
 MAX_INSTANCE = 9
-READY_LINE = "Ready for takeoff!"
 STARTED_LINE = "Startup script returned successfully"
-READY_TIMEOUT_S = 60.0
+# With an external simulator, the start-up script waits (and so PX4 has not "started") until one connects.
+WAITING_LINE = "Waiting for simulator to accept connection on TCP port"
+START_FAILED = re.compile(r"Startup script returned with return value|Error: no autostart file|ERROR \[init\]")
+START_TIMEOUT_S = 60.0
+# PX4 exits within about 2 s of SIGTERM; one waiting for an external simulator never does.
+STOP_GRACE_S = 5.0
+PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 HOW_TO_GET_PX4 = (
-    "PX4 SITL not found. Build PX4 v1.14 from its public source (in a PX4-Autopilot checkout: "
+    "PX4 SITL not found. Build PX4 (v1.14 or newer) from its public source (in a PX4-Autopilot checkout: "
     "`make px4_sitl_default`; the SIH model needs no Gazebo), then point the harness at it with "
-    "--px4-dir DIR or the PX4_DIR environment variable (DIR: the checkout, its build/px4_sitl_default "
-    "or that build's bin directory), or put the build's bin directory on PATH so that `px4` is found.")
+    "--px4-dir DIR or the PX4_DIR environment variable (DIR: the checkout, its build/px4_sitl_default, "
+    "or any folder holding the build's bin/ and etc/), or put the build's bin directory on PATH so that "
+    "`px4` is found.")
 
 
 class Px4NotFound(RuntimeError):
@@ -62,16 +92,33 @@ class SitlError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Px4Build:
-    """A PX4 SITL build: the `px4` binary and the root holding its `etc/` start-up files."""
+class Airframe:
+    """A PX4 SITL airframe: its autostart id and model name (etc/init.d-posix/airframes/<id>_<model>)."""
 
-    binary: Path
-    rootfs: Path
+    autostart: int
+    model: str
 
     @property
-    def param_client(self) -> Path:
-        """PX4's client for the `param` command (a symlink to `px4` made by the build)."""
-        return self.binary.parent / "px4-param"
+    def simulator(self) -> str | None:
+        """PX4_SIMULATOR for this model: SIH runs inside PX4; others connect to an external simulator."""
+        if self.model.startswith("sihsim"):
+            return "sihsim"
+        if self.model.startswith("gz_"):
+            return "gz"
+        return None
+
+    @property
+    def external_physics(self) -> bool:
+        """Whether PX4 waits for a simulator on TCP 4560+N (HIL_SENSOR in, HIL_ACTUATOR_CONTROLS out)."""
+        return self.simulator is None and not self.model.startswith("jmavsim")
+
+
+@dataclass(frozen=True)
+class Px4Build:
+    """A PX4 SITL build: the `px4` binary and the `etc/` folder of its start-up scripts."""
+
+    binary: Path
+    etc: Path
 
     @classmethod
     def locate(cls, px4_dir: str | os.PathLike | None = None, env: Mapping[str, str] = os.environ,
@@ -98,16 +145,47 @@ class Px4Build:
 
     @classmethod
     def _from_binary(cls, binary: Path) -> "Px4Build | None":
-        binary = binary.resolve()
-        rootfs = binary.parent.parent
-        if binary.is_file() and os.access(binary, os.X_OK) and (rootfs / "etc" / "init.d-posix" / "rcS").is_file():
-            return cls(binary, rootfs)
+        binary = binary.absolute()
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            return None
+        # etc/ beside the bin/ it was named in, else beside the one a symlink (px4 on PATH) points into.
+        for place in (binary, binary.resolve()):
+            etc = place.parent.parent / "etc"
+            if (etc / "init.d-posix" / "rcS").is_file():
+                return cls(binary, etc)
         return None
+
+    def airframes(self) -> dict[int, str]:
+        """Every SITL airframe of this build: autostart id -> model name."""
+        found = {}
+        for path in (self.etc / "init.d-posix" / "airframes").iterdir():
+            number, _, model = path.name.partition("_")
+            if number.isdigit() and model and "." not in model:
+                found[int(number)] = model
+        return found
+
+    def airframe(self, name: str | int = DEFAULT_AIRFRAME) -> Airframe:
+        """The airframe named by autostart id (10040) or model name (sihsim_quadx); ValueError naming the choices."""
+        frames = self.airframes()
+        text = str(name).strip()
+        if text.isdigit() and int(text) in frames:
+            return Airframe(int(text), frames[int(text)])
+        for number, model in frames.items():
+            if model == text:
+                return Airframe(number, model)
+        quads = ", ".join(f"{n} {m}" for n, m in sorted(frames.items()) if m.startswith(("sihsim", "none")))
+        raise ValueError(f"PX4 airframe {text!r} is not in {self.etc / 'init.d-posix' / 'airframes'} "
+                         f"(by autostart id or model name; for example {quads})")
+
+    def clients(self) -> list[str]:
+        """The module client names of this build (px4-param, px4-commander, ...), symlinks or not."""
+        return sorted(p.name for p in self.binary.parent.iterdir()
+                      if p.name.startswith("px4-") and not p.name.endswith(".sh"))
 
 
 @dataclass(frozen=True)
 class SitlPorts:
-    """The UDP ports and system id of PX4 SITL instance ``instance`` (px4-rc.mavlink, rcS)."""
+    """The loopback ports and system id of PX4 SITL instance ``instance`` (rcS, px4-rc.mavlink)."""
 
     instance: int
 
@@ -134,41 +212,124 @@ class SitlPorts:
         return 18570 + self.instance
 
     @property
+    def simulator_tcp(self) -> int:
+        """The TCP port PX4 connects to when its airframe uses an external simulator."""
+        return 4560 + self.instance
+
+    @property
     def url(self) -> str:
-        """The MAVSDK connection string for this instance (loopback, DESIGN.md)."""
+        """The MAVSDK connection string for this instance (loopback only)."""
         return f"udpin://127.0.0.1:{self.offboard_remote}"
+
+    def busy(self) -> list[str]:
+        """The ports of this instance that another process holds now (PX4 binds 0.0.0.0)."""
+        n = self.instance
+        udp = [self.offboard_local, self.gcs_local, 14280 + n, 13030 + n, 19450 + n]
+        held = [f"udp {p}" for p in udp if not port_is_free(p)]
+        if not port_is_free(self.offboard_remote, host="127.0.0.1"):
+            held.append(f"udp {self.offboard_remote}")
+        if not port_is_free(self.simulator_tcp, socket.SOCK_STREAM):
+            held.append(f"tcp {self.simulator_tcp}")
+        return held
+
+
+@contextlib.contextmanager
+def claimed_instance(wanted: int | None = None, lock_dir: Path | None = None) -> Iterator[SitlPorts]:
+    """An instance number no other process uses, held (by a lock file) for the block.
+
+    ``wanted`` None takes the lowest free instance; a number takes that one or raises SitlError
+    naming what holds it.
+    """
+    lock_dir = Path(lock_dir or tempfile.gettempdir())
+    reasons = []
+    for number in ([wanted] if wanted is not None else range(MAX_INSTANCE + 1)):
+        ports = SitlPorts(number)
+        handle = open(lock_dir / f"quad-hil-px4-{number}.lock", "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            reasons.append(f"{number}: used by another harness process")
+            continue
+        busy = ports.busy()
+        if busy:
+            handle.close()
+            reasons.append(f"{number}: {', '.join(busy)} in use")
+            continue
+        try:
+            yield ports
+        finally:
+            handle.close()  # releases the lock
+        return
+    raise SitlError("no free PX4 SITL instance (" + "; ".join(reasons) + ")")
 
 
 @dataclass(frozen=True)
 class SitlOptions:
-    """How to run one PX4 SITL SIH trial."""
+    """How to run one PX4 SITL trial."""
 
-    instance: int = 0
+    instance: int | None = None  # None: the lowest free one
     speed: float = 1.0
-    params: dict[str, float] = field(default_factory=dict)
+    params: Mapping[str, float] = field(default_factory=dict)
     px4_dir: str | None = None
-    ready_timeout_s: float = READY_TIMEOUT_S
+    airframe: str | int = DEFAULT_AIRFRAME
+    start_timeout_s: float = START_TIMEOUT_S  # wall seconds
 
 
-def sitl_command(build: Px4Build, instance: int, workdir: Path) -> list[str]:
-    """The `px4` command line: daemon mode (no interactive shell), instance, working directory, rootfs."""
-    return [str(build.binary), "-d", "-i", str(instance), "-w", str(workdir), str(build.rootfs)]
+def sitl_command(build: Px4Build, workdir: Path, instance: int) -> list[str]:
+    """The `px4` command line: the harness's bin/ in `workdir`, daemon mode, instance, the etc folder."""
+    return [str(workdir / "bin" / "px4"), "-d", "-i", str(instance), "-w", str(workdir), str(build.etc)]
 
 
-def sitl_environment(speed: float, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The environment that selects the SIH quadrotor, headless, at ``speed`` times real time."""
-    if not speed > 0:
-        raise ValueError(f"speed factor must be > 0, got {speed}")
-    env = dict(base)
-    env.update(PX4_SYS_AUTOSTART=str(SIH_QUADX_AUTOSTART), PX4_SIMULATOR="sihsim", PX4_SIM_MODEL="sihsim_quadx",
-               PX4_SIM_SPEED_FACTOR=repr(float(speed)), HEADLESS="1")
+def sitl_environment(airframe: Airframe, speed: float, params: Mapping[str, float] | None = None,
+                     base: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment that selects the airframe, headless, at ``speed`` times real time, with
+    ``params`` as PX4_PARAM_<NAME> variables (read by v1.16's rcS)."""
+    if not (math.isfinite(speed) and speed > 0):
+        raise ValueError(f"speed factor must be a finite number > 0, got {speed}")
+    env = {k: v for k, v in base.items() if not k.startswith(("PX4_SIM", "PX4_SYS_AUTOSTART", "PX4_PARAM_"))}
+    env.update(PX4_SYS_AUTOSTART=str(airframe.autostart), PX4_SIM_MODEL=airframe.model, HEADLESS="1")
+    if airframe.simulator:
+        env["PX4_SIMULATOR"] = airframe.simulator
+    if speed != 1.0:
+        # rcS also lengthens the data-link, RC and offboard loss timeouts by this factor.
+        env["PX4_SIM_SPEED_FACTOR"] = repr(float(speed))
+    env.update({f"PX4_PARAM_{name}": text for name, text in _param_texts(params or {})})
     return env
 
 
-def param_commands(build: Px4Build, instance: int, params: Mapping[str, float]) -> list[list[str]]:
-    """One `px4-param --instance N set NAME VALUE` client call per parameter."""
-    return [[str(build.param_client), "--instance", str(instance), "set", name, repr(float(value))]
-            for name, value in params.items()]
+def _param_texts(params: Mapping[str, float]) -> list[tuple[str, str]]:
+    """(name, value as PX4's `param set` reads it) for each parameter; ValueError on a bad one."""
+    texts = []
+    for name, value in params.items():
+        if not PARAM_NAME.match(str(name)):
+            raise ValueError(f"parameter name {name!r}: expected a PX4 name (A-Z, 0-9, _; at most 16 characters)")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"parameter {name}: expected a finite number, got {value!r}")
+        # An integer parameter refuses "1.0"; a float one takes "1".
+        texts.append((name, str(int(number)) if number.is_integer() and abs(number) < 2**31 else repr(number)))
+    return texts
+
+
+def params_script(params: Mapping[str, float]) -> str:
+    """`px4-rc.params`: one `param set` per parameter, in PX4's shell syntax; ValueError on a bad one."""
+    lines = ["# parameters set by the harness, after the airframe's defaults"]
+    lines += [f"param set {name} {text}" for name, text in _param_texts(params)]
+    return "\n".join(lines) + "\n"
+
+
+def prepare_workdir(build: Px4Build, workdir: Path, params: Mapping[str, float]) -> None:
+    """The harness's `bin/` in `workdir`: px4 and its clients as symlinks, and the parameters script."""
+    bin_dir = workdir / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "px4").symlink_to(build.binary.resolve())
+    alias = build.binary.parent / "px4-alias.sh"
+    if alias.is_file():
+        (bin_dir / "px4-alias.sh").symlink_to(alias.resolve())
+    for name in build.clients():
+        (bin_dir / name).symlink_to("px4")
+    (bin_dir / "px4-rc.params").write_text(params_script(params))
 
 
 def find_ulogs(workdir: Path) -> list[Path]:
@@ -176,106 +337,143 @@ def find_ulogs(workdir: Path) -> list[Path]:
     return sorted((workdir / "log").rglob("*.ulg"), key=lambda p: (p.stat().st_mtime, p.name))
 
 
+class Console:
+    """PX4's console, read on a thread: the recent lines in memory, every line in a file."""
+
+    def __init__(self, stream, log_path: Path, keep: int = 400):
+        self.lines: deque[str] = deque(maxlen=keep)
+        self.path = log_path
+        self._seen: list[tuple[re.Pattern, threading.Event]] = []
+        self._lock = threading.Lock()
+        self._stream = stream
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True, name="px4-console")
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        with open(self.path, "w", encoding="utf-8") as log:
+            for raw in iter(stream.readline, b""):
+                # PX4 colours its console; the escapes are noise in a log file.
+                line = re.sub(r"\x1b\[[0-9;]*m", "", raw.decode("utf-8", errors="replace")).rstrip()
+                log.write(line + "\n")
+                log.flush()
+                with self._lock:
+                    self.lines.append(line)
+                    for pattern, event in self._seen:
+                        if pattern.search(line):
+                            event.set()
+
+    def watch(self, pattern: str | re.Pattern) -> threading.Event:
+        """An event set once a line matching `pattern` appears (also if it already has)."""
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        event = threading.Event()
+        with self._lock:
+            if any(compiled.search(line) for line in self.lines):
+                event.set()
+            self._seen.append((compiled, event))
+        return event
+
+    def tail(self, n: int = 15) -> str:
+        with self._lock:
+            tail = list(self.lines)[-n:]
+        return "".join(f"\n  {line}" for line in tail)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Wait for the end of the output (the process is gone), then close the stream."""
+        self._thread.join(timeout)
+        if not self._thread.is_alive():  # closing a stream another thread reads would block
+            self._stream.close()
+
+
 @dataclass
 class SitlProcess:
-    """A running PX4 SITL: where to connect, its flight logs, and what it said if it died."""
+    """A running PX4 SITL: where to connect, what runs, its flight logs, and what it said if it died."""
 
     ports: SitlPorts
+    airframe: Airframe
     proc: subprocess.Popen
     workdir: Path
-    output: deque[str]
+    console: Console
 
     @property
     def url(self) -> str:
         return self.ports.url
+
+    @property
+    def instance(self) -> int:
+        return self.ports.instance
+
+    @property
+    def output(self) -> list[str]:
+        """The recent console lines."""
+        return list(self.console.lines)
 
     def failure(self) -> str | None:
         """None while running; otherwise the exit code and the tail of PX4's output."""
         code = self.proc.poll()
         if code is None:
             return None
-        return f"PX4 SITL exited with code {code}" + _tail(self.output)
+        return f"PX4 SITL instance {self.instance} exited with code {code}" + self.console.tail()
 
     def ulogs(self) -> list[Path]:
         return find_ulogs(self.workdir)
 
 
-def _tail(lines: deque[str], n: int = 15) -> str:
-    tail = list(lines)[-n:]
-    return "".join(f"\n  {line}" for line in tail)
-
-
-async def _read_output(proc: subprocess.Popen, lines: deque[str], seen: asyncio.Event, pattern: re.Pattern,
-                       started: asyncio.Event) -> None:
-    # PX4 writes its console to stdout; read it off the event loop so a quiet PX4 blocks nothing.
-    loop = asyncio.get_running_loop()
-    while True:
-        raw = await loop.run_in_executor(None, proc.stdout.readline)
-        if not raw:
-            return
-        line = raw.decode(errors="replace").rstrip()
-        lines.append(line)
-        if STARTED_LINE in line:
-            started.set()
-        if pattern.search(line):
-            seen.set()
-
-
 @contextlib.asynccontextmanager
-async def px4_sitl(options: SitlOptions, ulog_dest: Path | None = None) -> AsyncIterator[SitlProcess]:
-    """Run PX4 SITL SIH for a block; on exit stop it and copy its flight logs to ``ulog_dest``.
+async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIterator[SitlProcess]:
+    """Run PX4 SITL for a block; on exit stop it and copy its ULogs (``keep_in/ulog/``) and console
+    (``keep_in/px4-console.log``) into a trial record when ``keep_in`` is given.
 
     Raises Px4NotFound (with instructions) before starting anything when there is no PX4 build,
-    and SitlError when PX4 dies or is not ready within ``options.ready_timeout_s`` wall seconds.
+    ValueError for an unknown airframe or a bad parameter, and SitlError when PX4 dies or has not
+    run its start-up script within ``options.start_timeout_s`` wall seconds. An airframe with
+    external physics is yielded as soon as PX4 waits for its simulator on ``ports.simulator_tcp``.
     """
-    # Imported here: hil.targets imports this module to offer the px4-sitl target.
-    from hil.targets import die_with_parent, stop_process
-
     build = Px4Build.locate(options.px4_dir)
-    ports = SitlPorts(options.instance)
-    workdir = Path(tempfile.mkdtemp(prefix=f"px4-sitl-{options.instance}-"))
-    output: deque[str] = deque(maxlen=400)
-    proc = subprocess.Popen(sitl_command(build, options.instance, workdir), env=sitl_environment(options.speed),
-                            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-    ready, started = asyncio.Event(), asyncio.Event()
-    reader = asyncio.create_task(_read_output(proc, output, ready, re.compile(re.escape(READY_LINE)), started))
-    sitl = SitlProcess(ports, proc, workdir, output)
-    try:
-        await _wait_ready(sitl, build, options, started, ready)
-        yield sitl
-    finally:
-        await stop_process(proc)
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if ulog_dest is not None:
-            ulog_dest.mkdir(parents=True, exist_ok=True)
-            for log in find_ulogs(workdir):
-                shutil.copy2(log, ulog_dest / log.name)
-        shutil.rmtree(workdir, ignore_errors=True)
+    airframe = build.airframe(options.airframe)
+    env = sitl_environment(airframe, options.speed, options.params)  # refuses a bad parameter
+    with claimed_instance(options.instance) as ports:
+        workdir = Path(tempfile.mkdtemp(prefix=f"px4-sitl-{ports.instance}-"))
+        try:
+            prepare_workdir(build, workdir, options.params)
+            proc = subprocess.Popen(sitl_command(build, workdir, ports.instance), env=env, cwd=workdir,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True,
+                                    preexec_fn=functools.partial(die_with_parent, signal.SIGKILL))
+            console = Console(proc.stdout, workdir / "px4-console.log")
+            sitl = SitlProcess(ports, airframe, proc, workdir, console)
+            try:
+                await _wait_started(sitl, options.start_timeout_s)
+                yield sitl
+            finally:
+                await stop_process(proc, STOP_GRACE_S, group=True)
+                console.close()
+                if keep_in is not None:
+                    _keep_logs(sitl, keep_in)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
-async def _wait_ready(sitl: SitlProcess, build: Px4Build, options: SitlOptions, started: asyncio.Event,
-                      ready: asyncio.Event) -> None:
-    async def until(event: asyncio.Event, what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + options.ready_timeout_s
-        while not event.is_set():
-            if sitl.failure():
-                await asyncio.sleep(0.2)  # let the output reader catch PX4's last words before quoting them
-                raise SitlError(sitl.failure())
-            if loop.time() > deadline:
-                raise SitlError(f"PX4 SITL instance {options.instance} not {what} after "
-                                f"{options.ready_timeout_s:g} s" + _tail(sitl.output))
-            await asyncio.sleep(0.05)
+async def _wait_started(sitl: SitlProcess, timeout_s: float) -> None:
+    started = sitl.console.watch(re.escape(WAITING_LINE if sitl.airframe.external_physics else STARTED_LINE))
+    failed = sitl.console.watch(START_FAILED)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not started.is_set():
+        if sitl.proc.poll() is not None or failed.is_set():
+            await asyncio.sleep(0.2)  # let the console reader catch PX4's last words before quoting them
+            raise SitlError(sitl.failure() or f"PX4 SITL instance {sitl.instance} failed to start "
+                            f"airframe {sitl.airframe.autostart} ({sitl.airframe.model})" + sitl.console.tail())
+        if loop.time() > deadline:
+            raise SitlError(f"PX4 SITL instance {sitl.instance} had not run its start-up script after "
+                            f"{timeout_s:g} s" + sitl.console.tail())
+        await asyncio.sleep(0.05)
 
-    await until(started, "started")
-    for command in param_commands(build, options.instance, options.params):
-        result = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=10)
-        if result.returncode != 0:
-            raise SitlError(f"setting {command[-2]}={command[-1]} on PX4 failed: "
-                            f"{(result.stdout + result.stderr).strip()[-300:]}")
-    await until(ready, "ready for takeoff")
+
+def _keep_logs(sitl: SitlProcess, record_dir: Path) -> None:
+    record_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(sitl.console.path, record_dir / "px4-console.log")
+    logs = sitl.ulogs()
+    if logs:
+        (record_dir / "ulog").mkdir(exist_ok=True)
+        for log in logs:
+            shutil.copy2(log, record_dir / "ulog" / log.name)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from hil.record import read_events, read_manifest, read_table
-from hil.targets import free_udp_port
+from px4.process import free_udp_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"

@@ -19,7 +19,8 @@ from bridges.mavsdk_vehicle import connect
 from bridges.ptypair import PtyPair
 from bridges.transport import open_transport
 from hil.record import read_manifest, read_table
-from hil.targets import SimProcessOptions, builtin_vehicle, free_udp_port
+from hil.targets import SimProcessOptions, builtin_vehicle
+from px4.process import free_udp_port
 
 from .conftest import SPEED
 

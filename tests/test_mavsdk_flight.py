@@ -11,7 +11,8 @@ import pytest
 
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleConnectionError, VehicleError
-from hil.targets import SimProcessOptions, builtin_vehicle, free_udp_port
+from hil.targets import SimProcessOptions, builtin_vehicle
+from px4.process import free_udp_port
 
 from .conftest import SPEED
 

@@ -143,9 +143,9 @@ async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict
     params = {**sitl_params(load_vehicle_profile(args.profile)), **dict(args.param)}
     options = SitlOptions(instance=target.instance, speed=args.speed, params=params, px4_dir=args.px4_dir)
     ulog_dir = record_dir / "ulog"
-    async with px4_sitl(options, ulog_dest=ulog_dir) as sitl:
+    async with px4_sitl(options, keep_in=record_dir) as sitl:
         result = await run_trial(lambda: connect(sitl.url, args.connect_timeout, args.speed), mission, record_dir,
-                                 target_name=f"{target.name}:{target.instance}", config=config, options=flight,
+                                 target_name=f"{target.name}:{sitl.instance}", config=config, options=flight,
                                  vehicle_failure=sitl.failure, say=print, show=show)
     for log in sorted(ulog_dir.glob("*.ulg")):
         try:
