@@ -20,6 +20,7 @@ from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
+from mavsdk.asyncio.plugins.events import EventsAsync
 from mavsdk.asyncio.plugins.info import InfoAsync
 from mavsdk.asyncio.plugins.mavlink_direct import MavlinkDirectAsync
 from mavsdk.asyncio.plugins.mission import MissionAsync
@@ -88,6 +89,8 @@ class MavsdkVehicle(VehicleBase):
         self.param = ParamAsync(system)
         self.mavlink = MavlinkDirectAsync(system)
         self.info = InfoAsync(system)
+        self.events = EventsAsync(system)
+        self._health_report = None
         self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
                                    "UNKNOWN", "UNKNOWN", NAN)
         self._status_texts: deque[tuple[float, str]] = deque(maxlen=32)
@@ -120,6 +123,8 @@ class MavsdkVehicle(VehicleBase):
         self._spawn(self._follow(t.subscribe_status_text(), lambda s: self._status_texts.append((time.monotonic(), s.text))))
         self._spawn(self._follow(t.subscribe_health(), self._on_health))
         self._spawn(self._follow(t.subscribe_home(), self._on_home))
+        self._spawn(self._follow(self.events.subscribe_health_and_arming_checks(),
+                                 lambda report: setattr(self, "_health_report", report)))
 
     def _spawn(self, coro) -> None:
         self._tasks.append(asyncio.create_task(coro))
@@ -222,9 +227,32 @@ class MavsdkVehicle(VehicleBase):
             await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
             raise CommandDenied(what, _name(exc.result), self._recent_reason()) from exc
 
+    def _arming_problems(self) -> str:
+        """The errors of PX4's latest health and arming checks report for the current mode.
+
+        PX4 (>= 1.14, events protocol) refuses to arm with a generic text at most; the particular
+        failures are in this report. Empty when the autopilot sends none (PX4 v1.14 without its
+        component metadata, the built-in vehicle).
+        """
+        report = self._health_report
+        if report is None:
+            return ""
+        return "; ".join(p.message for p in report.current_mode_intention.problems
+                         if _name(p.log_level) in ("EMERGENCY", "ALERT", "CRITICAL", "ERROR"))
+
     async def arm(self) -> None:
-        """Arm and return once telemetry shows it (MAVSDK learns it from the next HEARTBEAT)."""
-        await self._act("arm", self.action.arm())
+        """Arm and return once telemetry shows it (MAVSDK learns it from the next HEARTBEAT).
+
+        A refusal carries the autopilot's words: its STATUSTEXT and the failing arming checks.
+        """
+        try:
+            await self._act("arm", self.action.arm())
+        except CommandDenied as denied:
+            problems = self._arming_problems()
+            if problems:
+                reason = "; ".join(r for r in (denied.reason, problems) if r)
+                raise CommandDenied(denied.command, denied.result, reason) from denied.__cause__
+            raise
         await self.wait_until(lambda s: s.armed, ARM_CONFIRM_S, "armed state in telemetry")
 
     async def disarm(self) -> None:
@@ -245,7 +273,17 @@ class MavsdkVehicle(VehicleBase):
         await self._settle_at_altitude(altitude, timeout)
 
     async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
-        lat, lon, alt = self.home.to_global(north, east, down)
+        """Reposition to a local NED point, sent as the global point that far from where the vehicle is.
+
+        Relative to the current global position, not to home: PX4's local frame (its estimator's
+        origin, drifting with the barometer) and its global altitude part by up to a metre in SIH.
+        """
+        s = self._state
+        here = GeoOrigin(s.lat, s.lon, s.alt_amsl)
+        if all(math.isfinite(v) for v in (s.lat, s.lon, s.alt_amsl, s.north, s.east, s.down)):
+            lat, lon, alt = here.to_global(north - s.north, east - s.east, down - s.down)
+        else:
+            lat, lon, alt = self.home.to_global(north, east, down)
         yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else NAN
         await self._act("goto", self.action.goto_location(lat, lon, alt, yaw_deg))
 
@@ -362,9 +400,16 @@ class MavsdkVehicle(VehicleBase):
             yield MissionProgress(p.current, p.total)
 
     async def mission_items_reached(self) -> AsyncIterator[int]:
-        """Sequence numbers from the autopilot's MISSION_ITEM_REACHED messages (MAVLink item indices)."""
+        """Each item the autopilot reports reached (MISSION_ITEM_REACHED, MAVLink item indices), once.
+
+        PX4 v1.16 keeps repeating the message for the last item reached; a repetition is not a new event.
+        """
+        last = None
         async for msg in self.mavlink.subscribe_message("MISSION_ITEM_REACHED"):
-            yield int(json.loads(msg.fields_json)["seq"])
+            seq = int(json.loads(msg.fields_json)["seq"])
+            if seq != last:
+                last = seq
+                yield seq
 
     async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
         """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""

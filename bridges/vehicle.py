@@ -244,12 +244,13 @@ class VehicleBase:
             # Shielded so that a cancelled trial still restores the flight controller.
             await asyncio.shield(self._restore(originals))
 
-    # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short and holds there; the harness promises the
-    # altitude it was asked for, so it finishes the climb with a reposition.
+    # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short, still climbing, and holds where the climb
+    # stops; the harness promises the altitude it was asked for, so once the climb has stopped it
+    # finishes it with a reposition.
     TAKEOFF_TOLERANCE_M = 0.15
 
     async def _settle_at_altitude(self, altitude: float, timeout: float) -> None:
-        s = self.state
+        s = await self.wait_until(lambda st: abs(st.vd) < 0.2, timeout, "the climb to stop after takeoff")
         if abs(s.altitude - altitude) > self.TAKEOFF_TOLERANCE_M:
             await self.goto(s.north, s.east, -altitude, s.yaw)
             await self.wait_until(lambda st: abs(st.altitude - altitude) <= self.TAKEOFF_TOLERANCE_M and abs(st.vd) < 0.2,

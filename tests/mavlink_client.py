@@ -14,20 +14,34 @@ class Client:
     """A blocking pymavlink connection with the few helpers these tests need."""
 
     def __init__(self, url: str):
-        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
-                                               source_component=190, dialect="common")
+        """`url`: udpin://HOST:PORT (listen; the vehicle sends here) or udpout:HOST:PORT (the vehicle listens)."""
+        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:").replace("udpout://", "udpout:"),
+                                               source_system=245, source_component=190, dialect="common")
         self.texts: list[str] = []
         # Sticks (pitch, roll, throttle, yaw: -1..1, throttle 0..1) sent as MANUAL_CONTROL at 20 Hz while
         # this client waits, as a ground-station joystick does; None sends nothing (no RC).
         self.sticks: tuple[float, float, float, float] | None = None
         self._sticks_sent = 0.0
-        self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
-        self.heartbeat = self.conn.wait_heartbeat(timeout=10)
+        self._heartbeat_sent = 0.0
+        # The vehicle may not listen yet, and a udpout peer learns of us only from what we send.
+        self.heartbeat = None
+        deadline = time.monotonic() + 10.0
+        while self.heartbeat is None and time.monotonic() < deadline:
+            self._send_heartbeat()
+            self.heartbeat = self.conn.recv_match(type="HEARTBEAT", blocking=True, timeout=0.2)
         assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
+        self.target = (self.heartbeat.get_srcSystem(), self.heartbeat.get_srcComponent())
+
+    def _send_heartbeat(self) -> None:
+        # A ground station beats at 1 Hz; an autopilot notices one that stops.
+        if time.monotonic() - self._heartbeat_sent >= 1.0:
+            self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
+            self._heartbeat_sent = time.monotonic()
 
     def recv(self, kind: str, timeout: float, condition=lambda m: True):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            self._send_heartbeat()
             self._send_sticks()
             msg = self.conn.recv_match(blocking=True, timeout=0.05)
             if msg is None:
@@ -48,13 +62,13 @@ class Client:
         if self.sticks is None or time.monotonic() - self._sticks_sent < 0.05:
             return
         pitch, roll, throttle, yaw = self.sticks
-        self.conn.mav.manual_control_send(1, int(pitch * 1000), int(roll * 1000), int(throttle * 1000),
+        self.conn.mav.manual_control_send(self.target[0], int(pitch * 1000), int(roll * 1000), int(throttle * 1000),
                                           int(yaw * 1000), 0)
         self._sticks_sent = time.monotonic()
 
     def command(self, command: int, *params: float) -> int:
         p = list(params) + [0.0] * (7 - len(params))
-        self.conn.mav.command_long_send(1, 1, command, 0, *p)
+        self.conn.mav.command_long_send(*self.target, command, 0, *p)
         ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
         assert ack is not None, f"no COMMAND_ACK for command {command}"
         return ack.result
@@ -70,7 +84,7 @@ class Client:
         return self.recv("LOCAL_POSITION_NED", timeout, lambda m: abs(-m.z - alt) <= tolerance)
 
     def position_setpoint(self, north: float, east: float, down: float) -> None:
-        self.conn.mav.set_position_target_local_ned_send(0, 1, 1, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
+        self.conn.mav.set_position_target_local_ned_send(0, *self.target, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
                                                          north, east, down, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def close(self) -> None:
