@@ -120,7 +120,11 @@ class MavsdkVehicle(VehicleBase):
         self._spawn(self._follow(t.subscribe_flight_mode(), lambda m: self._update(flight_mode=_name(m))))
         self._spawn(self._follow(t.subscribe_landed_state(), lambda s: self._update(landed_state=_name(s))))
         self._spawn(self._follow(t.subscribe_battery(), lambda b: self._update(battery_pct=b.remaining_percent)))
+        # What the autopilot says: STATUSTEXT, and PX4's events (its only voice on the API link, where
+        # PX4 >= 1.14 sends no STATUSTEXT at all).
         self._spawn(self._follow(t.subscribe_status_text(), lambda s: self._status_texts.append((time.monotonic(), s.text))))
+        self._spawn(self._follow(self.events.subscribe_events(),
+                                 lambda e: self._status_texts.append((time.monotonic(), e.message))))
         self._spawn(self._follow(t.subscribe_health(), self._on_health))
         self._spawn(self._follow(t.subscribe_home(), self._on_home))
         self._spawn(self._follow(self.events.subscribe_health_and_arming_checks(),
