@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Mapping
 
 import pandas as pd
 
@@ -135,6 +135,9 @@ class FlightOptions:
     hardware: bool = False  # every check required; parameter changes journaled to disk
     dry_run: bool = False  # everything but arming
     min_battery_pct: float = 50.0
+    # Parameters set on the flight controller for this flight only (journaled and restored on hardware);
+    # simulators take theirs at boot instead.
+    params: Mapping[str, float] = field(default_factory=dict)
 
 
 async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
@@ -194,13 +197,22 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
 
 async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,
                           say: Callable[[str], None]) -> tuple[str, str, bool]:
-    """Journal, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
+    """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
     if options.hardware:
         vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
         restored = await restore_pending(vehicle, vehicle.journal)
         if restored:
             say(f"restored parameters an interrupted run left changed: {restored}")
             recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+    if not options.params:
+        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
+    async with vehicle.params_changed(options.params) as originals:
+        recorder.event("params_set", params=dict(options.params), originals=originals)
+        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
+
+
+async def _checklist_and_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder,
+                                options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, bool]:
     with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
         await vehicle.wait_armable(timeout=30.0)
     checklist = await run_checklist(vehicle, mission, options.limits, hardware=options.hardware,

@@ -28,7 +28,10 @@ def hil(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("target", TARGETS)
 def test_hil_fly_flies_the_demo_mission(target, tmp_path):
     record = tmp_path / "trial"
-    result = hil("fly", str(DEMO), "--target", target, "--speed", "4", "--record-dir", str(record))
+    params = tmp_path / "vehicle.params"  # as QGroundControl saves them
+    params.write_text("# Vehicle-Id Component-Id Name Value Type\n1\t1\tMPC_XY_CRUISE\t6.0\t9\n")
+    result = hil("fly", str(DEMO), "--target", target, "--speed", "4", "--params", str(params),
+                 "--record-dir", str(record))
     assert result.returncode == 0, result.stdout + result.stderr
     manifest = read_manifest(record)
     assert manifest["outcome"] == "success" and manifest["target"].startswith(target)
@@ -37,7 +40,9 @@ def test_hil_fly_flies_the_demo_mission(target, tmp_path):
     kinds = [e["kind"] for e in read_events(record)]
     assert kinds.count("mission_item_reached") >= 4 and kinds[-1] == "trial_finished"
     if target == "px4-sitl":
-        assert "Startup script returned successfully" in (record / "px4-console.log").read_text()
+        console = (record / "px4-console.log").read_text()
+        assert "Startup script returned successfully" in console
+        assert "MPC_XY_CRUISE: curr: 5.0000 -> new: 6.0000" in console, "PX4 booted with the file's parameter"
         assert list((record / "ulog").glob("*.ulg")), "PX4's own flight log is kept in the record"
 
 
