@@ -2,7 +2,7 @@
 
     pytest tests/hil                                   # the targets of the ini option hil_targets (default: sim)
     pytest tests/hil --hil-target sim --hil-target px4-sitl   # every test on both, same assertions
-    pytest tests/hil --hil-target px4-sitl --hil-profile 0.03kg-Crazyflie
+    pytest tests/hil --hil-target px4-sitl --hil-profile 1.40kg-EMAX
     pytest tests/hil --hil-target serial:///dev/ttyACM0:921600 --hil-arm   # a flight controller on the bench
     pytest tests/hil --hil-repeat 10                   # pass rate with a 95 % interval per test
 
