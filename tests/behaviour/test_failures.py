@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from bridges.failure import FailureInjector
 from hil.fault_monitor import OBSERVED, REFUSED, FaultMonitor
