@@ -18,7 +18,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
 
-The file is validated as a whole; a bad one raises `CampaignError` listing every problem as
+The file is validated as a whole; a bad one raises `ConfigError` listing every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
 taking trials in order keep reusing the scene they have just built.
 """
@@ -32,10 +32,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from config.errors import ConfigError
+from config.fields import (
+    Field,
+    Problems,
+    integer,
+    mapping_entries,
+    number,
+    read_fields,
+    text,
+)
+from config.loading import load_yaml
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
-from missions.validation import (Field, MissionError, Problems, integer, mapping_entries, number, read_fields, read_yaml,
-                                 text)
 from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
 
 LOCKSTEP = "sim-lockstep"
@@ -59,10 +68,6 @@ PLANNERS = {
 
 def planner_choice(name: str) -> PlannerChoice:
     return PLANNERS.get(name, PlannerChoice(name, sensor=True))
-
-
-class CampaignError(MissionError):
-    """A campaign file is invalid; one line per problem."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ def _safe(text: str) -> str:
 
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign file."""
-    return parse_campaign(read_yaml(path, "campaign file"), str(path))
+    return parse_campaign(load_yaml(path, "campaign file"), str(path))
 
 
 _FIELDS: dict[str, Field] = {
@@ -172,11 +177,11 @@ _LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "com
 
 
 def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
-    """Validate a parsed campaign mapping; raise `CampaignError` with every problem."""
+    """Validate a parsed campaign mapping; raise `ConfigError` with every problem."""
     problems = Problems(source)
     if not isinstance(data, dict):
         problems.invalid("<top level>", "a mapping of campaign fields", data)
-        raise CampaignError(problems.lines)
+        raise ConfigError(problems.lines)
     values = read_fields(data, _FIELDS, "", problems, nested=_LISTS)
     missions = _missions(data.get("missions"), problems)
     profiles = _profiles(data.get("profiles", ["default"]), problems)
@@ -193,7 +198,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
                         computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source)
-    raise CampaignError(problems.lines)
+    raise ConfigError(problems.lines)
 
 
 def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
@@ -286,11 +291,11 @@ def _link_problem(name: str) -> str | None:
 def _fault_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from missions.faults import FaultScheduleError, load_fault_profile
+    from missions.faults import load_fault_profile
 
     try:
         load_fault_profile(name)
-    except (FaultScheduleError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError) as exc:
         return f"expected none or a fault profile file: {exc}"
     return None
 

@@ -42,11 +42,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from missions import templates
-from missions.faults import FaultScheduleError, parse_faults
-from missions.geometry import Scene
-from missions.templates import MISSION_TYPES, RoutePoint
-from missions.validation import (
+from config.errors import ConfigError
+from config.fields import (
     Field,
     Invalid,
     Problems,
@@ -56,9 +53,13 @@ from missions.validation import (
     is_number,
     number,
     read_fields,
-    read_yaml,
     text,
 )
+from config.loading import load_yaml
+from missions import templates
+from missions.faults import parse_faults
+from missions.geometry import Scene
+from missions.templates import MISSION_TYPES, RoutePoint
 from missions.waypoint import MAX_ALTITUDE_M, Waypoint, WaypointMission
 
 # FLYINGTRUST's trial settings (seed 000, Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
@@ -216,7 +217,7 @@ def point_in_polygon(point: np.ndarray, polygon: np.ndarray) -> bool:
 
 def load_benchmark_mission(path: str | os.PathLike[str], seed: int | None = None) -> BenchmarkMission:
     """Read and validate a benchmark mission file; `seed` replaces the scene's seed (suites use this)."""
-    return parse_benchmark_mission(read_yaml(path, "benchmark mission file"), str(path), Path(path).parent, seed)
+    return parse_benchmark_mission(load_yaml(path, "benchmark mission file"), str(path), Path(path).parent, seed)
 
 
 def _pair(meaning: str) -> Field:
@@ -317,7 +318,7 @@ def _list_of(mapping: dict, key: str, fields: dict[str, Field], problems: Proble
 
 def parse_benchmark_mission(mapping: Any, source: str = "<string>", base_dir: Path | None = None,
                             seed: int | None = None) -> BenchmarkMission:
-    """Validate a parsed benchmark mission; raise one `MissionError` listing every problem."""
+    """Validate a parsed benchmark mission; raise one `ConfigError` listing every problem."""
     problems = Problems(source)
     if not isinstance(mapping, dict):
         problems.invalid("<top level>", "a mapping of mission fields", mapping)
@@ -469,7 +470,7 @@ def _read_faults(mapping: dict, problems: Problems) -> tuple:
         return ()
     try:
         return tuple(parse_faults(mapping["faults"]))
-    except FaultScheduleError as error:
+    except ConfigError as error:
         for line in error.problems:
             # Re-home each problem in this file: keep its field path (from "faults") and message.
             found = [i for i in (line.find("faults["), line.find("faults:")) if i >= 0]

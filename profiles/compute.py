@@ -25,7 +25,9 @@ from typing import Any, Mapping
 
 import yaml
 
-from missions.validation import MissionError, Problems, number, read_fields, read_yaml, text
+from config.errors import ConfigError
+from config.fields import Problems, number, read_fields, text
+from config.loading import load_yaml
 
 COMPUTE_DIR = Path(__file__).resolve().parent / "compute"
 STAGE_KEYS = ("map", "plan", "control")
@@ -107,8 +109,8 @@ def load_compute_profile(name_or_path: str | Path) -> ComputeProfile:
     if not path.exists():
         raise ComputeProfileError([f"{path}: no such compute profile (shipped: {', '.join(list_compute_profiles())})"])
     try:
-        data = read_yaml(path, "compute profile")
-    except MissionError as exc:
+        data = load_yaml(path, "compute profile")
+    except ConfigError as exc:
         raise ComputeProfileError(list(exc.problems)) from None
     return parse_compute_profile(data, str(path))
 

@@ -16,7 +16,8 @@ import psutil
 import pytest
 import yaml
 
-from hil.campaign import CampaignError, parse_campaign
+from config.errors import ConfigError
+from hil.campaign import parse_campaign
 from hil.record import read_events
 from reports.render import write_report
 from reports.results import load_results
@@ -56,13 +57,13 @@ def test_library_profiles_expand_to_the_flyingtrust_table():
 
 
 def test_a_bad_campaign_lists_every_problem():
-    with pytest.raises(CampaignError) as info:
+    with pytest.raises(ConfigError) as info:
         parse_campaign({"name": "x", "repeats": 0, "missions": [{"scene": "jungle", "configs": [12]}],
                         "profiles": ["no-such-profile"], "targets": ["moon"], "colour": "red"}, "c.yaml")
     text = str(info.value)
     for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
         assert f"c.yaml: {field}:" in text
-    with pytest.raises(CampaignError, match="sim-lockstep flies without fault profiles"):
+    with pytest.raises(ConfigError, match="sim-lockstep flies without fault profiles"):
         parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
     # A link profile is fine in lockstep: the same impairment model runs in simulated time.
     parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")

@@ -7,9 +7,10 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.failure import FailureInjector
 from bridges.mavsdk_vehicle import connect
+from config.errors import ConfigError
 from hil.fault_monitor import OBSERVED, REFUSED, FaultMonitor
 from hil.targets import SimProcessOptions, builtin_vehicle
-from missions.faults import FaultScheduleError, FaultSpec, load_fault_profile, parse_faults
+from missions.faults import FaultSpec, load_fault_profile, parse_faults
 from px4.sim.faults import SimFault, VehicleFaults
 
 from .conftest import SPEED
@@ -46,7 +47,7 @@ def test_a_bad_schedule_lists_every_problem_with_its_place(tmp_path):
                     "  - {start_s: 3, type: stall, target: planner}\n"
                     "  - {start_s: 0, type: steady, target: wind}\n"
                     "  - {start_s: 0, type: 'off', target: planner}\n")
-    with pytest.raises(FaultScheduleError) as err:
+    with pytest.raises(ConfigError) as err:
         load_fault_profile(path)
     problems = "\n".join(err.value.problems)
     assert f"{path}: faults[0].type: expected one of off, stuck" in problems

@@ -64,21 +64,22 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from bridges.lockstep_vehicle import LockstepVehicle
     from bridges.mavsdk_vehicle import connect
+    from config.errors import ConfigError
     from hil.field import abort_key, interactive, show_status
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
-    from px4.sim.realtime import SimOptions, build_vehicle
     from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
-    from px4.sitl import Px4NotFound, SitlError
-    from missions.waypoint import MissionError, load_mission
+    from missions.waypoint import load_mission
     from px4.params_file import read_params_file
+    from px4.sim.realtime import SimOptions, build_vehicle
+    from px4.sitl import Px4NotFound, SitlError
     from reports.trial_summary import format_summary
 
     try:
         mission = load_mission(args.mission)
         target = TargetSpec.parse(args.target)
         params = {**(read_params_file(args.params) if args.params else {}), **dict(args.param)}
-    except (MissionError, ValueError) as exc:
+    except (ConfigError, ValueError) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
     if not target.simulated and not args.arm:

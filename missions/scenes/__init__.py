@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from missions.geometry import Scene
 from missions.scenes import flightbench
-from missions.scenes.base import CONFIGURATIONS, DEFAULT_CLEARANCE, SceneError, SceneSpec
+from missions.scenes.base import (
+    CONFIGURATIONS,
+    DEFAULT_CLEARANCE,
+    SceneError,
+    SceneSpec,
+)
 from missions.scenes.base import generate as _generate
 from missions.scenes.forest import build_forest
 from missions.scenes.maze import build_maze

@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from missions.geometry import Scene
-from missions.scenes.base import end_points, flight_volume, make_scene, scatter, vertical_cylinders
+from missions.scenes.base import (
+    end_points,
+    flight_volume,
+    make_scene,
+    scatter,
+    vertical_cylinders,
+)
 
 LENGTH, WIDTH, CEILING = 60.0, 40.0, 3.0
 DENSITY = 1.0 / 49.0  # trees per m^2
