@@ -13,9 +13,9 @@ from px4.modes import FlightMode, decode_custom_mode
 class Client:
     """A blocking pymavlink connection with the few helpers these tests need."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, dialect: str = "common"):
         self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
-                                               source_component=190, dialect="common")
+                                               source_component=190, dialect=dialect)
         self.texts: list[str] = []
         # Sticks (pitch, roll, throttle, yaw: -1..1, throttle 0..1) sent as MANUAL_CONTROL at 20 Hz while
         # this client waits, as a ground-station joystick does; None sends nothing (no RC).
@@ -38,6 +38,26 @@ class Client:
                 return msg
         return None
 
+    def collect(self, seconds: float, kinds: set[str]) -> list:
+        """Every message of these kinds that arrives within ``seconds``, in arrival order."""
+        out = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._send_sticks()
+            msg = self.conn.recv_match(blocking=True, timeout=0.05)
+            if msg is None:
+                continue
+            if msg.get_type() == "STATUSTEXT":
+                self.texts.append(msg.text)
+            if msg.get_type() in kinds:
+                out.append(msg)
+        return out
+
+    def drain(self) -> None:
+        """Drop what is waiting (an unread socket overflows and then drops the replies a test wants)."""
+        while self.conn.recv_match(blocking=False) is not None:
+            pass
+
     def wait_armable(self, timeout: float = 5.0) -> None:
         """Wait for SYS_STATUS to report the pre-arm checks passing, as a ground station does."""
         armable = self.recv("SYS_STATUS", timeout,
@@ -54,7 +74,7 @@ class Client:
 
     def command(self, command: int, *params: float) -> int:
         p = list(params) + [0.0] * (7 - len(params))
-        self.conn.mav.command_long_send(1, 1, command, 0, *p)
+        self.conn.mav.command_long_send(self.heartbeat.get_srcSystem(), 1, command, 0, *p)
         ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
         assert ack is not None, f"no COMMAND_ACK for command {command}"
         return ack.result

@@ -82,6 +82,9 @@ def read_parameters(conn, target_system: int, timeout: float = 30.0) -> tuple[li
             continue
         quiet_since = time.monotonic()
         if msg.param_id == HASH_CHECK:
+            if msg.param_index != 65535 or msg.param_type != mavlink.MAV_PARAM_TYPE_UINT32:
+                raise ValueError(f"_HASH_CHECK with index {msg.param_index} and type {msg.param_type}, "
+                                 "expected 65535 and UINT32 as PX4 sends it")
             hash_check = int(wire_value(msg.param_value, mavlink.MAV_PARAM_TYPE_UINT32))
             continue
         count = msg.param_count
