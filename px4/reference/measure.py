@@ -124,6 +124,18 @@ def volatile_parameters(px4_dir: str, params: list[Parameter]) -> list[str]:
     return [p.name for p in params if p.name in marked]
 
 
+def rate_differences(measured: dict[str, float], reference: dict[str, float], window_s: float) -> list[str]:
+    """What differs between two surfaces: messages only in one, and rates off by more than 15 %
+    (or two samples in the window, for the slow streams)."""
+    problems = [f"{name}: streamed, not in the reference" for name in sorted(set(measured) - set(reference))]
+    problems += [f"{name}: in the reference ({reference[name]} Hz), not streamed" for name in
+                 sorted(set(reference) - set(measured))]
+    for name in sorted(set(measured) & set(reference)):
+        if abs(measured[name] - reference[name]) > max(0.15 * reference[name], 2.0 / window_s):
+            problems.append(f"{name}: {measured[name]} Hz, reference {reference[name]} Hz")
+    return problems
+
+
 def drain(conn, seconds: float) -> None:
     """Read and drop what arrives for a while (an unread socket buffer overflows and drops replies)."""
     end = time.monotonic() + seconds

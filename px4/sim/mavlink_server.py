@@ -468,7 +468,9 @@ class MavlinkServer:
     def _msg_position_target_local_ned(self):
         sp = self.ap.current_setpoint
         if not isinstance(sp, TrajectorySetpoint):
-            return None
+            # PX4 streams it all the time; with no position setpoint (on the ground, attitude control)
+            # the vehicle's own position stands in.
+            sp = TrajectorySetpoint(self.ap.position, (NAN, NAN, NAN), (NAN, NAN, NAN), self.ap.dyn.yaw, NAN)
         mask = 0
         if any(math.isnan(c) for c in sp.position):
             mask |= _POS_IGNORE
