@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 from pymavlink import mavutil
@@ -22,6 +23,9 @@ class Client:
         self.sticks: tuple[float, float, float, float] | None = None
         self._sticks_sent = 0.0
         self._beat_sent = 0.0
+        # A vehicle at 4x streams ~2000 messages a second (PX4 v1.16's default set): a roomy buffer keeps
+        # a test that looks away for a moment from losing the replies that follow.
+        self.conn.port.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
         self.heartbeat = self.conn.wait_heartbeat(timeout=10)
         assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
@@ -57,9 +61,10 @@ class Client:
         return list(self.stream(seconds, kinds))
 
     def drain(self) -> None:
-        """Drop what is waiting (an unread socket overflows and then drops the replies a test wants)."""
-        while self.conn.recv_match(blocking=False) is not None:
-            pass
+        """Drop what is waiting (keeping its texts): what comes next answers what the test sends next."""
+        while (msg := self.conn.recv_match(blocking=False)) is not None:
+            if msg.get_type() == "STATUSTEXT":
+                self.texts.append(msg.text)
 
     def wait_armable(self, timeout: float = 5.0) -> None:
         """Wait for SYS_STATUS to report the pre-arm checks passing, as a ground station does."""
@@ -82,6 +87,7 @@ class Client:
 
     def command(self, command: int, *params: float) -> int:
         p = list(params) + [0.0] * (7 - len(params))
+        self.drain()
         self.conn.mav.command_long_send(self.heartbeat.get_srcSystem(), 1, command, 0, *p)
         ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
         assert ack is not None, f"no COMMAND_ACK for command {command}"
