@@ -31,15 +31,9 @@ class Client:
         assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
 
     def recv(self, kind: str, timeout: float, condition=lambda m: True):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self._send_sticks()
-            msg = self.conn.recv_match(blocking=True, timeout=0.05)
-            if msg is None:
-                continue
-            if msg.get_type() == "STATUSTEXT":
-                self.texts.append(msg.text)
-            if msg.get_type() == kind and condition(msg):
+        """The first message of this kind that meets ``condition`` within ``timeout`` s, else None."""
+        for msg in self.stream(timeout, {kind}):
+            if condition(msg):
                 return msg
         return None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import struct
 import time
 from pathlib import Path
 

@@ -211,8 +211,10 @@ def test_message_intervals_as_px4(gcs, target):
     assert interval(424242) == [0]  # unknown: answered, interval 0
     assert _ack_after(gcs, mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, 424242, 1000)[1] == mavlink.MAV_RESULT_FAILED
     assert _ack_after(gcs, mavlink.MAV_CMD_REQUEST_MESSAGE, 424242)[1] == mavlink.MAV_RESULT_DENIED
-    for msg_id, interval_us in ((mavlink.MAVLINK_MSG_ID_WIND_COV, 200000), (mavlink.MAVLINK_MSG_ID_SCALED_PRESSURE, 50000)):
-        assert _ack_after(gcs, mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, interval_us)[1] == mavlink.MAV_RESULT_ACCEPTED
+    for msg_id, interval_us in ((mavlink.MAVLINK_MSG_ID_WIND_COV, 200000),
+                                (mavlink.MAVLINK_MSG_ID_SCALED_PRESSURE, 50000)):
+        result = _ack_after(gcs, mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, interval_us)[1]
+        assert result == mavlink.MAV_RESULT_ACCEPTED
         assert interval(msg_id) == [interval_us]
     pressures = gcs.collect(1.0, {"SCALED_PRESSURE"})
     assert len(pressures) >= 0.5 * 20 * SPEED, f"{len(pressures)} SCALED_PRESSURE in 1 s after asking 20 Hz"

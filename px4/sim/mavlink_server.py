@@ -565,8 +565,9 @@ class MavlinkServer:
     def _msg_distance_sensor(self):
         # SIH's downward rangefinder (SIH_DISTSNSR_*): 0 to 100 m, in cm, pointing down (PITCH_270).
         height_cm = int(min(max(-self.ap.dyn.pos[2], 0.0), 100.0) * 100)
-        return mavlink.MAVLink_distance_sensor_message(self.boot_ms, 0, 10000, height_cm, mavlink.MAV_DISTANCE_SENSOR_LASER,
-                                                       0, mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0)
+        return mavlink.MAVLink_distance_sensor_message(self.boot_ms, 0, 10000, height_cm,
+                                                       mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
+                                                       mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0)
 
     def _msg_ping(self):
         self._ping_seq = (self._ping_seq + 1) % 2**32
