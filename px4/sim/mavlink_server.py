@@ -509,23 +509,24 @@ class MavlinkServer:
         return self._mission_current()
 
     def _mission_current(self):
-        """MISSION_CURRENT as v1.16.1 fills it: seq, total (UINT16_MAX without a mission) and the plans'
-        ids; mission_state and mission_mode stay 0 (measured on its offboard link)."""
+        """MISSION_CURRENT: seq, and total (UINT16_MAX without a mission) as v1.16.1 fills them.
+
+        Measured on its offboard link before a mission flies, v1.16.1 leaves mission_state and
+        mission_mode 0; so does this vehicle then. Once a mission runs it reports ACTIVE / COMPLETE
+        (a v1.16.1 mission flight was not measured): MAVSDK 4 tells a finished mission by it here.
+        v1.16 also fills the plans' ids (CRC-32s) that its MISSION_ACK / MISSION_COUNT carry as
+        opaque_id; pymavlink 2.4's mission messages have no opaque_id, and an id the client never saw
+        in an ACK would make MAVSDK take the plan for another one, so they stay 0 ("unknown").
+        """
         ap = self.ap
         total = len(ap.mission)
-        return mavlink_extra.MissionCurrent(min(ap.mission_current, max(total - 1, 0)), total or 65535, 0, 0,
-                                            self._plan_id(ap.mission),
-                                            self._plan_id(ap.extra_missions.get(mavlink.MAV_MISSION_TYPE_FENCE, [])),
-                                            self._plan_id(ap.extra_missions.get(mavlink.MAV_MISSION_TYPE_RALLY, [])))
-
-    @staticmethod
-    def _plan_id(items: list[MissionItem]) -> int:
-        """A plan's id for MISSION_CURRENT: a CRC-32 of its items (0 for none), as PX4 identifies plans."""
-        crc = 0
-        for it in items:
-            crc = crc32part(struct.pack("<HHfffffiif", it.frame, it.command, it.param1, it.param2, it.param3,
-                                        it.param4, 0.0, int(it.x), int(it.y), it.z), crc)
-        return crc
+        state = 0
+        if total and ap.mission_finished:
+            state = mavlink.MISSION_STATE_COMPLETE
+        elif total and ap.mode == FlightMode.MISSION:
+            state = mavlink.MISSION_STATE_ACTIVE
+        return mavlink_extra.MissionCurrent(min(ap.mission_current, max(total - 1, 0)), total or 65535, state,
+                                            int(ap.mode == FlightMode.MISSION))
 
     def _msg_autopilot_version(self):
         version = self._version_word()
