@@ -451,6 +451,11 @@ class MavsdkVehicle(VehicleBase):
             raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
 
     # ------------------------------------------------------------------ clean-up
+    @property
+    def system(self):
+        """The MAVSDK System, for plugins this Vehicle does not wrap (FTP, log files, follow-me, calibration)."""
+        return self._system
+
     async def close(self) -> None:
         """Stop offboard streaming (land first if still flying offboard), end every task, drop MAVSDK."""
         if self._closed:

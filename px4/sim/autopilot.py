@@ -681,7 +681,7 @@ class Autopilot:
                 self._landed_since = None
         if self.armed and self.landed and self._took_off and self.params["COM_DISARM_LAND"] >= 0 \
                 and self._landed_since is not None and self.time_s - self._landed_since >= self.params["COM_DISARM_LAND"]:
-            self._disarm("Disarmed by auto preflight disarming after landing")
+            self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
         self.landed_state = self._landed_state()
 
     def _landed_state(self) -> LandedState:
