@@ -104,7 +104,7 @@ class MavsdkVehicle(VehicleBase):
 
     @property
     def system(self):
-        """The MAVSDK System, for plugins this class does not wrap (e.g. failure injection)."""
+        """The MAVSDK System, for plugins this Vehicle does not wrap (failure injection, FTP, log files, follow-me)."""
         return self._system
 
     # ------------------------------------------------------------------ telemetry
@@ -451,11 +451,6 @@ class MavsdkVehicle(VehicleBase):
             raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
 
     # ------------------------------------------------------------------ clean-up
-    @property
-    def system(self):
-        """The MAVSDK System, for plugins this Vehicle does not wrap (FTP, log files, follow-me, calibration)."""
-        return self._system
-
     async def close(self) -> None:
         """Stop offboard streaming (land first if still flying offboard), end every task, drop MAVSDK."""
         if self._closed:
