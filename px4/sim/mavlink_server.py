@@ -27,7 +27,6 @@ from typing import BinaryIO, Callable
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4 import modes
-from px4.crc32 import crc32part
 from px4.modes import FlightMode, mode_from_set_mode
 from px4.params import HASH_CHECK, ParamError
 from px4.sim import mavlink_extra
