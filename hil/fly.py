@@ -21,7 +21,8 @@ import pandas as pd
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.param_journal import ParamJournal, restore_pending
 from hil.preflight import run_checklist
-from hil.record import TrialRecorder
+from records.clock import vehicle_time
+from records.record import TrialRecorder
 from hil.safety import SafetyLimits, watch
 from missions.waypoint import WaypointMission
 from reports.trial_summary import TrialSummary, summarize_trial
@@ -287,20 +288,6 @@ def _mission_waypoints(mission: WaypointMission) -> list[MissionWaypoint]:
     return [MissionWaypoint(w.north, w.east, w.down, speed=mission.speed, acceptance_radius=mission.acceptance_radius,
                             hold_s=w.hold_s, yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
             for w in mission.waypoints]
-
-
-def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
-    """Telemetry with t_ns rescaled from the harness clock to vehicle time (a simulator's speed factor).
-
-    Metrics (duration, mean speed) are about the flight, not about how fast it was simulated. A
-    lockstep vehicle already stamps in simulated time (its speed factor is infinite).
-    """
-    if not math.isfinite(speed_factor) or speed_factor == 1.0 or telemetry.empty:
-        return telemetry
-    out = telemetry.copy()
-    t0 = int(out["t_ns"].iloc[0])
-    out["t_ns"] = t0 + ((out["t_ns"] - t0) * speed_factor).astype("int64")
-    return out
 
 
 def mission_config(mission: WaypointMission, **extra) -> dict:

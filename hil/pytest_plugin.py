@@ -138,7 +138,7 @@ class _TestRecord:
 async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_profile: str,
                       hil_repeat: int):
     """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
 
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
@@ -315,8 +315,9 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
 @pytest.fixture
 def hil_mission(hil_vehicle):
     """`await hil_mission(path)`: fly a waypoint mission file on the vehicle; returns (outcome, reason, summary)."""
-    from hil.fly import fly_mission, vehicle_time
-    from hil.record import read_table
+    from hil.fly import fly_mission
+    from records.clock import vehicle_time
+    from records.record import read_table
     from missions.waypoint import load_mission
     from reports.trial_summary import summarize_trial
 

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -28,9 +27,8 @@ import pandas as pd
 
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import land_and_wait, vehicle_time
+from hil.fly import land_and_wait
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
-from hil.record import TrialRecorder, read_table
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
@@ -38,6 +36,9 @@ from missions.scenes import DEFAULT_CLEARANCE, generate
 from onboard.task import NavTask, task_for_scene
 from profiles.link import load_link_profile
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from records.atomic import write_file_atomically
+from records.clock import vehicle_time
+from records.record import TrialRecorder, read_table
 from reports.metrics import Trajectory, timing_summary, trial_metrics
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
@@ -72,9 +73,7 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
              "difficulty_aol": float(difficulty["aol"]), "guide_length_m": float(difficulty["path_length"]),
              "shortest_length_m": float(shortest)}
     cache_dir.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(facts))
-    os.replace(temporary, path)
+    write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(facts)))
     return facts
 
 

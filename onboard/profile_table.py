@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hil.record import read_table
+from records.record import read_table
 from onboard.timing import TOTAL, StageStats, summarize
 
 ROWS = (("map", "T_map"), ("plan", "T_plan"), ("control", "T_ctrl"), (TOTAL, "T_tot"), ("sense", "sense"),

@@ -18,7 +18,7 @@ import yaml
 
 from config.errors import ConfigError
 from hil.campaign import parse_campaign
-from hil.record import read_events
+from records.record import read_events
 from reports.render import write_report
 from reports.results import load_results
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from hil.record import read_events, read_manifest, read_table
+from records.record import read_events, read_manifest, read_table
 from px4.process import free_udp_port
 
 ROOT = Path(__file__).resolve().parents[1]

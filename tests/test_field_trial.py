@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from hil.record import read_events, read_manifest
+from records.record import read_events, read_manifest
 from hil.targets import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED

@@ -18,7 +18,7 @@ from bridges.link_proxy import LinkProxy
 from bridges.mavsdk_vehicle import connect
 from bridges.ptypair import PtyPair
 from bridges.transport import open_transport
-from hil.record import read_manifest, read_table
+from records.record import read_manifest, read_table
 from hil.targets import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 

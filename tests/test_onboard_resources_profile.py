@@ -7,7 +7,7 @@ import types
 
 
 from hil.cli import main
-from hil.record import TrialRecorder
+from records.record import TrialRecorder
 from onboard.resources import ResourceSampler
 from profiles.compute import load_compute_profile
 

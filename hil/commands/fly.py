@@ -142,7 +142,7 @@ async def _fly_on_px4_sitl(args, target, params: dict, mission, record_dir: Path
     """Start PX4 SITL with the profile's and the user's parameters, fly, keep its console and ULog in the record."""
     from bridges.mavsdk_vehicle import connect
     from hil.fly import run_trial
-    from hil.record import read_table
+    from records.record import read_table
     from profiles.vehicle import load_vehicle_profile
     from px4.sih import sitl_params
     from px4.sitl import SitlOptions, px4_sitl

@@ -105,7 +105,7 @@ class _RowsOffTheLoop:
 
 
 async def _serve(args: argparse.Namespace, spec, proxy_class) -> int:
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from hil.record import read_events, read_manifest
+from records.record import read_events, read_manifest
 
 from ..px4_builds import MAIN_BUILD, needs_px4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bridges.failure import FailureInjector
 from hil.fault_monitor import OBSERVED, REFUSED, FaultMonitor
-from hil.record import TrialRecorder, read_table
+from records.record import TrialRecorder, read_table
 from missions.faults import FaultSpec
 
 
