@@ -3,7 +3,7 @@
 Rows are T_map, T_plan, T_ctrl and T_tot (plus sense and link, which FlightBench leaves out but a
 harness user wants next to them); for each run the columns are mean, p50, p99 and max in ms. With
 two or more runs, a last column gives each run's mean over the first run's: the per-stage
-slowdown `hil profile A B --save NAME` turns into a compute profile.
+slowdown `hil timing A B --save NAME` turns into a compute profile.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ The runtime multiplies each stage's measured time by its factor and holds the pl
 back for the emulated time before it takes effect (onboard.emulation). ``desktop`` is factor 1:
 the planner's own time is felt by the loop, nothing more. `derive_from_table5` shows where the
 Jetson factors come from; `profile_from_runs` makes a user profile from two measured runs (what
-`hil profile A B --save NAME` writes).
+`hil timing A B --save NAME` writes).
 
 A bad file raises one `ComputeProfileError` naming the file, the field and what was expected.
 """
