@@ -1,0 +1,326 @@
+"""Real PX4 SITL flying on the harness's physics (px4/external_physics) over the MAVLink HIL simulator
+protocol, in lockstep; the serial path; the HITL bench's refusal of a board not in HITL mode.
+
+Every test runs the real `px4` binary (airframe 10016 none_iris) from PX4_DIR, and the first also on
+every PX4_SMOKE_DIRS build; MAVSDK 4 talks to PX4 over real UDP as it would to any PX4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from pymavlink.dialects.v20 import common as mavlink
+
+from bridges.hitl_bench import HITL_PARAM, HitlModeError, hitl_bench
+from bridges.impairment import LinkSpec
+from bridges.link_proxy import LinkProxy
+from bridges.mavsdk_vehicle import connect
+from bridges.ptypair import PtyPair
+from bridges.vehicle import CommandDenied, MissionWaypoint
+from profiles.vehicle import GRAVITY, VehicleProfile
+from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_harness_physics
+from px4.external_physics.links import SerialLink
+from px4.external_physics.lockstep import SimulatorLoop
+from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
+from px4.sim.faults import SimFault
+from px4.sitl import Px4Build, SitlOptions, px4_sitl
+
+from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
+
+SPEED = 5.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
+SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
+          MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
+BUILDS = [pytest.param(b, id=Path(b).name) for b in ([MAIN_BUILD] if MAIN_BUILD else []) + SMOKE_BUILDS]
+
+
+async def _samples(vehicle, seconds: float) -> list:
+    """Telemetry snapshots over `seconds` of vehicle time."""
+    out = []
+    with contextlib.suppress(TimeoutError):
+        async with vehicle.deadline(seconds):
+            async for state in vehicle.telemetry():
+                out.append(state)
+    return out
+
+
+@needs_px4
+@pytest.mark.parametrize("build", BUILDS)
+async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics(build, tmp_path):
+    rows: dict[str, list] = {}
+    sink = lambda table, row: rows.setdefault(table, []).append(row)  # noqa: E731
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=build),
+                                      keep_in=tmp_path / "record", sink=sink) as run:
+        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        try:
+            await vehicle.wait_armable(60.0)
+            await vehicle.arm()
+            await vehicle.takeoff(5.0)
+            hover = await _samples(vehicle, 4.0)
+            truth_alt = -run.simulator.dyn.pos[2]
+            alts = [s.altitude for s in hover]
+            assert len(alts) > 20 and max(abs(a - 5.0) for a in alts) <= 0.5, f"hover {min(alts):.2f}..{max(alts):.2f} m"
+            assert abs(truth_alt - 5.0) <= 0.5, f"true altitude {truth_alt:.2f} m while PX4 holds 5 m"
+
+            await vehicle.upload_mission(SQUARE)
+            reached: list[int] = []
+
+            async def collect() -> None:
+                async for seq in vehicle.mission_items_reached():
+                    reached.append(seq)
+
+            collector = asyncio.create_task(collect())
+            await asyncio.sleep(0.2)
+            await vehicle.start_mission()
+            async with vehicle.deadline(90.0):
+                async for progress in vehicle.mission_progress():
+                    if progress.finished:
+                        break
+            await asyncio.sleep(0.3)
+            collector.cancel()
+            # PX4 repeats each MISSION_ITEM_REACHED a few times; every item, in order, is what counts.
+            assert list(dict.fromkeys(reached)) == [0, 1, 2, 3]
+            # The physics really went round the square: the true position ends at the last corner.
+            north, east, down = run.simulator.dyn.pos
+            assert math.dist((north, east, down), (0, 0, -5)) < 2.0
+
+            await vehicle.land()
+            await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
+            assert run.simulator.dyn.on_ground and not run.simulator.armed
+            stats = run.loop.stats
+            assert stats.replies > 0.95 * stats.frames and stats.missed_replies == 0, stats
+        finally:
+            await vehicle.close()
+    truth = rows[TRUTH_TABLE]
+    assert max(-r["down"] for r in truth) > 4.5 and truth[-1]["on_ground"]
+    assert len(rows["sim_gps"]) > 50 and len(rows["sim_sensors"]) > 100
+    assert sorted((tmp_path / "record" / "ulog").glob("*.ulg")), "PX4's own log kept next to the truth"
+
+
+@needs_px4
+async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_weight():
+    """(TWR - 1) g, measured on the true vehicle while PX4 commands full collective thrust.
+
+    PX4 is given the same vertical drag-free window: a short full-thrust burst from a hover in
+    offboard attitude mode (thrust 1, level), the acceleration taken from the true vertical
+    velocity over the burst, after the motors' spin-up (5 time constants) and before drag builds up
+    (corrected with the profile's linear drag, which the physics applies).
+    """
+    profile = VehicleProfile(name="twr-3", mass=1.2, twr_max=3.0, alpha_xy_max=60.0, alpha_z_max=6.0)
+    async with px4_on_harness_physics(SimulatorOptions(profile=profile, speed=SPEED),
+                                      SitlOptions(px4_dir=MAIN_BUILD)) as run:
+        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        try:
+            await vehicle.wait_armable(60.0)
+            await vehicle.arm()
+            await vehicle.takeoff(5.0)
+            await vehicle.start_offboard()
+            await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, 1.0)
+            dyn = run.simulator.dyn
+            phys = dyn.phys
+            samples = []
+            t_start = run.simulator.time_s
+            while run.simulator.time_s - t_start < 1.0:
+                samples.append((run.simulator.time_s, dyn.vel[2], list(run.simulator.commands), dyn.tilt()))
+                await asyncio.sleep(0.005)
+            await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, phys.hover_thrust)
+            await vehicle.stop_offboard()
+            await vehicle.land()
+            await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
+        finally:
+            await vehicle.close()
+    window = [s for s in samples if s[0] - t_start >= 5 * phys.motor_tau + 0.05 and s[0] - t_start <= 0.6]
+    assert len(window) > 10
+    assert min(min(s[2]) for s in window) > 0.9, "PX4 commanded (nearly) full thrust on every motor"
+    (t0, vd0, _, _), (t1, vd1, _, _) = window[0], window[-1]
+    climb_accel = -(vd1 - vd0) / (t1 - t0)
+    mean_climb_speed = -(vd0 + vd1) / 2
+    drag = phys.kdv * mean_climb_speed / phys.mass
+    expected = (profile.twr_max - 1.0) * GRAVITY
+    assert climb_accel + drag == pytest.approx(expected, rel=0.10), \
+        f"climb {climb_accel:.2f} m/s^2 (+{drag:.2f} drag), expected (TWR-1)g = {expected:.2f}"
+
+
+@needs_px4
+async def test_a_motor_off_in_the_physics_shows_in_px4s_telemetry():
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=MAIN_BUILD)) as run:
+        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        try:
+            await vehicle.wait_armable(60.0)
+            await vehicle.arm()
+            await vehicle.takeoff(10.0)
+            before = vehicle.state
+            assert abs(before.roll) < 0.1 and abs(before.pitch) < 0.1
+            run.simulator.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_MOTOR, mavlink.FAILURE_TYPE_OFF, 1)
+            # Injected in the physics, observed in PX4's estimate: a quad with a dead motor tilts or falls.
+            seen = await vehicle.wait_until(
+                lambda s: max(abs(s.roll), abs(s.pitch)) > math.radians(30) or s.altitude < before.altitude - 2.0,
+                10.0, "PX4 reacting to motor 1 off")
+            assert seen is not None
+            assert run.simulator.motor_inputs()[0] == 0.0 and run.simulator.commands[0] > 0.0
+        finally:
+            await vehicle.close()
+
+
+@needs_px4
+async def test_thrust_loss_makes_px4_push_that_motor_harder():
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=MAIN_BUILD)) as run:
+        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        try:
+            await vehicle.wait_armable(60.0)
+            await vehicle.arm()
+            await vehicle.takeoff(5.0)
+            await vehicle.sleep(2.0)
+            sim = run.simulator
+            before = list(sim.commands)
+            sim.inject_sim(SimFault.THRUST_LOSS, 2, 0.3)
+            await vehicle.sleep(3.0)
+            after = list(sim.commands)
+            # PX4 only sees the vehicle roll towards the weak rotor and answers with more command to it.
+            assert after[1] - before[1] > 0.05, f"motor 2 command {before[1]:.3f} -> {after[1]:.3f}"
+            assert abs(vehicle.state.altitude - 5.0) < 1.0
+        finally:
+            await vehicle.close()
+
+
+class _SerialRelay:
+    """PX4 SITL's simulator TCP connection relayed byte for byte to one end of a pseudo-terminal pair:
+    the simulator on the other end talks to PX4 across a real serial line (what a board's USB is)."""
+
+    def __init__(self, port: int, device: str):
+        self.port, self.device = port, device
+        self.bytes = 0
+
+    async def run(self) -> None:
+        connected = asyncio.get_running_loop().create_future()
+        server = await asyncio.start_server(lambda r, w: connected.set_result((r, w)), "127.0.0.1", self.port)
+        serial = SerialLink(self.device, 921600)
+        try:
+            reader, writer = await connected
+            server.close()
+
+            async def tcp_to_serial() -> None:
+                while data := await reader.read(65536):
+                    self.bytes += len(data)
+                    serial.write(data)
+
+            async def serial_to_tcp() -> None:
+                while True:
+                    data = await asyncio.to_thread(serial.read, 0.05)
+                    if data:
+                        self.bytes += len(data)
+                        writer.write(data)
+                        await writer.drain()
+
+            await asyncio.gather(tcp_to_serial(), serial_to_tcp())
+        finally:
+            server.close()
+            serial.close()
+
+
+@needs_px4
+async def test_simulator_over_a_serial_line_flies_px4():
+    with PtyPair() as cable:
+        async with px4_sitl(SitlOptions(px4_dir=MAIN_BUILD, airframe="none_iris", speed=1.0)) as sitl:
+            relay = _SerialRelay(sitl.ports.simulator_tcp, cable.a)
+            relaying = asyncio.create_task(relay.run())
+            sim = HarnessSimulator(SimulatorOptions())
+            loop = SimulatorLoop(sim, SerialLink(cable.b, 921600), speed=1.0, lockstep=True).start()
+            try:
+                vehicle = await connect(sitl.url, 20.0, 1.0)
+                try:
+                    await vehicle.wait_armable(60.0)
+                    await vehicle.arm()
+                    await vehicle.takeoff(3.0)
+                    assert abs(-sim.dyn.pos[2] - 3.0) < 0.5
+                    await vehicle.land()
+                    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
+                finally:
+                    await vehicle.close()
+                assert loop.error is None and loop.stats.replies > 1000
+                assert relay.bytes > 100_000 and cable.bytes_copied >= relay.bytes * 0.9
+            finally:
+                loop.wind_down()
+                await asyncio.sleep(0)
+                relaying.cancel()
+        loop.stop()
+        loop.link.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await relaying
+
+
+def _build_that_connects_elsewhere(tmp_path: Path) -> str:
+    """The real binary with a copy of its etc/ in which px4-rc.mavlinksim has PX4 connect to TCP port 1
+    instead of 4560+N (a misconfigured simulator address), so that it never reaches the harness."""
+    real = Px4Build.locate(MAIN_BUILD)
+    root = tmp_path / "px4"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "px4").symlink_to(real.binary.resolve())
+    for name in real.clients() + ["px4-alias.sh"]:
+        if (real.binary.parent / name).exists():
+            (root / "bin" / name).symlink_to((real.binary.parent / name).resolve())
+    shutil.copytree(real.etc, root / "etc", symlinks=True)
+    script = root / "etc" / "init.d-posix" / "px4-rc.mavlinksim"
+    script.chmod(script.stat().st_mode | stat.S_IWUSR)
+    script.write_text(script.read_text().replace("simulator_mavlink start -c $simulator_tcp_port",
+                                                 "simulator_mavlink start -c 1"))
+    return str(root)
+
+
+@needs_px4
+async def test_px4_that_never_connects_is_reported_naming_the_port(tmp_path):
+    build = _build_that_connects_elsewhere(tmp_path)
+    with pytest.raises(SimulatorLinkError, match=r"did not connect to the simulator on TCP 127\.0\.0\.1:(45[6-9]\d) "
+                                                 r"within 2 s") as err:
+        async with px4_on_harness_physics(SimulatorOptions(connect_timeout_s=2.0), SitlOptions(px4_dir=build)):
+            pass
+    assert "is it the instance that owns port" in str(err.value)
+
+
+@needs_px4
+async def test_sih_airframe_is_refused_before_px4_starts():
+    with pytest.raises(ValueError, match="has physics of its own.*10016"):
+        async with px4_on_harness_physics(SimulatorOptions(), SitlOptions(px4_dir=MAIN_BUILD, airframe="sihsim_quadx")):
+            pass
+
+
+@needs_px4
+@pytest.mark.parametrize("hitl", [0, 1])
+async def test_hitl_bench_checks_sys_hitl_before_anything_reaches_the_board(hitl, tmp_path):
+    """The closest real thing to a board on the desk: PX4 SITL running on its own sensors (the harness's
+    physics over its simulator socket, like a board's IMU) with its MAVLink link relayed across a
+    pseudo-terminal pair, so the bench meets it on a serial port exactly as it would meet a board's USB.
+    SYS_HITL 0: refused, naming the parameter, with nothing but the parameter request sent. SYS_HITL 1:
+    the bench routes the board to MAVSDK and still refuses to arm it without the explicit flag."""
+    frames: list[dict] = []
+    params = {HITL_PARAM: hitl}
+    async with px4_on_harness_physics(SimulatorOptions(speed=2.0), SitlOptions(px4_dir=MAIN_BUILD, params=params)) as run:
+        with PtyPair() as cable:
+            fc_url = f"udpin://127.0.0.1:{run.sitl.ports.offboard_remote}"
+            async with LinkProxy(fc_url, f"serial://{cable.a}:921600", LinkSpec(), sink=frames.append):
+                if hitl == 0:
+                    with pytest.raises(HitlModeError, match=f"{HITL_PARAM} = 0, not 1.*not in HITL mode"):
+                        async with hitl_bench(f"serial://{cable.b}:921600", SimulatorOptions()):
+                            pass
+                    sent = {f["msgid"] for f in frames if f["direction"] == "to_vehicle"}
+                    assert sent == {mavlink.MAVLINK_MSG_ID_PARAM_REQUEST_READ}
+                    assert not run.simulator.armed
+                    return
+                async with hitl_bench(f"serial://{cable.b}:921600", SimulatorOptions()) as bench:
+                    assert bench.board_sysid == run.sitl.ports.system_id
+                    vehicle = await connect(bench.url, 20.0, 1.0)
+                    try:
+                        assert await vehicle.get_param(HITL_PARAM) == 1
+                        with pytest.raises(CommandDenied, match="arm_allowed is off"):
+                            await vehicle.arm()
+                    finally:
+                        await vehicle.close()
+                    assert bench.blocked_commands >= 1 and bench.loop.stats.frames > 0
+                    sent = {f["msgid"] for f in frames if f["direction"] == "to_vehicle"}
+                    assert mavlink.MAVLINK_MSG_ID_HIL_SENSOR in sent
+                    assert not run.simulator.armed
