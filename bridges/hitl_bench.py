@@ -40,7 +40,7 @@ HITL_PARAM = "SYS_HITL"
 HEARTBEAT_TIMEOUT_S = 10.0
 PARAM_TIMEOUT_S = 5.0
 PARAM_RETRY_S = 1.0
-ARM_REFUSAL = "arming blocked by the HITL bench (arm_allowed is off)"
+ARM_REFUSAL = "arming blocked: HITL bench arm_allowed off"  # STATUSTEXT holds 50 characters
 # The bench speaks to the board as a ground station would.
 BENCH_SYSID = 255
 BENCH_COMPID = 190

@@ -33,9 +33,13 @@ from px4.sitl import Px4Build, SitlOptions, px4_sitl
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 
-SPEED = 5.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
+SPEED = 4.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
 SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
           MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
+def _sitl(build: str, **options) -> SitlOptions:
+    return SitlOptions(px4_dir=build, airframe="none_iris", **options)
+
+
 BUILDS = [pytest.param(b, id=Path(b).name) for b in ([MAIN_BUILD] if MAIN_BUILD else []) + SMOKE_BUILDS]
 
 
@@ -54,7 +58,7 @@ async def _samples(vehicle, seconds: float) -> list:
 async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics(build, tmp_path):
     rows: dict[str, list] = {}
     sink = lambda table, row: rows.setdefault(table, []).append(row)  # noqa: E731
-    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=build),
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(build),
                                       keep_in=tmp_path / "record", sink=sink) as run:
         vehicle = await connect(run.url, 20.0, run.speed_factor)
         try:
@@ -104,16 +108,16 @@ async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics
 
 @needs_px4
 async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_weight():
-    """(TWR - 1) g, measured on the true vehicle while PX4 commands full collective thrust.
+    """(TWR - 1) g within 10 %, measured on the true vehicle while PX4 commands full collective thrust.
 
-    PX4 is given the same vertical drag-free window: a short full-thrust burst from a hover in
-    offboard attitude mode (thrust 1, level), the acceleration taken from the true vertical
-    velocity over the burst, after the motors' spin-up (5 time constants) and before drag builds up
-    (corrected with the profile's linear drag, which the physics applies).
+    From a 5 m hover PX4 is sent offboard attitude setpoints (level, thrust 1). The burst starts
+    when PX4's outputs to all four motors exceed 0.9 (its allocator keeps a little margin for
+    attitude control; the outputs are recorded and must stay above 0.97). The acceleration is the
+    change of the true vertical velocity from 5 motor time constants after that (spin-up done) to
+    0.5 s, plus the profile's linear drag at the mean climb speed, which the physics applies.
     """
     profile = VehicleProfile(name="twr-3", mass=1.2, twr_max=3.0, alpha_xy_max=60.0, alpha_z_max=6.0)
-    async with px4_on_harness_physics(SimulatorOptions(profile=profile, speed=SPEED),
-                                      SitlOptions(px4_dir=MAIN_BUILD)) as run:
+    async with px4_on_harness_physics(SimulatorOptions(profile=profile, speed=SPEED), _sitl(MAIN_BUILD)) as run:
         vehicle = await connect(run.url, 20.0, run.speed_factor)
         try:
             await vehicle.wait_armable(60.0)
@@ -121,26 +125,25 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
             await vehicle.takeoff(5.0)
             await vehicle.start_offboard()
             await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, 1.0)
-            dyn = run.simulator.dyn
+            sim, dyn = run.simulator, run.simulator.dyn
             phys = dyn.phys
             samples = []
-            t_start = run.simulator.time_s
-            while run.simulator.time_s - t_start < 1.0:
-                samples.append((run.simulator.time_s, dyn.vel[2], list(run.simulator.commands), dyn.tilt()))
-                await asyncio.sleep(0.005)
-            await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, phys.hover_thrust)
-            await vehicle.stop_offboard()
-            await vehicle.land()
-            await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
+            onset = None
+            async with vehicle.deadline(5.0):
+                while onset is None or sim.time_s - onset < 0.6:
+                    commands = list(sim.commands)
+                    samples.append((sim.time_s, dyn.vel[2], commands))
+                    if onset is None and min(commands) > 0.9:
+                        onset = samples[-1][0]
+                    await asyncio.sleep(0.002)
         finally:
             await vehicle.close()
-    window = [s for s in samples if s[0] - t_start >= 5 * phys.motor_tau + 0.05 and s[0] - t_start <= 0.6]
+    window = [s for s in samples if 5 * phys.motor_tau + 0.05 <= s[0] - onset <= 0.5]
     assert len(window) > 10
-    assert min(min(s[2]) for s in window) > 0.9, "PX4 commanded (nearly) full thrust on every motor"
-    (t0, vd0, _, _), (t1, vd1, _, _) = window[0], window[-1]
+    assert min(min(s[2]) for s in window) > 0.97, "PX4 kept commanding (nearly) full thrust on every motor"
+    (t0, vd0, _), (t1, vd1, _) = window[0], window[-1]
     climb_accel = -(vd1 - vd0) / (t1 - t0)
-    mean_climb_speed = -(vd0 + vd1) / 2
-    drag = phys.kdv * mean_climb_speed / phys.mass
+    drag = phys.kdv * -(vd0 + vd1) / 2 / phys.mass
     expected = (profile.twr_max - 1.0) * GRAVITY
     assert climb_accel + drag == pytest.approx(expected, rel=0.10), \
         f"climb {climb_accel:.2f} m/s^2 (+{drag:.2f} drag), expected (TWR-1)g = {expected:.2f}"
@@ -148,7 +151,7 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
 
 @needs_px4
 async def test_a_motor_off_in_the_physics_shows_in_px4s_telemetry():
-    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=MAIN_BUILD)) as run:
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(MAIN_BUILD)) as run:
         vehicle = await connect(run.url, 20.0, run.speed_factor)
         try:
             await vehicle.wait_armable(60.0)
@@ -169,7 +172,7 @@ async def test_a_motor_off_in_the_physics_shows_in_px4s_telemetry():
 
 @needs_px4
 async def test_thrust_loss_makes_px4_push_that_motor_harder():
-    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), SitlOptions(px4_dir=MAIN_BUILD)) as run:
+    async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(MAIN_BUILD)) as run:
         vehicle = await connect(run.url, 20.0, run.speed_factor)
         try:
             await vehicle.wait_armable(60.0)
@@ -226,13 +229,13 @@ class _SerialRelay:
 @needs_px4
 async def test_simulator_over_a_serial_line_flies_px4():
     with PtyPair() as cable:
-        async with px4_sitl(SitlOptions(px4_dir=MAIN_BUILD, airframe="none_iris", speed=1.0)) as sitl:
+        async with px4_sitl(_sitl(MAIN_BUILD, speed=SPEED)) as sitl:
             relay = _SerialRelay(sitl.ports.simulator_tcp, cable.a)
             relaying = asyncio.create_task(relay.run())
             sim = HarnessSimulator(SimulatorOptions())
-            loop = SimulatorLoop(sim, SerialLink(cable.b, 921600), speed=1.0, lockstep=True).start()
+            loop = SimulatorLoop(sim, SerialLink(cable.b, 921600), speed=SPEED, lockstep=True).start()
             try:
-                vehicle = await connect(sitl.url, 20.0, 1.0)
+                vehicle = await connect(sitl.url, 20.0, SPEED)
                 try:
                     await vehicle.wait_armable(60.0)
                     await vehicle.arm()
@@ -245,9 +248,8 @@ async def test_simulator_over_a_serial_line_flies_px4():
                 assert loop.error is None and loop.stats.replies > 1000
                 assert relay.bytes > 100_000 and cable.bytes_copied >= relay.bytes * 0.9
             finally:
-                loop.wind_down()
-                await asyncio.sleep(0)
-                relaying.cancel()
+                loop.wind_down()  # PX4 stops quickly only while its simulator still feeds it
+        relaying.cancel()
         loop.stop()
         loop.link.close()
         with contextlib.suppress(asyncio.CancelledError):
@@ -277,7 +279,7 @@ async def test_px4_that_never_connects_is_reported_naming_the_port(tmp_path):
     build = _build_that_connects_elsewhere(tmp_path)
     with pytest.raises(SimulatorLinkError, match=r"did not connect to the simulator on TCP 127\.0\.0\.1:(45[6-9]\d) "
                                                  r"within 2 s") as err:
-        async with px4_on_harness_physics(SimulatorOptions(connect_timeout_s=2.0), SitlOptions(px4_dir=build)):
+        async with px4_on_harness_physics(SimulatorOptions(connect_timeout_s=2.0), _sitl(build)):
             pass
     assert "is it the instance that owns port" in str(err.value)
 
@@ -299,7 +301,7 @@ async def test_hitl_bench_checks_sys_hitl_before_anything_reaches_the_board(hitl
     the bench routes the board to MAVSDK and still refuses to arm it without the explicit flag."""
     frames: list[dict] = []
     params = {HITL_PARAM: hitl}
-    async with px4_on_harness_physics(SimulatorOptions(speed=2.0), SitlOptions(px4_dir=MAIN_BUILD, params=params)) as run:
+    async with px4_on_harness_physics(SimulatorOptions(speed=2.0), _sitl(MAIN_BUILD, params=params)) as run:
         with PtyPair() as cable:
             fc_url = f"udpin://127.0.0.1:{run.sitl.ports.offboard_remote}"
             async with LinkProxy(fc_url, f"serial://{cable.a}:921600", LinkSpec(), sink=frames.append):
@@ -316,7 +318,7 @@ async def test_hitl_bench_checks_sys_hitl_before_anything_reaches_the_board(hitl
                     vehicle = await connect(bench.url, 20.0, 1.0)
                     try:
                         assert await vehicle.get_param(HITL_PARAM) == 1
-                        with pytest.raises(CommandDenied, match="arm_allowed is off"):
+                        with pytest.raises(CommandDenied, match="arm_allowed off"):
                             await vehicle.arm()
                     finally:
                         await vehicle.close()

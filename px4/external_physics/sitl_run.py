@@ -71,16 +71,14 @@ async def px4_on_harness_physics(simulator: SimulatorOptions, sitl: SitlOptions 
                                  sink: RecordSink | None = None) -> AsyncIterator[HarnessSitlRun]:
     """Run PX4 SITL on the harness's physics for a block (see the module docstring).
 
-    ``sitl.airframe`` must be one with external physics (the default SIH airframe is replaced by
-    `EXTERNAL_PHYSICS_AIRFRAME`); ``sitl.params`` are set after the profile's. ``sink(table, row)``
+    ``sitl.airframe`` must be one with external physics (None: `EXTERNAL_PHYSICS_AIRFRAME`, 10016;
+    SitlOptions' own default is PX4's SIH, refused here); ``sitl.params`` are set after the profile's. ``sink(table, row)``
     receives the simulator's records ("sim_truth", "sim_sensors", "sim_gps"), always on the
     caller's event loop. Raises ValueError for an airframe that brings its own physics,
     SimulatorLinkError naming the port when PX4 does not connect within
     ``simulator.connect_timeout_s``, and what `px4_sitl` raises.
     """
-    sitl = sitl or SitlOptions()
-    if sitl.airframe == SitlOptions().airframe:
-        sitl = replace(sitl, airframe=EXTERNAL_PHYSICS_AIRFRAME)
+    sitl = sitl or SitlOptions(airframe=EXTERNAL_PHYSICS_AIRFRAME)
     frame = Px4Build.locate(sitl.px4_dir).airframe(sitl.airframe)
     if not frame.external_physics:
         raise ValueError(f"PX4 airframe {frame.autostart} ({frame.model}) has physics of its own; the harness's "
