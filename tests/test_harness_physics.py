@@ -25,6 +25,7 @@ from bridges.ptypair import PtyPair
 from bridges.vehicle import CommandDenied, MissionWaypoint
 from profiles.vehicle import GRAVITY, VehicleProfile
 from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_harness_physics
+from px4.external_physics.hil_messages import ActuatorControls
 from px4.external_physics.links import SerialLink
 from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
@@ -326,3 +327,59 @@ async def test_hitl_bench_checks_sys_hitl_before_anything_reaches_the_board(hitl
                     sent = {f["msgid"] for f in frames if f["direction"] == "to_vehicle"}
                     assert mavlink.MAVLINK_MSG_ID_HIL_SENSOR in sent
                     assert not run.simulator.armed
+
+
+# --- the simulator itself, without PX4 ------------------------------------------------------------
+
+def _parse(data: bytes) -> list:
+    parser = mavlink.MAVLink(None)
+    return parser.parse_buffer(data) or []
+
+
+def test_frames_carry_what_px4_reads_at_its_rates():
+    sim = HarnessSimulator(SimulatorOptions(seed=3))
+    messages = [m for _ in range(250) for m in _parse(sim.frame())]
+    sensors = [m for m in messages if m.get_type() == "HIL_SENSOR"]
+    gps = [m for m in messages if m.get_type() == "HIL_GPS"]
+    assert len(sensors) == 250 and len(gps) == 10  # IMU 250 Hz, GPS 10 Hz over one vehicle second
+    assert [m.time_usec for m in sensors[:3]] == [4000, 8000, 12000]  # PX4's lockstep clock
+    # PX4 takes a group only with all its bits: mag at 100 Hz, baro (pressure, altitude, temperature) at 50 Hz.
+    assert sum(m.fields_updated & 0x1C0 == 0x1C0 for m in sensors) == 100
+    assert sum(m.fields_updated & 0x1A00 == 0x1A00 for m in sensors) == 50
+    at_rest = sensors[-1]
+    assert at_rest.zacc == pytest.approx(-GRAVITY, abs=0.3) and abs(at_rest.xgyro) < 0.02
+    assert math.hypot(at_rest.xmag, at_rest.ymag, at_rest.zmag) == pytest.approx(0.48, abs=0.02)
+    assert gps[-1].fix_type == 3 and gps[-1].lat == pytest.approx(473977420, abs=30)
+    assert gps[-1].alt == pytest.approx(488000, abs=1000) and gps[-1].satellites_visible == 10
+
+
+def test_actuator_outputs_drive_the_rotors_in_px4s_motor_order():
+    sim = HarnessSimulator(SimulatorOptions())
+    controls = [0.0] * 16
+    controls[:4] = [1.0, 1.0, 0.3, 0.3]  # motors 1, 2 (counter-clockwise) fast: it lifts off and yaws right
+    msg = _parse(mavlink.MAVLink_hil_actuator_controls_message(4000, controls, 129, 1).pack(mavlink.MAVLink(None)))[0]
+    sim.apply(ActuatorControls.from_message(msg))
+    assert sim.armed and sim.commands == pytest.approx([1.0, 1.0, 0.3, 0.3])
+    disarmed = ActuatorControls(8000, False, True, tuple(controls))
+    assert disarmed.motors((0, 1, 2, 3)) == [0.0] * 4
+    sim.apply(ActuatorControls.from_message(msg))
+    for _ in range(100):
+        sim.frame()
+    assert not sim.dyn.on_ground and sim.dyn.omega[2] > 0.0  # reaction torque of the counter-clockwise pair: nose right
+
+
+async def test_fault_specs_act_in_the_physics_and_unsupported_ones_are_refused_with_a_reason():
+    from bridges.physics_faults import PhysicsFailureInjector
+    from missions.faults import FaultSpec
+
+    sim = HarnessSimulator(SimulatorOptions())
+    sim.commands = [0.6] * 4
+    async with PhysicsFailureInjector(sim) as faults:
+        motor_off = FaultSpec(0.0, "off", None, 1.0, "motor3")
+        assert (await faults.inject(motor_off)).accepted
+        assert sim.motor_inputs() == [0.6, 0.6, 0.0, 0.6]
+        weak = FaultSpec(0.0, "degraded", None, 0.4, "motor1")
+        assert (await faults.inject(weak)).accepted and sim.dyn.rotor_efficiency[0] == pytest.approx(0.6)
+        refused = await faults.inject(FaultSpec(0.0, "off", None, 1.0, "optical_flow"))
+        assert not refused.accepted and refused.result == "UNSUPPORTED" and "not simulated" in refused.reason
+    assert sim.motor_inputs() == [0.6] * 4 and sim.dyn.rotor_efficiency == [1.0] * 4  # cleared on the way out

@@ -154,13 +154,16 @@ class GpsSample:
 
 
 class _Schedule:
-    """When a sensor at `rate_hz` next samples, counted in IMU samples so it never drifts."""
+    """Whether a sensor at `rate_hz` has a new sample at IMU sample `i`: the samples fall on the IMU
+    samples where its own count ticks over, so 100 Hz on a 250 Hz IMU is 100 a second, not 125."""
 
     def __init__(self, rate_hz: float, imu_rate_hz: float):
-        self.every = 0 if rate_hz <= 0 else max(1, round(imu_rate_hz / rate_hz))
+        self.rate, self.imu_rate = rate_hz, imu_rate_hz
 
-    def due(self, imu_index: int) -> bool:
-        return self.every > 0 and imu_index % self.every == 0
+    def due(self, i: int) -> bool:
+        if self.rate <= 0:
+            return False
+        return i == 0 or (i * self.rate) // self.imu_rate != ((i - 1) * self.rate) // self.imu_rate
 
 
 class SensorSuite:
