@@ -222,6 +222,8 @@ class _SerialRelay:
                         await writer.drain()
 
             await asyncio.gather(tcp_to_serial(), serial_to_tcp())
+        except ConnectionError:
+            pass  # PX4 has gone: the end of the relay
         finally:
             server.close()
             serial.close()
