@@ -3,51 +3,36 @@
 When PX4 flies on the harness's physics (`px4.external_physics`), a fault is made real where it
 happens on a vehicle: a motor stops turning, a sensor reads nothing or garbage, the wind blows.
 PX4 is not told; it finds out through its sensors, which is what "injected and observed" then
-checks (PX4's estimator and failsafe reacting). `PhysicsFailureInjector` has the interface of
-`bridges.failure.FailureInjector` (async context manager, `inject`, `clear`, `InjectionResult`),
-so a fault schedule and the fault monitor use either one unchanged.
+checks (PX4's estimator and failsafe reacting). `PhysicsFailureInjector` is a
+`bridges.failure.FailureInjector` (async context manager, `inject`, `clear`, `InjectionResult`)
+whose faults go to the physics, so a fault schedule and the fault monitor use either unchanged.
 
 Vehicle-scope faults map to PX4's FAILURE_UNIT / FAILURE_TYPE as the physics implements them
 (motor off, sensor off / stuck / garbage, GPS off / stuck / wrong); simulator-scope faults to the
 simulator's (thrust loss, sensor noise, battery sag, wind, gust). What the physics cannot do
-(PX4's own modules, RC or MAVLink signal, optical flow, ...) is refused UNSUPPORTED with the reason.
+(optical flow, VIO, ...) is refused UNSUPPORTED with the reason.
 """
 
 from __future__ import annotations
 
-from bridges.failure import InjectionResult, _sim_kind
+from bridges.failure import FailureInjector, InjectionResult, _sim_kind
 from missions.faults import FaultSpec
 from px4.external_physics.simulator import HarnessSimulator
 
 
-class PhysicsFailureInjector:
+class PhysicsFailureInjector(FailureInjector):
     """Inject and clear faults in a `HarnessSimulator`. Use as ``async with PhysicsFailureInjector(sim) as inj``."""
 
     def __init__(self, simulator: HarnessSimulator):
+        super().__init__(vehicle=None, enable=False)
         self.simulator = simulator
-        self._active: list[FaultSpec] = []
 
     async def __aenter__(self) -> "PhysicsFailureInjector":
+        # Nothing to enable on the flight controller: it is never asked.
+        await self._stack.__aenter__()
         return self
 
-    async def __aexit__(self, *exc) -> None:
-        for spec in reversed(list(self._active)):
-            await self.clear(spec)
-
-    async def inject(self, spec: FaultSpec) -> InjectionResult:
-        """Start a fault in the physics; the result says whether it could be applied."""
-        result = self._apply(spec, clear=False)
-        if result.accepted:
-            self._active.append(spec)
-        return result
-
-    async def clear(self, spec: FaultSpec) -> InjectionResult:
-        """End a fault (type OK, severity 0)."""
-        if spec in self._active:
-            self._active.remove(spec)
-        return self._apply(spec, clear=True)
-
-    def _apply(self, spec: FaultSpec, clear: bool) -> InjectionResult:
+    async def _send(self, spec: FaultSpec, clear: bool) -> InjectionResult:
         if spec.scope == "onboard":
             return InjectionResult(False, "NOT_APPLICABLE", "onboard faults are applied by the planner runtime")
         try:

@@ -33,6 +33,7 @@ from px4.sim.faults import SimFault
 from px4.sitl import Px4Build, SitlOptions, px4_sitl
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
+from .test_mavsdk_flight import _hold_samples
 
 SPEED = 4.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
 SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
@@ -44,14 +45,17 @@ def _sitl(build: str, **options) -> SitlOptions:
 BUILDS = [pytest.param(b, id=Path(b).name) for b in ([MAIN_BUILD] if MAIN_BUILD else []) + SMOKE_BUILDS]
 
 
-async def _samples(vehicle, seconds: float) -> list:
-    """Telemetry snapshots over `seconds` of vehicle time."""
-    out = []
-    with contextlib.suppress(TimeoutError):
-        async with vehicle.deadline(seconds):
-            async for state in vehicle.telemetry():
-                out.append(state)
-    return out
+async def _airborne(run, altitude: float):
+    """A MAVSDK Vehicle on this run's PX4, armed and holding ``altitude`` metres."""
+    vehicle = await connect(run.url, 20.0, run.speed_factor)
+    try:
+        await vehicle.wait_armable(60.0)
+        await vehicle.arm()
+        await vehicle.takeoff(altitude)
+    except BaseException:
+        await vehicle.close()
+        raise
+    return vehicle
 
 
 @needs_px4
@@ -66,7 +70,7 @@ async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics
             await vehicle.wait_armable(60.0)
             await vehicle.arm()
             await vehicle.takeoff(5.0)
-            hover = await _samples(vehicle, 4.0)
+            hover = await _hold_samples(vehicle, 4.0)
             truth_alt = -run.simulator.dyn.pos[2]
             alts = [s.altitude for s in hover]
             assert len(alts) > 20 and max(abs(a - 5.0) for a in alts) <= 0.5, f"hover {min(alts):.2f}..{max(alts):.2f} m"
@@ -119,11 +123,8 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
     """
     profile = VehicleProfile(name="twr-3", mass=1.2, twr_max=3.0, alpha_xy_max=60.0, alpha_z_max=6.0)
     async with px4_on_harness_physics(SimulatorOptions(profile=profile, speed=SPEED), _sitl(MAIN_BUILD)) as run:
-        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        vehicle = await _airborne(run, 5.0)
         try:
-            await vehicle.wait_armable(60.0)
-            await vehicle.arm()
-            await vehicle.takeoff(5.0)
             await vehicle.start_offboard()
             await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, 1.0)
             sim, dyn = run.simulator, run.simulator.dyn
@@ -153,11 +154,8 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
 @needs_px4
 async def test_a_motor_off_in_the_physics_shows_in_px4s_telemetry():
     async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(MAIN_BUILD)) as run:
-        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        vehicle = await _airborne(run, 10.0)
         try:
-            await vehicle.wait_armable(60.0)
-            await vehicle.arm()
-            await vehicle.takeoff(10.0)
             before = vehicle.state
             assert abs(before.roll) < 0.1 and abs(before.pitch) < 0.1
             run.simulator.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_MOTOR, mavlink.FAILURE_TYPE_OFF, 1)
@@ -174,11 +172,8 @@ async def test_a_motor_off_in_the_physics_shows_in_px4s_telemetry():
 @needs_px4
 async def test_thrust_loss_makes_px4_push_that_motor_harder():
     async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(MAIN_BUILD)) as run:
-        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        vehicle = await _airborne(run, 5.0)
         try:
-            await vehicle.wait_armable(60.0)
-            await vehicle.arm()
-            await vehicle.takeoff(5.0)
             await vehicle.sleep(2.0)
             sim = run.simulator
             before = list(sim.commands)

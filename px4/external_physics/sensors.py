@@ -10,8 +10,8 @@ imperfections a real sensor has, at the rate a real sensor has them:
 * barometer (50 Hz): ISA pressure at the true altitude, plus noise;
 * differential pressure (off by default; a multicopter has no pitot): dynamic pressure of the
   forward airspeed;
-* GPS (10 Hz): position and velocity with white noise, the accuracy it claims (eph/epv), and the
-  number of satellites.
+* GPS (10 Hz): position and velocity with white fix-to-fix noise, the accuracy it claims (eph/epv),
+  and the number of satellites. The slowly drifting error of a real receiver is not modelled.
 
 The noise figures are those of PX4's Gazebo Classic models (IMU noise densities of its iris,
 per-sample standard deviation = density x sqrt(rate)); a profile of a noisier vehicle passes its
@@ -76,8 +76,10 @@ class SensorOptions:
     mag_noise: float = 0.002  # gauss
     baro_noise_m: float = 0.05  # metres of altitude
     airspeed_noise: float = 0.01  # hPa
-    gps_horizontal_noise_m: float = 0.1
-    gps_vertical_noise_m: float = 0.2
+    # Fix-to-fix noise. A receiver's larger errors drift slowly (not modelled); white noise of that
+    # size would be wrong twice: it averages out, and PX4 takes its height origin from one fix.
+    gps_horizontal_noise_m: float = 0.02
+    gps_vertical_noise_m: float = 0.04
     gps_velocity_noise: float = 0.05  # m/s
     gps_eph_m: float = 0.5  # the accuracy the receiver claims
     gps_epv_m: float = 0.8
