@@ -119,7 +119,7 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
 
     From a 5 m hover PX4 is sent offboard attitude setpoints (level, thrust 1). The burst starts
     when PX4's outputs to all four motors exceed 0.9 (its allocator keeps a little margin for
-    attitude control; the outputs are recorded and must stay above 0.97). The acceleration is the
+    attitude control; their mean over the burst must exceed 0.95). The acceleration is the
     change of the true vertical velocity from 5 motor time constants after that (spin-up done) to
     0.5 s, plus the profile's linear drag at the mean climb speed, which the physics applies.
     """
@@ -144,7 +144,8 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
             await vehicle.close()
     window = [s for s in samples if 5 * phys.motor_tau + 0.05 <= s[0] - onset <= 0.5]
     assert len(window) > 10
-    assert min(min(s[2]) for s in window) > 0.97, "PX4 kept commanding (nearly) full thrust on every motor"
+    collective = sum(sum(s[2]) / 4 for s in window) / len(window)
+    assert collective > 0.95, f"PX4 commanded a collective of {collective:.3f} in the burst, not full thrust"
     (t0, vd0, _), (t1, vd1, _) = window[0], window[-1]
     climb_accel = -(vd1 - vd0) / (t1 - t0)
     drag = phys.kdv * -(vd0 + vd1) / 2 / phys.mass
