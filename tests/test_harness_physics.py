@@ -369,3 +369,25 @@ async def test_fault_specs_act_in_the_physics_and_unsupported_ones_are_refused_w
         refused = await faults.inject(FaultSpec(0.0, "off", None, 1.0, "optical_flow"))
         assert not refused.accepted and refused.result == "UNSUPPORTED" and "not simulated" in refused.reason
     assert sim.motor_inputs() == [0.6] * 4 and sim.dyn.rotor_efficiency == [1.0] * 4  # cleared on the way out
+
+
+def test_a_profiles_sensors_block_sets_what_px4_reads_and_bad_ones_are_named(tmp_path):
+    from profiles.vehicle import ProfileError, load_vehicle_profile
+
+    path = tmp_path / "noisy.yaml"
+    path.write_text("mass: 1.0\ntwr_max: 2.0\nalpha_xy_max: 80\nalpha_z_max: 6\n"
+                    "sensors: {gps_rate_hz: 5, magnetic_field: {declination_deg: 10.0}}\n")
+    profile = load_vehicle_profile(path)
+    assert profile.sensors.gps_rate_hz == 5 and profile.sensors.magnetic_field.declination_deg == 10.0
+    sim = HarnessSimulator(SimulatorOptions(profile=profile))
+    gps = [m for _ in range(250) for m in _parse(sim.frame()) if m.get_type() == "HIL_GPS"]
+    mags = [m for m in _parse(sim.frame() + sim.frame()) if m.get_type() == "HIL_SENSOR" and m.fields_updated & 0x1C0]
+    assert len(gps) == 5
+    assert math.degrees(math.atan2(-mags[0].ymag, mags[0].xmag)) == pytest.approx(-10.0, abs=1.0)  # heading north
+    for text, message in (("sensors: {gyro_noise: fast}", r"sensors\.gyro_noise: expected a number"),
+                          ("sensors: {imu_rate_hz: 20}", r"sensors\.imu_rate_hz: expected at least 50 Hz"),
+                          ("sensors: {lidar_rate_hz: 5}", r"sensors\.lidar_rate_hz: unknown sensor setting"),
+                          ("sensors: 3", "sensors: expected a mapping")):
+        path.write_text("mass: 1.0\ntwr_max: 2.0\nalpha_xy_max: 80\nalpha_z_max: 6\n" + text + "\n")
+        with pytest.raises(ProfileError, match=message):
+            load_vehicle_profile(path)

@@ -13,21 +13,17 @@ imperfections a real sensor has, at the rate a real sensor has them:
 * GPS (10 Hz): position and velocity with white fix-to-fix noise, the accuracy it claims (eph/epv),
   and the number of satellites. The slowly drifting error of a real receiver is not modelled.
 
-The noise figures are those of PX4's Gazebo Classic models (IMU noise densities of its iris,
-per-sample standard deviation = density x sqrt(rate)); a profile of a noisier vehicle passes its
-own `SensorOptions`. Noise is drawn from one seeded generator, so a run is reproducible.
-
-The earth's field is not computed from a world magnetic model: `MagneticField` gives it for
-PX4's default SITL home (Zurich), and a run elsewhere must give the field of its own home, or
-PX4's estimator will see a heading offset by the difference in declination.
+Rates and noise figures come from the vehicle profile's sensors (`profiles.sensors.SensorProfile`,
+PX4-like defaults). Noise is drawn from one seeded generator, so a run is reproducible.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from profiles.sensors import SensorProfile
 from px4.geo import GeoOrigin
 
 # PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
@@ -38,71 +34,6 @@ LAPSE_RATE_K_PER_M = 0.0065
 AIR_DENSITY = 1.225  # kg/m^3, ISA sea level; only the airspeed sensor uses it
 # ISA troposphere exponent g M / (R L).
 _BARO_EXPONENT = 5.25588
-
-
-@dataclass(frozen=True)
-class MagneticField:
-    """The earth's magnetic field at home: declination (deg east of true north), inclination (deg,
-    positive pointing down) and total intensity (gauss)."""
-
-    declination_deg: float = 3.0
-    inclination_deg: float = 63.5
-    strength_gauss: float = 0.48
-
-    def ned(self) -> tuple[float, float, float]:
-        """The field vector in the world frame (north, east, down), gauss."""
-        dec = math.radians(self.declination_deg)
-        inc = math.radians(self.inclination_deg)
-        horizontal = self.strength_gauss * math.cos(inc)
-        return horizontal * math.cos(dec), horizontal * math.sin(dec), self.strength_gauss * math.sin(inc)
-
-
-@dataclass(frozen=True)
-class SensorOptions:
-    """Rates (Hz) and imperfections (standard deviations, SI units) of the simulated sensors.
-
-    A rate of 0 turns a sensor off (its `fields_updated` bits are never set, or no HIL_GPS is sent).
-    """
-
-    imu_rate_hz: float = 250.0
-    mag_rate_hz: float = 100.0
-    baro_rate_hz: float = 50.0
-    airspeed_rate_hz: float = 0.0
-    gps_rate_hz: float = 10.0
-    accel_noise: float = 0.0294  # m/s^2 per sample: 0.00186 m/s^2/sqrt(Hz) at 250 Hz
-    gyro_noise: float = 0.00295  # rad/s per sample: 0.00018665 rad/s/sqrt(Hz) at 250 Hz
-    accel_bias: float = 0.05  # m/s^2, turn-on bias per axis (drawn once)
-    gyro_bias: float = 0.002  # rad/s, turn-on bias per axis (drawn once)
-    mag_noise: float = 0.002  # gauss
-    baro_noise_m: float = 0.05  # metres of altitude
-    airspeed_noise: float = 0.01  # hPa
-    # Fix-to-fix noise. A receiver's larger errors drift slowly (not modelled); white noise of that
-    # size would be wrong twice: it averages out, and PX4 takes its height origin from one fix.
-    gps_horizontal_noise_m: float = 0.02
-    gps_vertical_noise_m: float = 0.04
-    gps_velocity_noise: float = 0.05  # m/s
-    gps_eph_m: float = 0.5  # the accuracy the receiver claims
-    gps_epv_m: float = 0.8
-    gps_satellites: int = 10
-    temperature_c: float = 25.0
-    magnetic_field: MagneticField = field(default_factory=MagneticField)
-
-    def __post_init__(self) -> None:
-        for name in ("imu_rate_hz", "mag_rate_hz", "baro_rate_hz", "airspeed_rate_hz", "gps_rate_hz"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0.0 <= value <= 1000.0):
-                raise ValueError(f"{name}: expected a rate in Hz between 0 and 1000, got {value!r}")
-        if self.imu_rate_hz < 50.0:
-            raise ValueError(f"imu_rate_hz: expected at least 50 Hz (PX4's rate controller runs on IMU samples), "
-                             f"got {self.imu_rate_hz!r}")
-        for name in ("accel_noise", "gyro_noise", "accel_bias", "gyro_bias", "mag_noise", "baro_noise_m",
-                     "airspeed_noise", "gps_horizontal_noise_m", "gps_vertical_noise_m", "gps_velocity_noise",
-                     "gps_eph_m", "gps_epv_m"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-        if not 0 <= self.gps_satellites <= 255:
-            raise ValueError(f"gps_satellites: expected 0-255, got {self.gps_satellites!r}")
 
 
 def pressure_hpa(altitude_amsl_m: float) -> float:
@@ -171,7 +102,7 @@ class _Schedule:
 class SensorSuite:
     """The vehicle's sensors: call `imu()` once per IMU sample and `gps()` when `gps_due()`."""
 
-    def __init__(self, options: SensorOptions, home: GeoOrigin = DEFAULT_HOME, seed: int = 0):
+    def __init__(self, options: SensorProfile, home: GeoOrigin = DEFAULT_HOME, seed: int = 0):
         self.options = options
         self.home = home
         self._rng = random.Random(seed)

@@ -17,7 +17,7 @@ voltage does (thrust goes with the square of the voltage), since PX4 measures it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pymavlink.dialects.v20 import common as mavlink
@@ -26,7 +26,8 @@ from profiles.vehicle import VehicleProfile, load_vehicle_profile
 from px4.external_physics.hil_messages import (ACCEL_BITS, BARO_BITS, DIFF_PRESSURE_BITS, GYRO_BITS, MAG_BITS, MOTORS,
                                                ActuatorControls, HilEncoder)
 from px4.external_physics.records import RecordBuffer
-from px4.external_physics.sensors import DEFAULT_HOME, SensorOptions, SensorSuite, pressure_hpa
+from profiles.sensors import SensorProfile
+from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
 from px4.geo import GeoOrigin
 from px4.sim.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
 from px4.sim.faults import VehicleFaults
@@ -43,6 +44,7 @@ GPS_TABLE = "sim_gps"
 class SimulatorOptions:
     """What the harness simulates for PX4, and how fast.
 
+    ``sensors`` replaces the profile's sensor figures when given.
     ``speed`` None runs in lockstep as fast as PX4 and the physics can go together; a number also
     paces the pair to the wall clock times that factor (never faster; slower when the machine
     cannot keep up). A board in HITL has no lockstep and runs at ``speed`` (normally 1).
@@ -53,7 +55,7 @@ class SimulatorOptions:
     """
 
     profile: str | VehicleProfile = "default"
-    sensors: SensorOptions = field(default_factory=SensorOptions)
+    sensors: SensorProfile | None = None  # None: the profile's
     home: GeoOrigin = DEFAULT_HOME
     yaw_deg: float = 0.0
     speed: float | None = None
@@ -111,13 +113,14 @@ class HarnessSimulator:
         self.options = options
         self.profile = options.vehicle_profile()
         phys = self.profile.physical()
-        rate = options.sensors.imu_rate_hz
+        sensors = options.sensors or self.profile.sensors
+        rate = sensors.imu_rate_hz
         self.frame_us = int(round(1e6 / rate))
         self._substeps = max(1, math.ceil(self.frame_us * 1e-6 / MAX_DT - 1e-9))
         self.dyn = QuadrotorDynamics(phys, self.frame_us * 1e-6 / self._substeps)
         self.dyn.reset(yaw=math.radians(options.yaw_deg))
         self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned, seed=options.seed)
-        self.sensors = SensorSuite(options.sensors, options.home, seed=options.seed + 1)
+        self.sensors = SensorSuite(sensors, options.home, seed=options.seed + 1)
         self.home = options.home
         self.time_us = 0
         self.commands = [0.0] * MOTORS  # what PX4 asked of each motor
