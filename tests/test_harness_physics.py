@@ -14,6 +14,7 @@ import shutil
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -37,6 +38,7 @@ from px4.sitl import Px4Build, SitlOptions, px4_sitl
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 from .test_mavsdk_flight import _hold_samples
 
+FULL_THROTTLE = 0.95
 SPEED = 4.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
 SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
           MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
@@ -117,38 +119,37 @@ async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics
 async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_weight():
     """(TWR - 1) g within 10 %, measured on the true vehicle while PX4 commands full collective thrust.
 
-    From a 5 m hover PX4 is sent offboard attitude setpoints (level, thrust 1). The burst starts
-    when PX4's outputs to all four motors exceed 0.9 (its allocator keeps a little margin for
-    attitude control; their mean over the burst must exceed 0.95). The acceleration is the
-    change of the true vertical velocity from 5 motor time constants after that (spin-up done) to
-    0.5 s, plus the profile's linear drag at the mean climb speed, which the physics applies.
+    From a 5 m hover PX4 is sent offboard attitude setpoints (level, thrust 1). The simulator's
+    truth table (every frame, 250 Hz) has PX4's motor commands and the true velocity. Full
+    throttle is where PX4's collective (the mean of its four motor outputs) exceeds 0.95: its
+    allocator keeps some margin for attitude, mostly yaw. The acceleration is the slope of the true
+    vertical velocity over the full-throttle frames from 5 motor time constants after the first
+    one (spin-up done) to 0.5 s, plus the profile's linear drag at the mean climb speed, which the
+    physics applies.
     """
     profile = VehicleProfile(name="twr-3", mass=1.2, twr_max=3.0, alpha_xy_max=60.0, alpha_z_max=6.0)
-    async with px4_on_harness_physics(SimulatorOptions(profile=profile, speed=SPEED), _sitl(MAIN_BUILD)) as run:
+    truth: list[dict] = []
+    sink = lambda table, row: truth.append(row) if table == TRUTH_TABLE else None  # noqa: E731
+    options = SimulatorOptions(profile=profile, speed=SPEED, record_rate_hz=250.0)
+    async with px4_on_harness_physics(options, _sitl(MAIN_BUILD), sink=sink) as run:
+        phys = run.simulator.dyn.phys
         vehicle = await _airborne(run, 5.0)
         try:
             await vehicle.start_offboard()
+            commanded_us = run.simulator.time_us
             await vehicle.set_attitude(0.0, 0.0, vehicle.state.yaw, 1.0)
-            sim, dyn = run.simulator, run.simulator.dyn
-            phys = dyn.phys
-            samples = []
-            onset = None
-            async with vehicle.deadline(5.0):
-                while onset is None or sim.time_s - onset < 0.6:
-                    commands = list(sim.commands)
-                    samples.append((sim.time_s, dyn.vel[2], commands))
-                    if onset is None and min(commands) > 0.9:
-                        onset = samples[-1][0]
-                    await asyncio.sleep(0.002)
+            await vehicle.sleep(1.5)
         finally:
             await vehicle.close()
-    window = [s for s in samples if 5 * phys.motor_tau + 0.05 <= s[0] - onset <= 0.5]
-    assert len(window) > 10
-    collective = sum(sum(s[2]) / 4 for s in window) / len(window)
-    assert collective > 0.95, f"PX4 commanded a collective of {collective:.3f} in the burst, not full thrust"
-    (t0, vd0, _), (t1, vd1, _) = window[0], window[-1]
-    climb_accel = -(vd1 - vd0) / (t1 - t0)
-    drag = phys.kdv * -(vd0 + vd1) / 2 / phys.mass
+    frames = [(r["time_us"] * 1e-6, r["vd"], sum(r[f"cmd{i}"] for i in range(1, 5)) / 4) for r in truth
+              if r["time_us"] >= commanded_us]
+    onset = next(t for t, _, collective in frames if collective > FULL_THROTTLE)
+    window = [(t, vd) for t, vd, collective in frames
+              if 5 * phys.motor_tau + 0.05 <= t - onset <= 0.5 and collective > FULL_THROTTLE]
+    assert len(window) > 30, f"only {len(window)} full-throttle frames"
+    t, vd = np.array(window).T
+    climb_accel = -np.polyfit(t, vd, 1)[0]
+    drag = phys.kdv * -vd.mean() / phys.mass
     expected = (profile.twr_max - 1.0) * GRAVITY
     assert climb_accel + drag == pytest.approx(expected, rel=0.10), \
         f"climb {climb_accel:.2f} m/s^2 (+{drag:.2f} drag), expected (TWR-1)g = {expected:.2f}"

@@ -27,7 +27,7 @@ from typing import Callable
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.external_physics.hil_messages import ActuatorControls
-from px4.external_physics.links import ByteLink, SimulatorLinkError
+from px4.external_physics.links import ByteLink
 from px4.external_physics.simulator import HarnessSimulator
 
 MAX_LAG_S = 0.25
@@ -96,10 +96,6 @@ class SimulatorLoop:
         self.lockstep = False
         self.speed = max(self.speed or 0.0, WIND_DOWN_SPEED)
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def send(self, data: bytes) -> None:
         self.link.write(data)
 
@@ -107,8 +103,6 @@ class SimulatorLoop:
     def _run(self) -> None:
         try:
             self._exchange()
-        except SimulatorLinkError as exc:
-            self.error = exc
         except Exception as exc:  # kept for the owner to raise: a thread's traceback would go nowhere
             self.error = exc
 
@@ -132,9 +126,7 @@ class SimulatorLoop:
             if self._pace_now() != pace:
                 pace = self._pace_now()
                 anchor_wall, anchor_us = clock(), sim.time_us
-            if pace is None:
-                self._receive(link.read(0.0))
-            else:
+            if pace is not None:  # (unpaced runs in lockstep: the wait for the reply read everything)
                 target = anchor_wall + (sim.time_us - anchor_us) * 1e-6 / pace
                 now = clock()
                 if now - target > MAX_LAG_S:
