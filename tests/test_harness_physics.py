@@ -39,7 +39,10 @@ from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 from .test_mavsdk_flight import _hold_samples
 
 FULL_THROTTLE = 0.95
-SPEED = 4.0  # paced lockstep: vehicle-time deadlines of the Vehicle API stay honest on a loaded machine
+SPEED = 4.0  # paced lockstep
+# The Vehicle API turns vehicle-time deadlines into wall-clock ones with the speed factor it is given;
+# telling it half the pace keeps them generous when a machine loaded by others cannot hold the pace.
+VEHICLE_SPEED = SPEED / 2
 SQUARE = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
           MissionWaypoint(0, 10, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
 def _sitl(build: str, **options) -> SitlOptions:
@@ -51,7 +54,7 @@ BUILDS = [pytest.param(b, id=Path(b).name) for b in ([MAIN_BUILD] if MAIN_BUILD 
 
 async def _airborne(run, altitude: float):
     """A MAVSDK Vehicle on this run's PX4, armed and holding ``altitude`` metres."""
-    vehicle = await connect(run.url, 20.0, run.speed_factor)
+    vehicle = await connect(run.url, 20.0, VEHICLE_SPEED)
     try:
         await vehicle.wait_armable(60.0)
         await vehicle.arm()
@@ -69,7 +72,7 @@ async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics
     sink = lambda table, row: rows.setdefault(table, []).append(row)  # noqa: E731
     async with px4_on_harness_physics(SimulatorOptions(speed=SPEED), _sitl(build),
                                       keep_in=tmp_path / "record", sink=sink) as run:
-        vehicle = await connect(run.url, 20.0, run.speed_factor)
+        vehicle = await connect(run.url, 20.0, VEHICLE_SPEED)
         try:
             await vehicle.wait_armable(60.0)
             await vehicle.arm()
@@ -123,8 +126,8 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
     truth table (every frame, 250 Hz) has PX4's motor commands and the true velocity. Full
     throttle is where PX4's collective (the mean of its four motor outputs) exceeds 0.95: its
     allocator keeps some margin for attitude, mostly yaw. The acceleration is the slope of the true
-    vertical velocity over the full-throttle frames from 5 motor time constants after the first
-    one (spin-up done) to 0.5 s, plus the profile's linear drag at the mean climb speed, which the
+    vertical velocity over the full-throttle frames from 5 motor time constants after the burst
+    began (spin-up done) to 0.5 s, plus the profile's linear drag at the mean climb speed, which the
     physics applies.
     """
     profile = VehicleProfile(name="twr-3", mass=1.2, twr_max=3.0, alpha_xy_max=60.0, alpha_z_max=6.0)
@@ -143,7 +146,10 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
             await vehicle.close()
     frames = [(r["time_us"] * 1e-6, r["vd"], sum(r[f"cmd{i}"] for i in range(1, 5)) / 4) for r in truth
               if r["time_us"] >= commanded_us]
-    onset = next(t for t, _, collective in frames if collective > FULL_THROTTLE)
+    # The burst starts at the first frame of 0.2 s of full throttle (a blip while offboard mode
+    # takes over is not it).
+    full = [collective > FULL_THROTTLE for _, _, collective in frames]
+    onset = next(frames[i][0] for i in range(len(frames)) if all(full[i:i + 50]) and len(full) > i + 50)
     window = [(t, vd) for t, vd, collective in frames
               if 5 * phys.motor_tau + 0.05 <= t - onset <= 0.5 and collective > FULL_THROTTLE]
     assert len(window) > 30, f"only {len(window)} full-throttle frames"
@@ -226,7 +232,7 @@ async def test_simulator_over_a_serial_line_flies_px4():
             sim = HarnessSimulator(SimulatorOptions())
             loop = SimulatorLoop(sim, SerialLink(cable.b, 921600), speed=SPEED, lockstep=True).start()
             try:
-                vehicle = await connect(sitl.url, 20.0, SPEED)
+                vehicle = await connect(sitl.url, 20.0, VEHICLE_SPEED)
                 try:
                     await vehicle.wait_armable(60.0)
                     await vehicle.arm()
