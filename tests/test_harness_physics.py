@@ -28,7 +28,7 @@ from bridges.vehicle import CommandDenied, MissionWaypoint
 from hil.fault_monitor import OBSERVED, FaultMonitor
 from missions.faults import FaultSpec
 from profiles.vehicle import GRAVITY, VehicleProfile
-from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_harness_physics
+from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_harness_physics, px4_params_for
 from px4.external_physics.hil_messages import ActuatorControls
 from px4.external_physics.links import SerialLink
 from px4.external_physics.lockstep import SimulatorLoop
@@ -333,11 +333,13 @@ def _parse(data: bytes) -> list:
 
 
 def test_frames_carry_what_px4_reads_at_its_rates():
-    sim = HarnessSimulator(SimulatorOptions(seed=3))
+    sim = HarnessSimulator(SimulatorOptions(seed=3, ground_truth_rate_hz=50.0))
     messages = [m for _ in range(250) for m in _parse(sim.frame())]
     sensors = [m for m in messages if m.get_type() == "HIL_SENSOR"]
     gps = [m for m in messages if m.get_type() == "HIL_GPS"]
+    states = [m for m in messages if m.get_type() == "HIL_STATE_QUATERNION"]
     assert len(sensors) == 250 and len(gps) == 10  # IMU 250 Hz, GPS 10 Hz over one vehicle second
+    assert len(states) == 50 and states[-1].lat == 473977420 and states[-1].attitude_quaternion[0] == 1.0
     assert [m.time_usec for m in sensors[:3]] == [4000, 8000, 12000]  # PX4's lockstep clock
     # PX4 takes a group only with all its bits: mag at 100 Hz, baro (pressure, altitude, temperature) at 50 Hz.
     assert sum(m.fields_updated & 0x1C0 == 0x1C0 for m in sensors) == 100
@@ -361,7 +363,12 @@ def test_actuator_outputs_drive_the_rotors_in_px4s_motor_order():
     sim.apply(ActuatorControls.from_message(msg))
     for _ in range(100):
         sim.frame()
-    assert not sim.dyn.on_ground and sim.dyn.omega[2] > 0.0  # reaction torque of the counter-clockwise pair: nose right
+    assert not sim.dyn.on_ground and sim.dyn.omega[2] > 0.0
+    # PX4's allocation is told the same rotors: motor 1 front-right counter-clockwise, motor 3 front-left.
+    params = px4_params_for(sim.profile)
+    assert params["CA_ROTOR0_PX"] > 0 and params["CA_ROTOR0_PY"] > 0 and params["CA_ROTOR0_KM"] > 0
+    assert params["CA_ROTOR2_PX"] > 0 and params["CA_ROTOR2_PY"] < 0 and params["CA_ROTOR2_KM"] < 0
+    assert params["MPC_THR_HOVER"] == pytest.approx(sim.dyn.phys.hover_thrust, abs=1e-3)  # reaction torque of the counter-clockwise pair: nose right
 
 
 async def test_fault_specs_act_in_the_physics_and_unsupported_ones_are_refused_with_a_reason():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -242,10 +242,6 @@ class HarnessSimulator:
         """A simulator fault (`px4.sim.faults.SimFault`: thrust loss, sensor noise, battery sag, wind,
         gust); severity 0 clears it. ValueError with the reason when it cannot be applied."""
         _accepted_or_raise(self.faults.inject_sim(kind, instance, severity, vector, enabled=True))
-
-    def params_for_px4(self) -> Mapping[str, float]:
-        """PX4 parameters that match its allocation to this vehicle (see `px4_params_for`)."""
-        return px4_params_for(self.profile)
 
 
 def _every(rate_hz: float, frame_rate_hz: float) -> int:

@@ -25,7 +25,7 @@ from typing import AsyncIterator
 from px4.external_physics.links import SimulatorLinkError, accept_px4
 from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.records import RecordSink
-from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
+from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions, px4_params_for
 from px4.sitl import Px4Build, SitlOptions, SitlProcess, px4_sitl
 
 EXTERNAL_PHYSICS_AIRFRAME = "none_iris"  # autostart 10016
@@ -86,7 +86,7 @@ async def px4_on_harness_physics(simulator: SimulatorOptions, sitl: SitlOptions 
                          f"({EXTERNAL_PHYSICS_AIRFRAME})")
     sim = HarnessSimulator(simulator)
     hint = simulator.speed if simulator.speed is not None else UNPACED_SPEED_HINT
-    options = replace(sitl, speed=hint, params={**sim.params_for_px4(), **sitl.params})
+    options = replace(sitl, speed=hint, params={**px4_params_for(sim.profile), **sitl.params})
     loops: list[SimulatorLoop] = []
     async with contextlib.AsyncExitStack() as stack:
         # Unwound last: PX4 is stopped while the simulator still feeds it, since a PX4 connected to a
