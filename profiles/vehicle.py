@@ -41,7 +41,9 @@ Where profiles live: ``profiles/vehicles/*.yaml``. A file is either one profile 
 file name) or a library, a mapping whose ``profiles`` is a list (``flyingtrust.yaml``: all 36
 platforms of Table I, found by each entry's ``name``). Names match regardless of case, spaces and
 underscores. Instead of the three numbers a profile may give a ``physical:`` block (mass, frame,
-rotors, inertia; see :mod:`profiles.airframe`) from which they are computed.
+rotors, inertia; see :mod:`profiles.airframe`) from which they are computed. An optional
+``sensors:`` block gives the rates and noise of what PX4 reads when it flies on the harness's
+physics (:mod:`profiles.sensors`; PX4-like defaults otherwise).
 """
 
 from __future__ import annotations
@@ -49,13 +51,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
 from profiles.airframe import GRAVITY, LAYOUTS, Airframe, is_finite_number, moment_arm_factor
+from profiles.sensors import SensorProfile, sensor_profile_from_mapping
 from profiles.airframe import torque_max as frame_torque_max
 
 ARM_LENGTH_AT_1KG = 0.17  # m, hub to rotor; see the module docstring
@@ -229,6 +232,7 @@ _RULES: dict[str, tuple[bool, Any, str]] = {
     "radius": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 5.0),
                "a collision radius in m, > 0 and <= 5"),
     "motor_tau": (False, lambda v: is_finite_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
+    "sensors": (False, lambda v: isinstance(v, SensorProfile), "a mapping of sensor settings (profiles/sensors.py)"),
 }
 # Fields a `physical:` block supplies; a file giving both would say the same thing twice.
 _FROM_PHYSICAL = ("mass", "twr_max", "alpha_xy_max", "alpha_z_max", "layout")
@@ -264,6 +268,7 @@ class VehicleProfile:
     label: str = ""  # the name as a source wrote it (e.g. FLYINGTRUST's "0.55kg-Quadrotor 1")
     radius: float | None = None  # m; filled in when not given
     motor_tau: float = 0.03  # s
+    sensors: SensorProfile = field(default_factory=SensorProfile)  # what PX4 reads on the harness's physics
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -321,6 +326,11 @@ def profile_from_mapping(data: Mapping[str, Any], source: str) -> VehicleProfile
         capability = frame.capability()
         values.update(mass=frame.mass, layout=frame.layout, twr_max=capability.twr_max,
                       alpha_xy_max=capability.alpha_xy_max, alpha_z_max=capability.alpha_z_max)
+    if "sensors" in values:
+        try:
+            values["sensors"] = sensor_profile_from_mapping(values["sensors"], f"{source}: sensors")
+        except ValueError as exc:
+            raise ProfileError(str(exc)) from None
     _check_fields(values, source)
     return VehicleProfile(**values)
 
