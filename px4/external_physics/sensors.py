@@ -19,7 +19,6 @@ PX4-like defaults). Noise is drawn from one seeded generator, so a run is reprod
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
