@@ -134,6 +134,9 @@ class Vehicle(Protocol):
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
 
+    async def collect(self, seconds: float) -> list[VehicleState]:
+        """Every snapshot over the next `seconds` of vehicle time."""
+
     def deadline(self, seconds: float) -> AbstractAsyncContextManager:
         """A block that raises TimeoutError once `seconds` of vehicle time have passed."""
 
@@ -215,6 +218,15 @@ class VehicleBase:
                 await self._state_changed.wait_for(lambda: self._sample_count != seen)
             seen = self._sample_count
             yield self._last_published
+
+    async def collect(self, seconds: float) -> list[VehicleState]:
+        """Every snapshot over the next `seconds` of vehicle time (a hover to judge, a step response)."""
+        samples: list[VehicleState] = []
+        with contextlib.suppress(TimeoutError):
+            async with self.deadline(seconds):
+                async for state in self.telemetry():
+                    samples.append(state)
+        return samples
 
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""

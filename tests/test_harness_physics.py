@@ -36,7 +36,6 @@ from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
 from px4.sitl import Px4Build, SitlOptions, px4_sitl
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
-from .test_mavsdk_flight import _hold_samples
 
 FULL_THROTTLE = 0.95
 SPEED = 4.0  # paced lockstep
@@ -77,7 +76,7 @@ async def test_px4_flies_takeoff_hold_mission_and_landing_on_the_harness_physics
             await vehicle.wait_armable(60.0)
             await vehicle.arm()
             await vehicle.takeoff(5.0)
-            hover = await _hold_samples(vehicle, 4.0)
+            hover = await vehicle.collect(4.0)
             truth_alt = -run.simulator.dyn.pos[2]
             alts = [s.altitude for s in hover]
             assert len(alts) > 20 and max(abs(a - 5.0) for a in alts) <= 0.5, f"hover {min(alts):.2f}..{max(alts):.2f} m"

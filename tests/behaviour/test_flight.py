@@ -4,7 +4,6 @@ velocity and attitude, goto, return, land, missions, parameters, refusals and cl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import statistics
 
@@ -12,16 +11,6 @@ import pytest
 
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleError
-
-
-async def _hold_samples(vehicle, seconds: float) -> list:
-    """Telemetry snapshots over `seconds` of vehicle time."""
-    samples = []
-    with contextlib.suppress(TimeoutError):
-        async with vehicle.deadline(seconds):
-            async for state in vehicle.telemetry():
-                samples.append(state)
-    return samples
 
 
 async def _land(vehicle) -> None:
@@ -38,7 +27,7 @@ async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     await vehicle.takeoff(5.0)
     assert await vehicle.get_param("MIS_TAKEOFF_ALT") == takeoff_alt_before, "takeoff leaves no parameter changed"
     await vehicle.sleep(3.0)  # let the takeoff transient settle, as a pilot would
-    hover = await _hold_samples(vehicle, 5.0)
+    hover = await vehicle.collect(5.0)
     alts = [s.altitude for s in hover]
     assert len(alts) > 20
     # PX4 SIH's altitude estimate wanders with its barometer and GPS: about half a metre.
@@ -129,7 +118,7 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
                 break
     await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.5, 20.0, "offboard target")
     await vehicle.sleep(8.0)  # a 2 m position step overshoots and settles
-    held = await _hold_samples(vehicle, 4.0)
+    held = await vehicle.collect(4.0)
     assert all(s.flight_mode == "OFFBOARD" for s in held)
     # PX4 SIH's position estimate wanders with its GPS noise: holding is within a metre, not centimetres.
     errors = [s.distance_to(2.0, -1.0, -3.0) for s in held]
