@@ -1,7 +1,7 @@
 """Fault schedules: which failure to inject, when, for how long and how badly.
 
 A mission's `faults:` block (or a fault profile file holding one) is a list of UAVBench-style
-fault tuples (seed 002, Sec. III-A6: start time, type, duration, severity) plus the component they
+fault tuples (UAVBench, Sec. III-A6: start time, type, duration, severity) plus the component they
 hit::
 
     faults:

@@ -10,7 +10,7 @@ A benchmark mission file (examples in `missions/examples/benchmark/`)::
     speed_cap: 4.0                 # m/s          (defaults: FLYINGTRUST's 4 m/s, 2 m, 90 s)
     success_radius: 2.0            # m
     time_budget: 90                # s
-    airspace:                      # UAVBench's airspace block (seed 002)
+    airspace:                      # UAVBench's airspace block
       altitude: {min: 0.3, max: 3}     # m above ground; default: ground to the scene's ceiling
       geofence: [[0, -20], [60, -20], [60, 20], [0, 20]]   # [north, east] polygon; default: none
       no_fly: [{north: 20, east: 5, radius: 3, alt_min: 0, alt_max: 10}]
@@ -25,7 +25,7 @@ goal); survey `survey: {north: [n0, n1], east: [e0, e1], alt, spacing}`; orbit `
 east, alt, radius, laps, clockwise}`; inspection `inspection: {north, east, standoff, alt,
 clockwise}`; precision_landing `landing: {north, east, alt, hover_alt, hover_s}`.
 
-Validation (UAVBench's rules, seed 002 Sec. III-C) reports every problem as
+Validation (UAVBench's rules, Sec. III-C) reports every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``: structure and ranges of every field; start, goal
 and every route point inside the altitude band and the geofence, outside no-fly cylinders and
 outside obstacles; comms-loss windows starting at t >= 0 and within the time budget; the fault
@@ -62,7 +62,7 @@ from missions.geometry import Scene
 from missions.templates import MISSION_TYPES, RoutePoint
 from missions.waypoint import MAX_ALTITUDE_M, Waypoint, WaypointMission
 
-# FLYINGTRUST's trial settings (seed 000, Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
+# FLYINGTRUST's trial settings (Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
 DEFAULT_SPEED_CAP, DEFAULT_SUCCESS_RADIUS, DEFAULT_TIME_BUDGET = 4.0, 2.0, 90.0
 
 # The block each mission type reads its task from (point_to_point and multi_waypoint may default to the scene).
@@ -141,7 +141,7 @@ class CommsLossWindow:
 
 @dataclass(frozen=True)
 class Termination:
-    """When a trial ends besides the time budget (UAV-ON, seed 003: stop, collision, step limit)."""
+    """When a trial ends besides the time budget (UAV-ON: stop, collision, step limit)."""
 
     stop_on_collision: bool = True
     stop_on_geofence: bool = True

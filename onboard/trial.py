@@ -1,6 +1,6 @@
 """One onboard navigation trial: take off, run the planner to the goal, judge it, land.
 
-This is what `hil onboard` and the onboard benchmarks fly. The judging is FLYINGTRUST's (seed 000,
+This is what `hil onboard` and the onboard benchmarks fly. The judging is FLYINGTRUST's (
 Sec. III-C): success when the vehicle comes within the goal radius inside the time budget without
 touching an obstacle; a collision is any telemetry sample where the vehicle's sphere (profile
 radius) meets the scene. The collision test is `missions.geometry.Scene.collides`, the one checker

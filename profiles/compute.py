@@ -4,7 +4,7 @@ A profile (profiles/compute/*.yaml) gives one slowdown factor per compute stage:
 
     name: jetson_orin_nx
     description: NVIDIA Jetson Orin NX 16 GB vs the desktop FlightBench measured on
-    source: FlightBench (seed 001) Table 5, per-stage geometric mean of onboard / desktop times
+    source: FlightBench Table 5, per-stage geometric mean of onboard / desktop times
     factors: {map: 5.17, plan: 3.45, control: 5.71}
 
 The runtime multiplies each stage's measured time by its factor and holds the planner's command
@@ -32,7 +32,7 @@ from config.loading import load_yaml
 COMPUTE_DIR = Path(__file__).resolve().parent / "compute"
 STAGE_KEYS = ("map", "plan", "control")
 
-# FlightBench (seed 001) Table 5, milliseconds: method -> (desktop map, plan, ctrl, tot;
+# FlightBench Table 5, milliseconds: method -> (desktop map, plan, ctrl, tot;
 # onboard map, plan, ctrl, tot). None where the paper prints "-". SBMT (no onboard figures) is left out.
 FLIGHTBENCH_TABLE5: dict[str, tuple[float | None, ...]] = {
     "LMT": (1.607, 1.167, None, 2.773, 2.768, 10.445, None, 13.213),

@@ -1,6 +1,6 @@
 """A quadrotor as FLYINGTRUST describes it, and the rigid body that reproduces it.
 
-A profile is the capability vector of FLYINGTRUST (seed 000, Sec. III-A, Eq. 11) plus mass:
+A profile is the capability vector of FLYINGTRUST (Sec. III-A, Eq. 11) plus mass:
 ``P = [TWR_max, alpha_xy_max, alpha_z_max]``. :meth:`VehicleProfile.physical` turns it into the
 physical parameters of a simulated quadrotor that reproduces those three numbers exactly, using the
 paper's model:

@@ -29,8 +29,8 @@ from missions.scenes.urban import build_urban
 __all__ = ["CONFIGURATIONS", "DEFAULT_CLEARANCE", "FLYINGTRUST", "FLIGHTBENCH", "SCENES", "SceneError", "SceneSpec",
            "generate"]
 
-_FT = "FLYINGTRUST (seed 000) Sec. III-B"
-_FB = "FlightBench (seed 001) Sec. 3.1.2"
+_FT = "FLYINGTRUST Sec. III-B"
+_FB = "FlightBench Sec. 3.1.2"
 
 FLYINGTRUST = (
     SceneSpec("forest", _FT, "40 x 60 m, ceiling 3 m, upright trunks at density 1/49", build_forest),

@@ -1,4 +1,4 @@
-"""Forest: upright tree trunks scattered at a given density (FLYINGTRUST seed 000, Sec. III-B).
+"""Forest: upright tree trunks scattered at a given density (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 40 m wide by 60 m long, flight ceiling 3 m, tree density 1/49 (one tree per 49 m^2,
 so about 49 trees), ten random configurations. Trunk radius and height are not given in the paper;
