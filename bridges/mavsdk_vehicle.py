@@ -15,7 +15,7 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
@@ -43,6 +43,9 @@ NAN = float("nan")
 REASON_WINDOW_S = 2.0
 # PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
 ARM_CONFIRM_S = 3.0
+# Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
+# trusts the wall clock alone (the stamps stopped: link lost).
+CLOCK_GRACE_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
 # how long an accepted start gets to show as MISSION mode (heartbeats come at 1 Hz), and the pause
 # between tries.
@@ -67,6 +70,15 @@ def route_mavsdk_logs() -> None:
 
 def _name(enum_value) -> str:
     return getattr(enum_value, "name", str(enum_value))
+
+
+@dataclass
+class _VehicleClock:
+    """The vehicle's latest time stamp (vehicle seconds) and when it arrived (event-loop time)."""
+
+    vehicle_s: float | None = None
+    at: float = 0.0
+    watchers: set = field(default_factory=set)  # called on every new stamp
 
 
 class MavsdkVehicle(VehicleBase):
@@ -101,6 +113,7 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_task: asyncio.Task | None = None
         self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
         self._closed = False
+        self._clock = _VehicleClock()
 
     @property
     def system(self):
@@ -111,6 +124,7 @@ class MavsdkVehicle(VehicleBase):
     def _start_streams(self) -> None:
         t = self.telemetry_plugin
         self._spawn(self._follow(t.subscribe_position_velocity_ned(), self._on_local_position))
+        self._spawn(self._follow(t.subscribe_odometry(), self._on_odometry))
         self._spawn(self._follow(t.subscribe_attitude_euler(), lambda a: self._update(
             roll=math.radians(a.roll_deg), pitch=math.radians(a.pitch_deg), yaw=math.radians(a.yaw_deg))))
         self._spawn(self._follow(t.subscribe_position(), lambda p: self._update(
@@ -142,6 +156,12 @@ class MavsdkVehicle(VehicleBase):
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
 
+    def _on_odometry(self, odometry) -> None:
+        clock = self._clock
+        clock.vehicle_s, clock.at = odometry.time_usec / 1e6, asyncio.get_running_loop().time()
+        for follow in list(clock.watchers):
+            follow()
+
     async def _on_local_position(self, pv) -> None:
         p, v = pv.position, pv.velocity
         self._state = replace(self._state, t_ns=time.monotonic_ns(), north=p.north_m, east=p.east_m, down=p.down_m,
@@ -159,12 +179,39 @@ class MavsdkVehicle(VehicleBase):
     def state(self) -> VehicleState:
         return self._state
 
-    def deadline(self, seconds: float):
-        """A block that times out after `seconds` of vehicle time."""
-        return asyncio.timeout(seconds / self.speed_factor)
+    @contextlib.asynccontextmanager
+    async def deadline(self, seconds: float):
+        """A block that times out after `seconds` of vehicle time, on the vehicle's own clock.
+
+        It ends at the first ODOMETRY stamped `seconds` after the start, so a simulator that falls
+        behind its speed factor (a loaded machine) stretches the wait instead of cutting a flight
+        short. If the stamps stop (link lost), it ends CLOCK_GRACE_S after the wall-clock estimate.
+        """
+        loop = asyncio.get_running_loop()
+        clock = self._clock
+        async with asyncio.timeout(seconds / self.speed_factor) as timeout:
+            if clock.vehicle_s is None:
+                yield
+                return
+            target = clock.vehicle_s + seconds
+            timeout.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
+
+            def follow() -> None:
+                remaining = target - clock.vehicle_s
+                timeout.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
+                                                  if remaining > 0 else 0.0))
+
+            clock.watchers.add(follow)
+            try:
+                yield
+            finally:
+                clock.watchers.discard(follow)
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds / self.speed_factor)
+        """Wait `seconds` of vehicle time (on the vehicle's clock, as `deadline`)."""
+        with contextlib.suppress(TimeoutError):
+            async with self.deadline(seconds):
+                await asyncio.Event().wait()
 
     async def identity(self) -> str:
         """A stable name for this flight controller: its hardware uid, else the connection string."""
