@@ -23,7 +23,7 @@ between "full command" and what a flight shows, all of them measured on PX4 v1.1
 
 SIH's force and torque are *linear* in its lagged motor outputs (sih.cpp,
 generate_force_and_torques; read_motors applies the first-order lag SIH_T_TAU with explicit Euler
-at each simulator step). So the capability is the gain of that linear map, scaled to the full
+at each simulator step, to the output the controllers published at the step before). So the capability is the gain of that linear map, scaled to the full
 command, and the log has everything to measure it: ``actuator_motors`` at every control step (the
 allocator's outputs, which pwm_out_sim passes to SIH as 1000 + 1000 u microseconds, i.e. u to
 1e-3), and SIH's ground truth (``vehicle_local_position_groundtruth``,
@@ -62,7 +62,11 @@ from px4.ulog import read_topic
 # SDLOG_PROFILE bit 0 (default topics, which include SIH's ground truth in SITL) and bit 4 (high
 # rate: actuator_motors and vehicle_thrust_setpoint at every control step); logger/logged_topics.cpp.
 LOG_PARAMS = {"SDLOG_PROFILE": 17}
-TOLERANCE = 0.10
+# The identification's own error is the output quantization (1e-3 of full command, averaged over
+# hundreds of steps), float32 parameters, SIH's Somigliana gravity (0.02 %) and the logger's gaps
+# (bridged, see _lagged_motors); measured: within 0.4 % on both releases. 3 % leaves a wide margin
+# and still catches any mapping slip worth a name (the issue's bound is 10 %).
+TOLERANCE = 0.03
 # Below this fraction of the full command the flight says too little about the capability.
 MIN_EXCITATION = 0.1
 RATE_CLAMP = 6.0 * math.pi  # rad/s, sih.cpp equations_of_motion
@@ -151,13 +155,17 @@ def _lagged_motors(frame, tau: float) -> _Motors:
         raise MeasurementError(f"actuator_motors logged every {step * 1e3:.0f} ms; the check needs every control "
                                f"step: fly with SDLOG_PROFILE {LOG_PARAMS['SDLOG_PROFILE']} (high-rate topics)")
     command = np.clip(np.nan_to_num(_vector(frame, "control", 4)), 0.0, 1.0)
-    # sih.cpp read_motors: each new output moves the state by step/tau of the way (explicit Euler).
+    # SIH steps every `step` whatever the logger keeps (v1.14.0's logger drops ~3 % of these
+    # samples): run SIH's lag on its own step grid, each step taking the output of the step before
+    # (the last logged one where the log has a gap). sih.cpp read_motors: explicit Euler.
+    grid = t[0] + step * np.arange(int(round((t[-1] - t[0]) / step)) + 1)
+    source = np.clip(np.searchsorted(t, grid - step + 1e-4, side="right") - 1, 0, len(t) - 1)
     gain = step / tau
-    u = np.empty_like(command)
+    u = np.empty((len(grid), 4))
     u[0] = command[0]
-    for k in range(1, len(t)):
-        u[k] = u[k - 1] + gain * (command[k - 1] - u[k - 1])
-    return _Motors(t, u, step)
+    for k in range(1, len(grid)):
+        u[k] = u[k - 1] + gain * (command[source[k]] - u[k - 1])
+    return _Motors(grid, u, step)
 
 
 def _parameters(log: ULog) -> dict[str, float]:
