@@ -22,11 +22,11 @@ from px4.sitl import SitlOptions, px4_sitl
 
 ALTITUDE = 8.0  # m
 HOLD_S = 1.0
-MODE_SWITCH_S = 0.5
+MODE_SWITCH_S = 0.6  # PX4 needs about 0.2 s to leave one offboard control level for another
 # Full thrust until about 2.5 m/s of climb, within these bounds: long enough for the motors to
 # settle and several 50 Hz ground-truth samples, short enough that drag stays a small correction.
 CLIMB_SPEED = 2.5  # m/s
-CLIMB_MIN_S = 0.3
+CLIMB_MIN_S = 0.4
 CLIMB_MAX_S = 0.6
 # Rate doublets (+r then -r): the rate error at the reversal is 2 r, which with PX4's rate gains
 # scaled to the profile (px4.sih) drives the rotor differential towards saturation; each half
@@ -37,7 +37,6 @@ TILT_DOUBLET_S = 0.04
 YAW_RATE = 8.0  # rad/s
 YAW_DOUBLET_S = 0.15
 RECOVER_S = 1.0
-MODE_SWITCH_S = 0.5
 SETTLE_S = 2.0
 LANDED_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 20.0
