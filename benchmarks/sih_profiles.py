@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bridges.capability_flight import measure_on_px4  # noqa: E402
 from profiles.vehicle import library_profiles, load_vehicle_profile  # noqa: E402
 from px4.sih import sitl_params  # noqa: E402
-from px4.sih_check import TOLERANCE, MeasurementError, SihCheck  # noqa: E402
+from px4.sih_check import TOLERANCE, SihCheck  # noqa: E402
 
 # Lowest TWR and alpha (real), highest TWR and alpha (real), highest alpha_xy and alpha_z
 # (virtual), lowest virtual alpha_xy, highest virtual TWR, heaviest.
@@ -68,17 +68,19 @@ async def run(names: list[str], px4_dir: str | None, speed: float, jobs: int, ke
             started = time.monotonic()
             try:
                 check = await measure_on_px4(profile, keep / name, px4_dir=px4_dir, speed=speed)
-            except (MeasurementError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - one profile's failed flight must not hide the others
                 failures += 1
-                return f"{name:<26} | not measured: {exc}"
+                return f"{name:<26} | not measured ({type(exc).__name__}): {exc}"
         failures += not check.passed()
         print(f"  {name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         return row(check)
 
+    async def show(name: str) -> None:
+        print(await one(name), flush=True)
+
     started = time.monotonic()
-    rows = await asyncio.gather(*(one(name) for name in names))
-    print(HEADER)
-    print("\n".join(rows))
+    print(HEADER, flush=True)
+    await asyncio.gather(*(show(name) for name in names))
     print(f"{len(names)} profiles in {time.monotonic() - started:.0f} s at {speed:g}x, {jobs} at a time; "
           f"logs in {keep}")
     print(f"goal: every number within {100 * TOLERANCE:.0f} % of the profile: "

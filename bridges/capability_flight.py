@@ -87,7 +87,8 @@ async def fly_capability_maneuvers(vehicle: MavsdkVehicle, profile: VehicleProfi
         await level(RECOVER_S)
     await vehicle.set_position_ned(north, east, -ALTITUDE, yaw)
     await vehicle.sleep(SETTLE_S)
-    await vehicle.stop_offboard()
+    # Land straight from offboard (commander accepts NAV_LAND in any mode); the setpoint stream
+    # ends when the vehicle is closed.
     await vehicle.land()
     await vehicle.wait_until(lambda s: not s.armed, LANDED_TIMEOUT_S, "landed and disarmed")
 

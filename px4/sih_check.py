@@ -86,7 +86,7 @@ SIH_PARAMS = ("SIH_MASS", "SIH_IXX", "SIH_IYY", "SIH_IZZ", "SIH_KDV", "SIH_KDW",
 
 
 class MeasurementError(RuntimeError):
-    """The log cannot answer: a topic or parameter is missing, or the flight never excited an axis."""
+    """The log cannot answer: a topic or parameter is missing, or no sample is usable for a quantity."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ class Measurement:
         return self.measured / self.expected - 1.0
 
     def passed(self, tolerance: float = TOLERANCE) -> bool:
+        """Within ``tolerance`` of the profile, from a flight that reached MIN_EXCITATION of full command."""
         return abs(self.error) <= tolerance and self.excitation >= MIN_EXCITATION
 
 
@@ -119,9 +120,11 @@ class SihCheck:
     measurements: tuple[Measurement, ...]
 
     def passed(self, tolerance: float = TOLERANCE) -> bool:
+        """Every measurement passed."""
         return all(m.passed(tolerance) for m in self.measurements)
 
     def get(self, quantity: str) -> Measurement:
+        """The measurement of ``quantity`` ("climb", "roll", "pitch" or "yaw")."""
         return next(m for m in self.measurements if m.quantity == quantity)
 
 
