@@ -1,8 +1,8 @@
 """Fly a vehicle profile on PX4 SITL SIH so that its log shows the profile's three numbers.
 
-The flight (all offboard, through the harness's Vehicle API): climb to 10 m, hold; level at hover
+The flight (all offboard, through the harness's Vehicle API): take off, climb to 12 m, hold; level at hover
 thrust, then full collective thrust, long enough for the motors to settle and a few ground-truth
-samples to follow; body-rate doublets about roll, pitch and yaw, each followed by a level
+samples to follow; attitude steps about roll, pitch and yaw (EXCITE_PARAMS), then a level
 recovery; land. PX4 logs SIH's ground truth and the allocator's motor outputs at every control
 step (px4.sih_check's LOG_PARAMS); :func:`px4.sih_check.check_log` measures the profile from that
 log. Durations are vehicle time (the harness divides by the speed factor).
@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bridges.mavsdk_vehicle import MavsdkVehicle, connect
+from bridges.mavsdk_vehicle import connect
+from bridges.vehicle import Vehicle
 from profiles.airframe import GRAVITY
 from profiles.vehicle import VehicleProfile
 from px4.sih import sitl_params
 from px4.sih_check import LOG_PARAMS, SETTLE_TAUS, SihCheck, check_log
 from px4.sitl import SitlOptions, px4_sitl
 
-ALTITUDE = 10.0  # m
+TAKEOFF_ALTITUDE = 8.0  # m
+ALTITUDE = 12.0  # m, room for the few metres a low-TWR vehicle sinks in the yaw steps
 CLIMB_TIMEOUT_S = 30.0
 HOLD_S = 1.0
 # PX4 needs about 0.2 s to leave one offboard control level for another (commander has to see
@@ -31,14 +33,24 @@ MODE_SWITCH_S = 1.0
 CLIMB_SPEED = 2.5  # m/s
 CLIMB_MIN_S = 0.4
 CLIMB_MAX_S = 0.6
-# Rate doublets (+r then -r): the rate error at the reversal is 2 r, which with PX4's rate gains
-# scaled to the profile (px4.sih) drives the rotor differential towards saturation; each half
-# turns the vehicle by at most r t (0.6 rad), and the doublet brings it back. 15 rad/s stays
-# below SIH's 6 pi rad/s clamp.
-TILT_RATE = 15.0  # rad/s
-TILT_DOUBLET_S = 0.04
-YAW_RATE = 8.0  # rad/s
-YAW_DOUBLET_S = 0.15
+# Attitude steps of up to +-45 deg (yaw +-90 deg), each reversal a 90 deg (180 deg) swing, with PX4's
+# attitude gains and rate limits at the top of their ranges for this flight only (EXCITE_PARAMS):
+# the rate error at a reversal then reaches ~25 rad/s, which drives the rotor differential of
+# every Table I profile to 15 % or more of full (the rate gains stay the profile's, px4.sih).
+# Attitude steps bound the rotation whatever the timing: rate setpoints would turn the vehicle
+# over if the harness were late to reverse them on a loaded machine.
+# MPC_THR_MAX just below 1 keeps the position controller (climb, holds) from ever commanding full
+# collective, so the log's full-collective samples are those of the level climb step alone.
+EXCITE_PARAMS = {"MC_ROLL_P": 12.0, "MC_PITCH_P": 12.0, "MC_YAW_P": 5.0,  # mc_att_control_params.c maxima
+                 "MC_ROLLRATE_MAX": 1000.0, "MC_PITCHRATE_MAX": 1000.0, "MC_YAWRATE_MAX": 1000.0,  # deg/s, < 6 pi rad/s
+                 "MPC_THR_MAX": 0.99}
+TILT_STEP = math.radians(45.0)
+# A vehicle with little thrust to spare tilts less, so that it still holds its altitude
+# (TWR cos(tilt) >= TILT_THRUST_MARGIN, allowing for the attitude overshoot at saturated torque).
+TILT_THRUST_MARGIN = 1.25
+TILT_HOLD_S = 0.5
+YAW_STEP = math.radians(90.0)
+YAW_HOLD_S = 0.7
 RECOVER_S = 1.0
 SETTLE_S = 2.0
 LANDED_TIMEOUT_S = 60.0
@@ -52,11 +64,13 @@ def climb_duration(profile: VehicleProfile) -> float:
     return min(max(CLIMB_SPEED / accel, CLIMB_MIN_S, settle), CLIMB_MAX_S)
 
 
-async def fly_capability_maneuvers(vehicle: MavsdkVehicle, profile: VehicleProfile) -> None:
+async def fly_capability_maneuvers(vehicle: Vehicle, profile: VehicleProfile) -> None:
     """Excite climb, roll, pitch and yaw at or towards full command, then land and disarm."""
     await vehicle.wait_armable(60.0)
     await vehicle.arm()
-    # Climb in offboard position control: the measurement needs height, not an exact altitude.
+    # PX4's takeoff first (an offboard climb from the ground ends in "Landing at current position"
+    # on v1.14.0, and its takeoff stops short of 12 m), then offboard up to the working altitude.
+    await vehicle.takeoff(TAKEOFF_ALTITUDE)
     await vehicle.start_offboard()
     state = vehicle.state
     north, east, yaw = state.north, state.east, state.yaw
@@ -69,24 +83,35 @@ async def fly_capability_maneuvers(vehicle: MavsdkVehicle, profile: VehicleProfi
         await vehicle.set_attitude(0.0, 0.0, yaw, hover)
         await vehicle.sleep(seconds)
 
-    # PX4 leaves position control for attitude setpoints only once commander has seen a few of
-    # them (about 0.2 s): enter attitude control at hover thrust first, then step to full thrust.
-    await level(MODE_SWITCH_S)
-    await vehicle.set_attitude(0.0, 0.0, yaw, 1.0)
-    await vehicle.sleep(climb_duration(profile))
-    await level(RECOVER_S)
-    for rates, seconds in (((TILT_RATE, 0.0, 0.0), TILT_DOUBLET_S), ((0.0, TILT_RATE, 0.0), TILT_DOUBLET_S),
-                           ((0.0, 0.0, YAW_RATE), YAW_DOUBLET_S)):
-        # Rate control first (same switch delay as above), holding the level attitude.
-        await vehicle.set_attitude_rate(0.0, 0.0, 0.0, hover)
-        await vehicle.sleep(MODE_SWITCH_S)
-        for sign in (1.0, -1.0):
-            await vehicle.set_attitude_rate(*(sign * r for r in rates), hover)
-            await vehicle.sleep(seconds)
-        await vehicle.set_attitude_rate(0.0, 0.0, 0.0, hover)
+    async def hold() -> None:
+        # Back to position control: regain the altitude an attitude phase may have cost.
+        await vehicle.set_position_ned(north, east, -ALTITUDE, yaw)
+        await vehicle.sleep(SETTLE_S)
+
+    # The excitation settings for the maneuvers only: PX4's own takeoff and climb keep its defaults.
+    async with vehicle.params_changed(EXCITE_PARAMS):
+        # PX4 leaves position control for attitude setpoints only once commander has seen a few of
+        # them (about 0.2 s): enter attitude control at hover thrust first, then step to full thrust.
+        await level(MODE_SWITCH_S)
+        await vehicle.set_attitude(0.0, 0.0, yaw, 1.0)
+        await vehicle.sleep(climb_duration(profile))
         await level(RECOVER_S)
-    await vehicle.set_position_ned(north, east, -ALTITUDE, yaw)
-    await vehicle.sleep(SETTLE_S)
+        await hold()
+        tilt = min(TILT_STEP, math.acos(min(TILT_THRUST_MARGIN / profile.twr_max, 1.0)))
+        tilted = min(hover / math.cos(tilt), 1.0)  # the collective that holds altitude when tilted
+        await level(MODE_SWITCH_S)
+        for roll, pitch in ((tilt, 0.0), (-tilt, 0.0), (0.0, 0.0), (0.0, tilt), (0.0, -tilt)):
+            await vehicle.set_attitude(roll, pitch, yaw, tilted)
+            await vehicle.sleep(TILT_HOLD_S)
+        await level(RECOVER_S)
+        await hold()
+        # With MC_AIRMODE 0 the allocator lowers the collective to make room for a saturated yaw
+        # torque: a low-TWR vehicle sinks by a few metres during these steps.
+        await level(MODE_SWITCH_S)
+        for turn in (YAW_STEP, -YAW_STEP, 0.0):
+            await vehicle.set_attitude(0.0, 0.0, yaw + turn, hover)
+            await vehicle.sleep(YAW_HOLD_S)
+        await hold()
     # Land straight from offboard (commander accepts NAV_LAND in any mode); the setpoint stream
     # ends when the vehicle is closed.
     await vehicle.land()

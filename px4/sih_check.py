@@ -32,8 +32,8 @@ pwm_out_sim passes to SIH as 1000 + 1000 u microseconds, i.e. u to 1e-3), and SI
 passed through SIH's own lag, and then
 
 * climb: ``-a_z + g - (KDV/m) v_z = TWR g * mean(u) * cos(tilt)`` for every ground-truth sample
-  taken while PX4 commanded full collective thrust (vehicle_thrust_setpoint at -1) and the motors
-  had settled (4 time constants), least squares for ``TWR``; reported as ``(TWR - 1) g``;
+  taken level while PX4 commanded full collective thrust (vehicle_thrust_setpoint at -1) and the
+  motors had settled (4 time constants), least squares for ``TWR``; reported as ``(TWR - 1) g``;
 * angular: between consecutive ground-truth rate samples,
   ``delta w = alpha * integral(D dt) + integral(-KDW/I w - w x I w / I) dt``, where ``D`` is the
   normalized rotor differential (1 = FLYINGTRUST's saturating pattern), least squares for
@@ -79,6 +79,7 @@ CLAMP_MARGIN = 0.95
 SETTLE_TAUS = 4.0  # motor time constants after the full-collective setpoint before a sample counts
 AIRBORNE_M = 1.0  # ground truth below this height is near SIH's ground contact
 FULL_COLLECTIVE = 0.999
+LEVEL_COSINE = math.cos(math.radians(10.0))  # a climb sample is one flown level (tilt under 10 deg)
 FULL_RATE_S = 0.006  # actuator_motors must be logged at every control step (4 ms in SITL)
 TOPICS = ("actuator_motors", "vehicle_thrust_setpoint", "vehicle_local_position_groundtruth",
           "vehicle_attitude_groundtruth", "vehicle_angular_velocity_groundtruth")
@@ -211,12 +212,13 @@ def measure_climb(log: ULog, profile: VehicleProfile, motors: _Motors, params: d
     since[full & (index >= 0)] = starts[index[full & (index >= 0)]]
     at = np.clip(np.searchsorted(t_sp, t, side="right") - 1, 0, len(t_sp) - 1)
     settled = full[at] & (t - since[at] >= SETTLE_TAUS * params["SIH_T_TAU"])
-    use = settled & (-position["z"].to_numpy() > AIRBORNE_M)
+    tilt_cosine = _tilt_cosine(read_topic(log, "vehicle_attitude_groundtruth"), t)
+    use = settled & (tilt_cosine >= LEVEL_COSINE) & (-position["z"].to_numpy() > AIRBORNE_M)
     if use.sum() < 3:
-        raise MeasurementError("no ground-truth sample at full collective thrust in the air: the flight did not "
-                               "command full thrust long enough (at least 4 motor time constants)")
+        raise MeasurementError("no ground-truth sample at full collective thrust, level and in the air: the flight "
+                               "did not command full thrust long enough (at least 4 motor time constants)")
     collective = motors.u[motors.at(t[use])].mean(axis=1)
-    x = GRAVITY * collective * _tilt_cosine(read_topic(log, "vehicle_attitude_groundtruth"), t[use])
+    x = GRAVITY * collective * tilt_cosine[use]
     vz = position["vz"].to_numpy()[use]
     thrust_accel = -position["az"].to_numpy()[use] + GRAVITY - params["SIH_KDV"] / params["SIH_MASS"] * vz
     twr = float(np.dot(x, thrust_accel) / np.dot(x, x))
