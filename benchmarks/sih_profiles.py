@@ -1,7 +1,7 @@
 """FLYINGTRUST profiles on real PX4 SITL SIH: expected vs measured climb and angular accelerations.
 
 Each profile flies once on the given PX4 build (bridges/capability_flight.py: full collective
-thrust from hover, roll/pitch/yaw rate doublets), and px4/sih_check.py measures from PX4's ULog
+thrust from hover, roll/pitch/yaw attitude steps), and px4/sih_check.py measures from PX4's ULog
 the climb acceleration at full collective ``(TWR-1) g`` and the angular accelerations at the
 saturating rotor pattern (alpha_xy for roll and pitch, alpha_z for yaw). Goal: every number within
 the check's tolerance (3 %) of the profile, for every profile SIH can reproduce; profiles it cannot

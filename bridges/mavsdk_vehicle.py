@@ -30,7 +30,7 @@ from mavsdk.exceptions import MavsdkError
 from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.mission import MissionItem, MissionPlan
-from mavsdk.plugins.offboard import Attitude, AttitudeRate, OffboardError, PositionNedYaw, VelocityNedYaw
+from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
@@ -296,12 +296,6 @@ class MavsdkVehicle(VehicleBase):
         """Attitude (rad) and normalized collective thrust (0..1), as SET_ATTITUDE_TARGET."""
         sp = Attitude(math.degrees(roll), math.degrees(pitch), math.degrees(yaw), thrust)
         self._offboard_setpoint = lambda: self.offboard.set_attitude(sp)
-        await self._offboard_setpoint()
-
-    async def set_attitude_rate(self, roll_rate: float, pitch_rate: float, yaw_rate: float, thrust: float) -> None:
-        """Body rates (rad/s) and normalized collective thrust (0..1), as SET_ATTITUDE_TARGET with rates."""
-        sp = AttitudeRate(math.degrees(roll_rate), math.degrees(pitch_rate), math.degrees(yaw_rate), thrust)
-        self._offboard_setpoint = lambda: self.offboard.set_attitude_rate(sp)
         await self._offboard_setpoint()
 
     async def _stop_stream(self) -> None:

@@ -44,10 +44,10 @@ corrections use what PX4 ran with. ``excitation`` says how much of the full comm
 reached (mean motor output at full collective; largest ``|D|``), ``observed`` what the flight
 showed directly (drag-corrected climb acceleration at PX4's full collective; the largest
 rotor-produced angular acceleration). An agile profile is identified from a fraction of its
-torque: with the rate gains scaled to keep PX4's default bandwidth (px4/sih.py), a 30 rad/s rate
-error asks a 1467 rad/s^2 vehicle for about 14 % of its differential, and SIH's clamp forbids a
-larger error; the identification holds all the same because SIH is linear in the outputs PX4
-sent. Gravity: ``g`` = 9.80665 m/s^2 on both sides; v1.16's SIH
+torque: with the rate gains scaled to keep PX4's default bandwidth (px4/sih.py), the ~25 rad/s
+rate error of the capability flight's attitude reversals asks a 1467 rad/s^2 vehicle for about
+11 % of its differential, and SIH's clamp forbids a much larger error; the identification holds
+all the same because SIH is linear in the outputs PX4 sent. Gravity: ``g`` = 9.80665 m/s^2 on both sides; v1.16's SIH
 uses the Somigliana gravity at SIH_LOC_LAT0 (9.808 m/s^2), a 0.02 % difference.
 """
 

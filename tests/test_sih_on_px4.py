@@ -2,7 +2,7 @@
 own log (px4/sih_check.py), and the profiles SIH cannot reproduce, refused with PX4's reason.
 
 The flights run the real `px4` from PX4_DIR (and one smoke flight per build in PX4_SMOKE_DIRS) at
-4x real time, about 15 s each. The two profiles are Table I's extremes: 2.00kg-T-MOTOR has the
+4x real time, about 20 s each. The two profiles are Table I's extremes: 2.00kg-T-MOTOR has the
 lowest TWR (1.4) and the lowest alpha_xy and alpha_z; 0.75kg-Quadrotor-2 the highest alpha_xy
 (1467 rad/s^2) and alpha_z (73.3 rad/s^2). benchmarks/sih_profiles.py measures more of them.
 """
