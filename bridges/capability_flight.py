@@ -1,9 +1,9 @@
 """Fly a vehicle profile on PX4 SITL SIH so that its log shows the profile's three numbers.
 
-The flight (all offboard, through the harness's Vehicle API): take off, climb to 12 m, hold; level at hover
-thrust, then full collective thrust, long enough for the motors to settle and a few ground-truth
-samples to follow; attitude steps about roll, pitch and yaw (EXCITE_PARAMS), then a level
-recovery; land. PX4 logs SIH's ground truth and the allocator's motor outputs at every control
+The flight (through the harness's Vehicle API): take off, climb offboard to 12 m, hold; level at
+hover thrust, then full collective thrust, long enough for the motors to settle and a few
+ground-truth samples to follow; attitude steps about roll, pitch and yaw (EXCITE_PARAMS), each
+phase followed by a position hold; land. PX4 logs SIH's ground truth and the allocator's motor outputs at every control
 step (px4.sih_check's LOG_PARAMS); :func:`px4.sih_check.check_log` measures the profile from that
 log. Durations are vehicle time (the harness divides by the speed factor).
 """
@@ -33,10 +33,11 @@ MODE_SWITCH_S = 1.0
 CLIMB_SPEED = 2.5  # m/s
 CLIMB_MIN_S = 0.4
 CLIMB_MAX_S = 0.6
-# Attitude steps of up to +-45 deg (yaw +-90 deg), each reversal a 90 deg (180 deg) swing, with PX4's
-# attitude gains and rate limits at the top of their ranges for this flight only (EXCITE_PARAMS):
-# the rate error at a reversal then reaches ~25 rad/s, which drives the rotor differential of
-# every Table I profile to 15 % or more of full (the rate gains stay the profile's, px4.sih).
+# Attitude steps of up to +-45 deg (yaw +-90 deg), each reversal a 90 deg (180 deg) swing, with
+# PX4's attitude gains and rate limits at the top of their ranges for the maneuvers only
+# (EXCITE_PARAMS): the rate error at a reversal then reaches ~25 rad/s, which drives the rotor
+# differential of every Table I profile to 11 % or more of full (the rate gains stay the
+# profile's, px4.sih).
 # Attitude steps bound the rotation whatever the timing: rate setpoints would turn the vehicle
 # over if the harness were late to reverse them on a loaded machine.
 # MPC_THR_MAX just below 1 keeps the position controller (climb, holds) from ever commanding full
