@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bridges.mavsdk_vehicle import connect
-from bridges.vehicle import Vehicle
+from bridges.mavsdk_vehicle import MavsdkVehicle, connect
+from bridges.vehicle import VehicleError
 from profiles.airframe import GRAVITY
 from profiles.vehicle import VehicleProfile
 from px4.sih import sitl_params
@@ -22,6 +22,7 @@ from px4.sih_check import LOG_PARAMS, SETTLE_TAUS, SihCheck, check_log
 from px4.sitl import SitlOptions, px4_sitl
 
 TAKEOFF_ALTITUDE = 8.0  # m
+TAKEOFF_TIMEOUT_S = 20.0
 ALTITUDE = 12.0  # m, room for the few metres a low-TWR vehicle sinks in the yaw steps
 CLIMB_TIMEOUT_S = 30.0
 HOLD_S = 1.0
@@ -65,13 +66,19 @@ def climb_duration(profile: VehicleProfile) -> float:
     return min(max(CLIMB_SPEED / accel, CLIMB_MIN_S, settle), CLIMB_MAX_S)
 
 
-async def fly_capability_maneuvers(vehicle: Vehicle, profile: VehicleProfile) -> None:
+async def fly_capability_maneuvers(vehicle: MavsdkVehicle, profile: VehicleProfile) -> None:
     """Excite climb, roll, pitch and yaw at or towards full command, then land and disarm."""
     await vehicle.wait_armable(60.0)
     await vehicle.arm()
     # PX4's takeoff first (an offboard climb from the ground ends in "Landing at current position"
-    # on v1.14.0, and its takeoff stops short of 12 m), then offboard up to the working altitude.
-    await vehicle.takeoff(TAKEOFF_ALTITUDE)
+    # on v1.14.0), then offboard up to the working altitude. v1.14.0 now and then ends its takeoff
+    # short of MIS_TAKEOFF_ALT (6.3 m of 8 m seen) or off the harness's 0.15 m settling band; the
+    # offboard climb takes over from any height in the air.
+    try:
+        await vehicle.takeoff(TAKEOFF_ALTITUDE, TAKEOFF_TIMEOUT_S)
+    except VehicleError:
+        if not vehicle.state.in_air:
+            raise
     await vehicle.start_offboard()
     state = vehicle.state
     north, east, yaw = state.north, state.east, state.yaw
