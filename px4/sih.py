@@ -1,7 +1,9 @@
 """A vehicle profile as PX4 SIH parameters, so that PX4 SITL flies the profile's capability.
 
-How PX4's SIH (src/modules/simulation/simulator_sih/sih.cpp, quadcopter case) turns actuator
-outputs into forces, as read from its source:
+How PX4's SIH (src/modules/simulation/simulator_sih/sih.cpp, quadcopter case; the same equations
+in v1.14.0 and v1.16.1, which moved the integration to an ECEF frame) turns actuator outputs into
+forces, as read from its source (Sih::read_motors, generate_force_and_torques,
+equations_of_motion):
 
 * each motor output ``u_i`` in [0, 1] passes a first-order lag with time constant SIH_T_TAU
   (explicit Euler at the simulator step), and the thrust is *linear* in the lagged ``u_i``:
