@@ -80,6 +80,7 @@ SETTLE_TAUS = 4.0  # motor time constants after the full-collective setpoint bef
 AIRBORNE_M = 1.0  # ground truth below this height is near SIH's ground contact
 FULL_COLLECTIVE = 0.999
 LEVEL_COSINE = math.cos(math.radians(10.0))  # a climb sample is one flown level (tilt under 10 deg)
+GAP_MEMORY_TAUS = 2.0  # after a logger gap, the reconstructed lag is left out this long
 FULL_RATE_S = 0.006  # actuator_motors must be logged at every control step (4 ms in SITL)
 TOPICS = ("actuator_motors", "vehicle_thrust_setpoint", "vehicle_local_position_groundtruth",
           "vehicle_attitude_groundtruth", "vehicle_angular_velocity_groundtruth")
@@ -136,6 +137,7 @@ class _Motors:
     t: np.ndarray  # s
     u: np.ndarray  # (n, 4), after SIH's lag
     step: float  # s, SIH's simulation step
+    guessed: np.ndarray  # (n,) bool: the state still carries an output the log did not have
 
     def at(self, t: np.ndarray) -> np.ndarray:
         """Index of the motor state SIH used for the step that produced a sample at time ``t``."""
@@ -166,15 +168,24 @@ def _lagged_motors(frame, tau: float) -> _Motors:
     command = np.clip(np.nan_to_num(_vector(frame, "control", 4)), 0.0, 1.0)
     # SIH steps every `step` whatever the logger keeps (v1.14.0's logger drops ~3 % of these
     # samples): run SIH's lag on its own step grid, each step taking the output of the step before
-    # (the last logged one where the log has a gap). sih.cpp read_motors: explicit Euler.
-    grid = t[0] + step * np.arange(int(round((t[-1] - t[0]) / step)) + 1)
-    source = np.clip(np.searchsorted(t, grid - step + 1e-4, side="right") - 1, 0, len(t) - 1)
+    # (interpolated where the log has a gap). sih.cpp read_motors: explicit Euler.
+    # The grid: every logged sample, plus one step per step the logger skipped.
+    per_sample = np.maximum(np.rint(np.diff(t) / step).astype(int), 1)
+    owner = np.repeat(np.arange(len(t) - 1), per_sample)
+    offset = np.arange(len(owner)) - np.repeat(np.cumsum(per_sample) - per_sample, per_sample)
+    grid = np.append(t[owner] + offset * step, t[-1])
+    logged = np.append(offset == 0, True)
+    previous = np.stack([np.interp(grid - step, t, command[:, i]) for i in range(4)], axis=1)
     gain = step / tau
     u = np.empty((len(grid), 4))
     u[0] = command[0]
     for k in range(1, len(grid)):
-        u[k] = u[k - 1] + gain * (command[source[k]] - u[k - 1])
-    return _Motors(grid, u, step)
+        u[k] = u[k - 1] + gain * (previous[k] - u[k - 1])
+    # An interpolated output stays in the lagged state for a few time constants: flag those steps.
+    memory = int(np.ceil(GAP_MEMORY_TAUS * tau / step))
+    gaps = np.concatenate([[0], np.cumsum(~np.roll(logged, 1))])
+    guessed = gaps[1:] - gaps[np.clip(np.arange(len(grid)) - memory + 1, 0, None)] > 0
+    return _Motors(grid, u, step, guessed)
 
 
 def _parameters(log: ULog) -> dict[str, float]:
@@ -213,6 +224,7 @@ def measure_climb(log: ULog, profile: VehicleProfile, motors: _Motors, params: d
     at = np.clip(np.searchsorted(t_sp, t, side="right") - 1, 0, len(t_sp) - 1)
     settled = full[at] & (t - since[at] >= SETTLE_TAUS * params["SIH_T_TAU"])
     tilt_cosine = _tilt_cosine(read_topic(log, "vehicle_attitude_groundtruth"), t)
+    # (Logger gaps are kept here: an interpolated output moves the mean collective by ~1e-3.)
     use = settled & (tilt_cosine >= LEVEL_COSINE) & (-position["z"].to_numpy() > AIRBORNE_M)
     if use.sum() < 3:
         raise MeasurementError("no ground-truth sample at full collective thrust, level and in the air: the flight "
@@ -246,6 +258,9 @@ def measure_angular(log: ULog, profile: VehicleProfile, motors: _Motors, params:
     below_clamp = np.abs(w).max(axis=1) < CLAMP_MARGIN * RATE_CLAMP
     ok = (below_clamp[1:] & below_clamp[:-1] & (height[1:] > AIRBORNE_M) & (height[:-1] > AIRBORNE_M) & (h < 0.05)
           & (t[:-1] >= motors.t[0]) & (t[1:] <= motors.t[-1]))
+    # Intervals whose motor state carries an output the logger dropped are left out.
+    guessed = np.concatenate([[0], np.cumsum(motors.guessed)])
+    ok &= guessed[motors.at(t[1:]) + 1] - guessed[motors.at(t[:-1]) + 1] == 0
     in_air = motors.at(t[1:][ok])
     results = []
     for axis, (quantity, expected) in enumerate((("roll", profile.alpha_xy_max), ("pitch", profile.alpha_xy_max),
