@@ -9,7 +9,8 @@ are listed with PX4's reason. `exc` is the fraction of the full command the flig
 the climb acceleration read directly at PX4's full collective (drag removed; PX4 keeps attitude
 margin, so it is lower).
 
-    python benchmarks/sih_profiles.py [--px4-dir DIR] [--speed 4] [--jobs 1] [--all | NAME ...]
+    python benchmarks/sih_profiles.py [--px4-dir DIR] [--speed 4] [--jobs 1] [--keep DIR] [--all | NAME ...]
+    python benchmarks/sih_profiles.py --measure-again DIR [--all | NAME ...]   # the logs a --keep run left
 
 Without names: Table I's extremes (lowest and highest TWR, alpha_xy, alpha_z; real and virtual).
 """
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bridges.capability_flight import measure_on_px4  # noqa: E402
 from profiles.vehicle import library_profiles, load_vehicle_profile  # noqa: E402
 from px4.sih import sitl_params  # noqa: E402
-from px4.sih_check import TOLERANCE, SihCheck  # noqa: E402
+from px4.sih_check import TOLERANCE, SihCheck, check_log  # noqa: E402
 
 # Lowest TWR and alpha (real), highest TWR and alpha (real), highest alpha_xy and alpha_z
 # (virtual), lowest virtual alpha_xy, highest virtual TWR, heaviest.
@@ -53,7 +54,7 @@ HEADER = (f"{'profile':<26} | {'climb (TWR-1)g m/s^2':^31} | {'roll alpha_xy rad
           + f" | {'climb':^7} |")
 
 
-async def run(names: list[str], px4_dir: str | None, speed: float, jobs: int, keep: Path) -> int:
+async def run(names: list[str], px4_dir: str | None, speed: float, jobs: int, keep: Path, again: bool) -> int:
     gate = asyncio.Semaphore(jobs)
     failures = 0
 
@@ -67,7 +68,10 @@ async def run(names: list[str], px4_dir: str | None, speed: float, jobs: int, ke
         async with gate:
             started = time.monotonic()
             try:
-                check = await measure_on_px4(profile, keep / name, px4_dir=px4_dir, speed=speed)
+                if again:
+                    check = check_log(sorted((keep / name / "ulog").glob("*.ulg"))[-1], profile)
+                else:
+                    check = await measure_on_px4(profile, keep / name, px4_dir=px4_dir, speed=speed)
             except Exception as exc:  # noqa: BLE001 - one profile's failed flight must not hide the others
                 failures += 1
                 return f"{name:<26} | not measured ({type(exc).__name__}): {exc}"
@@ -81,8 +85,8 @@ async def run(names: list[str], px4_dir: str | None, speed: float, jobs: int, ke
     started = time.monotonic()
     print(HEADER, flush=True)
     await asyncio.gather(*(show(name) for name in names))
-    print(f"{len(names)} profiles in {time.monotonic() - started:.0f} s at {speed:g}x, {jobs} at a time; "
-          f"logs in {keep}")
+    how = "measured again from their logs" if again else f"at {speed:g}x, {jobs} at a time"
+    print(f"{len(names)} profiles in {time.monotonic() - started:.0f} s, {how}; logs in {keep}")
     print(f"goal: every number within {100 * TOLERANCE:.0f} % of the profile: "
           f"{'met' if failures == 0 else f'NOT met ({failures} profiles)'}")
     return 1 if failures else 0
@@ -96,11 +100,13 @@ def main() -> int:
     parser.add_argument("--speed", type=float, default=4.0)
     parser.add_argument("--jobs", type=int, default=1, help="PX4 instances at a time")
     parser.add_argument("--keep", type=Path, help="where to keep each flight's PX4 log (default: a temp folder)")
+    parser.add_argument("--measure-again", type=Path, metavar="DIR",
+                        help="fly nothing: measure again from the logs a --keep DIR run left")
     args = parser.parse_args()
     names = [p.name for p in library_profiles()] if args.all else (args.names or list(EXTREMES))
-    keep = args.keep or Path(tempfile.mkdtemp(prefix="sih-profiles-"))
-    print(f"PX4 build: {args.px4_dir or '(PATH)'}")
-    return asyncio.run(run(names, args.px4_dir, args.speed, args.jobs, keep))
+    keep = args.measure_again or args.keep or Path(tempfile.mkdtemp(prefix="sih-profiles-"))
+    print(f"logs of {keep}" if args.measure_again else f"PX4 build: {args.px4_dir or '(PATH)'}")
+    return asyncio.run(run(names, args.px4_dir, args.speed, args.jobs, keep, args.measure_again is not None))
 
 
 if __name__ == "__main__":
