@@ -45,6 +45,7 @@ from config.fields import (
 from config.loading import load_yaml
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
+from hil.targets import PX4_SITL
 from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
 
 LOCKSTEP = "sim-lockstep"
@@ -139,8 +140,8 @@ class Campaign:
                             for fault in self.faults:
                                 for planner, compute in itertools.product(self.planners, self.computes):
                                     for repeat in range(self.repeats):
-                                        parts = (mission.scene, f"c{config}", mission.rule, profile, target, link,
-                                                 Path(fault).stem, planner, compute, f"r{repeat}")
+                                        parts = (mission.scene, f"c{config}", mission.rule, _stem(profile),
+                                                 target, link, _stem(fault), planner, compute, f"r{repeat}")
                                         trial_id = "__".join(_safe(p) for p in parts)
                                         out.append(TrialSpec(
                                             trial_id=trial_id, campaign=self.name, scene=mission.scene,
@@ -149,6 +150,11 @@ class Campaign:
                                             rate_hz=self.rate_hz, repeat=repeat,
                                             seed=trial_seed(self.seed, trial_id), speed=self.speed))
         return out
+
+
+def _stem(entry: str) -> str:
+    """A profile or fault named by a YAML file goes into trial ids by its file's stem; a name as it is."""
+    return Path(entry).stem if entry.endswith((".yaml", ".yml")) else entry
 
 
 def trial_seed(campaign_seed: int, trial_id: str) -> int:
@@ -194,6 +200,8 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         # Faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link for them.
         problems.add("targets", f"{LOCKSTEP} flies without fault profiles; give them a MAVLink target "
                                 "(sim, px4-sitl, a connection string) or use faults: [none]")
+    if any(t.startswith(PX4_SITL) for t in targets):
+        _check_px4_can_fly(profiles, problems)
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
@@ -240,10 +248,23 @@ def _profiles(entries: Any, problems: Problems) -> tuple[str, ...]:
             problems.invalid(path, "a profile name or {library: NAME}", entry)
             continue
         try:
-            names.append(load_vehicle_profile(entry).name)
+            load_vehicle_profile(entry)
         except ProfileError as exc:
             problems.add(path, str(exc))
+            continue
+        names.append(entry)  # a library name, or a profile file: the trial loads it again from here
     return tuple(dict.fromkeys(names))
+
+
+def _check_px4_can_fly(profiles: tuple[str, ...], problems: Problems) -> None:
+    """Every profile must be one PX4 SITL's SIH can reproduce (px4.sih refuses the others, saying why)."""
+    from px4.sih import sitl_params
+
+    for index, name in enumerate(profiles):
+        try:
+            sitl_params(load_vehicle_profile(name))
+        except ValueError as exc:
+            problems.add(f"profiles[{index}]", f"not flyable on px4-sitl: {exc}")
 
 
 def _library_of(profile) -> str:

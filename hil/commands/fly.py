@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     from hil.safety import SafetyLimits
     from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
     from missions.waypoint import load_mission
+    from profiles.vehicle import load_vehicle_profile
     from px4.params_file import read_params_file
+    from px4.sih import sitl_params
     from px4.sim.realtime import SimOptions, build_vehicle
     from px4.sitl import Px4NotFound, SitlError
     from reports.trial_summary import format_summary
@@ -79,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         mission = load_mission(args.mission)
         target = TargetSpec.parse(args.target)
         params = {**(read_params_file(args.params) if args.params else {}), **dict(args.param)}
+        if target.name == PX4_SITL:
+            sitl_params(load_vehicle_profile(args.profile))  # refuses a profile PX4's SIH cannot fly, saying why
     except (ConfigError, ValueError) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
