@@ -300,11 +300,11 @@ def _target_problem(name: str) -> str | None:
 def _link_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from profiles.link import LinkProfileError, load_link_profile
+    from profiles.link import load_link_profile
 
     try:
         load_link_profile(name)
-    except (LinkProfileError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError) as exc:
         return f"expected none or a link profile: {exc}"
     return None
 

@@ -19,7 +19,7 @@ import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.hitl_bench import HITL_PARAM, HitlModeError, hitl_bench
-from bridges.impairment import LinkSpec
+from profiles.link import LinkSpec
 from bridges.link_proxy import LinkProxy
 from bridges.mavsdk_vehicle import connect
 from bridges.physics_faults import PhysicsFailureInjector
