@@ -188,6 +188,16 @@ class Vehicle(Protocol):
         """Stop streams and tasks; leave the vehicle disarmed or landing, never flying uncommanded."""
 
 
+class ParamJournal(Protocol):
+    """Somewhere durable to keep original parameter values while they are changed (hil.param_journal)."""
+
+    def record(self, name: str, original: float) -> None:
+        """Keep `original` (on disk, before the change is made); a name already kept keeps its first value."""
+
+    def forget(self, name: str) -> None:
+        """The parameter is back to its original: stop keeping it."""
+
+
 class VehicleBase:
     """Telemetry fan-out, waiting and parameter restore: the parts every Vehicle shares.
 
@@ -202,7 +212,7 @@ class VehicleBase:
         self._sample_count = 0
         # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
         # for hardware); None for simulators that die with the run anyway.
-        self.journal = None
+        self.journal: ParamJournal | None = None
 
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
@@ -269,7 +279,17 @@ class VehicleBase:
                                   timeout, f"hold at {altitude:.1f} m after takeoff")
 
     async def _restore(self, originals: Mapping[str, float]) -> None:
+        """Put every original back (one failing does not stop the others); the journal lets go of a
+        parameter only once a read-back shows it restored, so a failed restore stays journaled."""
+        failed: list[Exception] = []
         for name, value in reversed(list(originals.items())):
-            await self.set_param(name, value)
-            if self.journal is not None:
-                self.journal.forget(name)
+            try:
+                await self.set_param(name, value)
+                # PX4 stores float32: compare at that precision.
+                if self.journal is not None and math.isclose(await self.get_param(name), value, rel_tol=1e-6,
+                                                             abs_tol=1e-9):
+                    self.journal.forget(name)
+            except Exception as error:  # noqa: BLE001 - the others are still put back; the first is raised
+                failed.append(error)
+        if failed:
+            raise failed[0]

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import json
 import math
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator
 
@@ -32,7 +31,7 @@ from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
-from missions.scenes import DEFAULT_CLEARANCE, generate
+from missions.scenes import DEFAULT_CLEARANCE, scene_for
 from onboard.task import NavTask, task_for_scene
 from profiles.link import load_link_profile
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
@@ -46,12 +45,6 @@ LOCKSTEP_TELEMETRY_HZ = 100.0
 PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
 STATE_FIELDS = tuple(field.name for field in dataclasses.fields(VehicleState))
 ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
-
-
-@lru_cache(maxsize=4)
-def scene_for(name: str, config: int) -> Scene:
-    """The scene of a trial; a few kept per process because campaigns run scene by scene."""
-    return generate(name, config)
 
 
 def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:

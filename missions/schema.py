@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,13 +82,8 @@ class SceneRef:
         if self.file is not None:
             from missions.export import load_scene
             return load_scene(Path(self.file))
-        return _generated(self.generator, self.seed)
-
-
-@lru_cache(maxsize=32)
-def _generated(name: str, seed: int) -> Scene:
-    from missions.scenes import generate
-    return generate(name, seed)
+        from missions.scenes import scene_for
+        return scene_for(self.generator, self.seed)
 
 
 @dataclass(frozen=True)

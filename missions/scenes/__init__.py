@@ -9,6 +9,8 @@ valid and connected with the vehicle's clearance (see `missions.scenes.base`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from missions.geometry import Scene
 from missions.scenes import flightbench
 from missions.scenes.base import (
@@ -63,3 +65,10 @@ def generate(name: str, seed: int = 0, clearance: float = DEFAULT_CLEARANCE) -> 
     if name not in SCENES:
         raise SceneError(f"unknown scene {name!r} (known: {', '.join(SCENES)})")
     return _generate(SCENES[name], seed, clearance)
+
+
+@lru_cache(maxsize=32)
+def scene_for(name: str, seed: int) -> Scene:
+    """`generate(name, seed)`, kept per process: campaigns, missions and reports ask for the same scenes
+    over and over, and generating one (with its path checks) takes up to a second."""
+    return generate(name, seed)
