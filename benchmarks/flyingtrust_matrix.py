@@ -57,7 +57,7 @@ def main() -> None:
         "name": "flyingtrust-matrix", "seed": 0, "repeats": 1,
         "missions": [{"scene": name, "configs": list(range(args.configs)), "rule": "flyingtrust"}
                      for name in args.scenes.split(",")],
-        "profiles": [{"library": "flyingtrust"}], "targets": ["sim-lockstep"], "planners": [args.planner],
+        "profiles": [{"library": "flyingtrust"}], "targets": ["lockstep"], "planners": [args.planner],
         "rate_hz": args.rate_hz,
     }, "benchmarks/flyingtrust_matrix.py")
     out = args.out or Path(tempfile.mkdtemp(prefix="flyingtrust-matrix-"))

@@ -39,7 +39,7 @@ def synthetic_results(seed: int = 0) -> pd.DataFrame:
                     collided = not success and rng.random() < 0.8
                     rows.append({
                         "trial_id": f"{spec.name}__c{config}__{profile.name}__{planner}", "scene": spec.name,
-                        "config": config, "rule": "flyingtrust", "profile": profile.name, "target": "sim-lockstep",
+                        "config": config, "rule": "flyingtrust", "profile": profile.name, "target": "lockstep",
                         "link": "none", "fault": "none", "planner": planner, "repeat": 0, "seed": config,
                         "outcome": "success" if success else ("collision" if collided else "timeout"),
                         "success": success, "collided": collided, "oracle_success": success or rng.random() < 0.1,

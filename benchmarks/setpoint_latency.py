@@ -29,7 +29,8 @@ from px4.process import free_udp_port  # noqa: E402
 
 def vehicle_process(port: int, conn) -> None:
     """The built-in vehicle, recording when each position setpoint arrives (north value -> ns)."""
-    from px4.sim.realtime import SimOptions, attach_links, build_vehicle, run_realtime
+    from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
+    from targets.sim_server import attach_links
 
     arrivals: dict[float, int] = {}
 

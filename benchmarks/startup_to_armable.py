@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bridges.mavsdk_vehicle import connect  # noqa: E402
-from hil.targets import SimProcessOptions, builtin_vehicle  # noqa: E402
+from targets.builtin import SimProcessOptions, builtin_vehicle  # noqa: E402
 
 
 async def one_run() -> tuple[float, float]:

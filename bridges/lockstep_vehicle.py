@@ -77,9 +77,11 @@ def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tupl
 class LockstepVehicle(VehicleBase):
     """An Autopilot stepped as fast as the CPU allows. Use `async with LockstepVehicle(ap) as v:`."""
 
-    def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0, link: LinkSpec | None = None):
+    def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0, link: LinkSpec | None = None,
+                 link_sink: Callable[[dict], None] | None = None):
+        """`link_sink` receives the link's frame rows as they happen (else they stay in `link.rows`)."""
         super().__init__()
-        self.link = SimulatedLink(link, autopilot.time_s) if link is not None else None
+        self.link = SimulatedLink(link, autopilot.time_s, link_sink) if link is not None else None
         self._received: VehicleState | None = None  # the last snapshot across the link
         self.ap = autopilot
         self.url = f"lockstep://{autopilot.profile.name}"

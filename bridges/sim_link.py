@@ -11,6 +11,8 @@ Every decision is kept as a row with the columns of the proxy's "link" table.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from typing import Callable
 
 from bridges.impairment import DelayLine, DirectionModel, direction_seed
 from profiles.link import DIRECTIONS, LinkSpec
@@ -24,11 +26,18 @@ LOCAL_POSITION_NED = (32, 40)
 class SimulatedLink:
     """Both directions of a link profile, driven by the caller's simulated clock (seconds)."""
 
-    def __init__(self, spec: LinkSpec, t0: float = 0.0):
+    def __init__(self, spec: LinkSpec, t0: float = 0.0, sink: Callable[[dict], None] | None = None):
+        """Frame rows (the proxy's "link" table columns) go to `sink`, else into `rows`."""
         self.spec = spec
         self._models = {d: DirectionModel(spec.direction(d), direction_seed(spec.seed, d), t0) for d in DIRECTIONS}
         self._lines = {d: DelayLine() for d in DIRECTIONS}
         self.rows: list[dict] = []
+        self._sink = sink or self.rows.append
+        self.fates: Counter[tuple[str, str]] = Counter()
+
+    def summary(self) -> dict[str, int]:
+        """Frames per direction and fate, as the proxy's summary counts them."""
+        return {f"{d}.{fate}": n for (d, fate), n in sorted(self.fates.items())}
 
     def send(self, direction: str, t: float, item: object, frame: tuple[int, int]) -> None:
         """`item` enters the link at `t` as a frame of (message id, size)."""
@@ -36,11 +45,12 @@ class SimulatedLink:
         decision = self._models[direction].decide(t, bytes(size), msgid)
         releases = () if decision.fate == "corrupted" else decision.releases
         arrival_ns = int(t * 1e9)
+        self.fates[direction, decision.fate] += 1
         if not decision.releases:
-            self.rows.append(self._row(direction, msgid, size, decision.fate, decision.reason, arrival_ns, None,
+            self._sink(self._row(direction, msgid, size, decision.fate, decision.reason, arrival_ns, None,
                                        decision.drawn_ms, decision.planned_ms, 0))
         for copy, (release, _) in enumerate(decision.releases):
-            self.rows.append(self._row(direction, msgid, size, decision.fate, decision.reason, arrival_ns,
+            self._sink(self._row(direction, msgid, size, decision.fate, decision.reason, arrival_ns,
                                        int(release * 1e9) if releases else None, decision.drawn_ms,
                                        decision.planned_ms, copy))
         for release, _ in releases:

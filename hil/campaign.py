@@ -10,7 +10,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
       - {scene: forest, configs: [0, 1], rule: flyingtrust}
       - {scene: maze, configs: all, rule: flightbench}
     profiles: [default, 0.60kg-EMAX]     # names, or {library: flyingtrust} for the whole library
-    targets: [sim-lockstep]              # sim-lockstep | sim | px4-sitl | a connection string
+    targets: [lockstep]                  # lockstep | sim | px4-sitl[:N] | a connection string
     links: [none]                        # link profile names (profiles/links), none = ideal link
     faults: [none]                       # fault profile files, none = no faults
     planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner)
@@ -45,10 +45,9 @@ from config.fields import (
 from config.loading import load_yaml
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
-from hil.targets import PX4_SITL
 from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
+from targets.spec import LOCKSTEP, PX4_SITL, TargetSpec
 
-LOCKSTEP = "sim-lockstep"
 NONE = "none"
 
 
@@ -286,14 +285,10 @@ def _names(entries: Any, field: str, problems: Problems, problem_of) -> tuple[st
 
 
 def _target_problem(name: str) -> str | None:
-    from hil.targets import TargetSpec
-
-    if name == LOCKSTEP:
-        return None
     try:
         TargetSpec.parse(name)
     except ValueError as exc:
-        return f"expected {LOCKSTEP}, sim, px4-sitl or a connection string ({exc})"
+        return str(exc)
     return None
 
 

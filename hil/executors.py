@@ -8,7 +8,7 @@ complete records, whatever gets killed when.
 
 Local pool: one process per worker (spawned, so no state leaks from the parent), each running one
 trial at a time with its own built-in vehicle (in-process lockstep, or a child simulator on a free
-loopback port) or PX4 SITL instance (the worker's slot number is its instance). Workers ignore
+loopback port) or PX4 SITL instance (each takes the lowest instance no process holds). Workers ignore
 Ctrl-C (the parent decides), exit on SIGTERM through their clean-up paths, and get SIGTERM from the
 kernel if the parent dies (`PR_SET_PDEATHSIG`), so neither kill -9 of `hil run` nor Ctrl-C leaves
 workers or simulators running.
@@ -28,9 +28,10 @@ import sys
 import tarfile
 import tempfile
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from hil.campaign import TrialSpec
 from records.atomic import publish_directory
@@ -56,18 +57,18 @@ class Executor(Protocol):
     def stop(self) -> None: ...
 
 
-def complete_trial(spec: TrialSpec, campaign_dir: Path, slot: int = 0) -> dict[str, Any]:
+def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
     """Run one trial into `.partial/` and move the finished record into `trials/` in one rename."""
     from hil.trial import run_trial_spec
 
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
-    summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR, slot)
+    summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR)
     publish_directory(partial, campaign_dir / TRIALS_DIR / spec.trial_id)
     return summary
 
 
 # ---------------------------------------------------------------------------------------- local pool
-def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
+def _worker_main(campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
     from px4.process import die_with_parent
 
     die_with_parent()
@@ -76,7 +77,7 @@ def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, re
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     while (spec := tasks.get()) is not None:
         try:
-            results.put(TrialDone(spec.trial_id, complete_trial(spec, campaign_dir, slot)))
+            results.put(TrialDone(spec.trial_id, complete_trial(spec, campaign_dir)))
         except Exception:  # a harness bug in one trial must not stop the campaign
             results.put(TrialDone(spec.trial_id, None, traceback.format_exc(limit=5)))
 
@@ -98,7 +99,7 @@ class LocalPool:
         count = min(self.workers, len(trials))
         for _ in range(count):
             tasks.put(None)
-        self._processes = [context.Process(target=_worker_main, args=(slot, campaign_dir, tasks, results),
+        self._processes = [context.Process(target=_worker_main, args=(campaign_dir, tasks, results),
                                            name=f"hil-worker-{slot}", daemon=True) for slot in range(count)]
         for process in self._processes:
             process.start()

@@ -33,8 +33,9 @@ import math
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -99,7 +100,7 @@ class FaultMonitor:
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 
-    async def __aenter__(self) -> "FaultMonitor":
+    async def __aenter__(self) -> FaultMonitor:
         for name in WATCHED:
             self._tasks.append(asyncio.create_task(self._follow(name)))
         return self

@@ -15,8 +15,8 @@ import os
 import sys
 import termios
 import tty
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bridges.vehicle import Vehicle
 

@@ -12,20 +12,24 @@ import asyncio
 import contextlib
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Awaitable, Callable, Mapping
 
 import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.param_journal import ParamJournal, restore_pending
 from hil.preflight import run_checklist
-from records.clock import vehicle_time
-from records.record import TrialRecorder
+from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, watch
 from missions.waypoint import WaypointMission
+from px4.external_physics.links import SimulatorLinkError
+from px4.sitl import SitlError
+from records.clock import clock_scale, vehicle_time
+from records.record import TrialRecorder
 from reports.trial_summary import TrialSummary, summarize_trial
+from targets import TargetOptions, TargetSpec, open_target
 
 # How long after the time budget the landing may still take before the trial is abandoned.
 LANDING_GRACE_S = 60.0
@@ -141,59 +145,69 @@ class FlightOptions:
     params: Mapping[str, float] = field(default_factory=dict)
 
 
-async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
-                    target_name: str, config: dict, options: FlightOptions,
-                    vehicle_failure: Callable[[], str | None] | None = None,
+async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: WaypointMission,
+                    record_dir: Path, *, config: dict, options: FlightOptions,
                     say: Callable[[str], None] = lambda text: None,
                     show: Callable[[Vehicle], Awaitable[None]] | None = None) -> TrialResult:
-    """Connect, check, fly and record one trial. A flight that went wrong is reported, never raised.
+    """Bring the target up, check, fly and record one trial. A flight that went wrong is reported, never raised.
 
     On a flight controller that outlives the run (hardware, a SITL someone else started) every
     parameter change is journaled and what a crashed run left changed is restored first. The
     mission races the safety watch (hil.safety); Ctrl-C (cancellation) aborts: the vehicle lands.
     `say` receives the lines a person at the field wants to read (the checklist, what happened);
-    `show(vehicle)`, if given, runs for the whole flight (a live status line).
+    `show(vehicle)`, if given, runs for the whole flight (a live status line). PX4's console and
+    ULogs (and the harness physics' truth) go into the record; ULogs are aligned with the telemetry.
     """
+    spec = target if isinstance(target, TargetSpec) else TargetSpec.parse(target)
     rows: list[dict] = []
-    with TrialRecorder(record_dir, config=config, target=target_name) as recorder:
+    with TrialRecorder(record_dir, config=config, target=spec.name) as recorder:
+        opened = open_target(spec, replace(target_options, keep_in=record_dir, sink=recorder.append))
         try:
-            vehicle = await open_vehicle()
-        except VehicleError as exc:
-            detail = vehicle_failure() if vehicle_failure is not None else None
-            reason = f"{exc}" + (f"\n{detail}" if detail else "")
-            recorder.finish("error", {"reason": reason})
-            return TrialResult("error", reason, record_dir, None)
-        recorder.event("connected", url=vehicle.url)
-
-        async def record_telemetry() -> None:
-            async for state in vehicle.telemetry():
-                row = state.as_row()
-                rows.append(row)
-                recorder.append("telemetry", row)
-
-        telemetry_task = asyncio.create_task(record_telemetry())
-        status_task = asyncio.create_task(show(vehicle)) if show is not None else None
-        land_on_close = True
+            target_up = await opened.__aenter__()
+        except (VehicleError, SitlError, SimulatorLinkError) as exc:
+            recorder.finish("error", {"reason": str(exc)})
+            return TrialResult("error", str(exc), record_dir, None)
         try:
-            outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
-            if options.hardware and not options.dry_run:
-                await _keep_ulog(vehicle, record_dir, rows, recorder, say)
-        except VehicleError as exc:
-            outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
-            recorder.event("failed", reason=reason)
+            vehicle = target_up.vehicle
+            recorder.event("connected", url=vehicle.url, target=target_up.name)
+            telemetry_task = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
+            status_task = asyncio.create_task(show(vehicle)) if show is not None else None
+            land_on_close = True
+            try:
+                outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
+                if options.hardware and not options.dry_run:
+                    await _keep_ulog(vehicle, record_dir, rows, recorder, say)
+            except VehicleError as exc:
+                outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
+                recorder.event("failed", reason=reason)
+            finally:
+                for task in (telemetry_task, status_task):
+                    if task is not None:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
+                if not land_on_close:
+                    await vehicle.release()
         finally:
-            for task in (telemetry_task, status_task):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if not land_on_close:
-                await vehicle.release()
-            await vehicle.close()
+            await opened.__aexit__(None, None, None)
+        if not options.hardware:  # a simulator's logs arrived in the record as it stopped
+            _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), vehicle.speed_factor),
                                   mission.reference_path()) if rows else None
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {})})
     return TrialResult(outcome, reason, record_dir, summary)
+
+
+def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:
+    """Each ULog the target left in the record, kept as tables on the harness clock (px4.ulog)."""
+    from px4.ulog import keep_in_record
+
+    for log in sorted((record_dir / "ulog").glob("*.ulg")):
+        try:
+            alignment = keep_in_record(log, pd.DataFrame(rows), scale=clock_scale(speed_factor) ** -1)
+            recorder.event("ulog_kept", path=str(log), offset_ns=alignment.offset_ns, method=alignment.method)
+        except (KeyError, ValueError) as exc:
+            recorder.event("ulog_kept", path=str(log), alignment_error=str(exc))
 
 
 async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,

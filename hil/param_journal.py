@@ -33,7 +33,7 @@ class ParamJournal:
         self._originals: dict[str, float] = self._read()
 
     @classmethod
-    def for_vehicle(cls, vehicle_id: str) -> "ParamJournal":
+    def for_vehicle(cls, vehicle_id: str) -> ParamJournal:
         """The journal of the flight controller called `vehicle_id` (a hardware uid or connection string)."""
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", vehicle_id).strip("_") or "vehicle"
         return cls(state_dir() / "param-journals" / f"{safe}.json")

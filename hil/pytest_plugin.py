@@ -26,13 +26,14 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-SIM_TARGETS = ("sim", "lockstep", "px4-sitl")
+from hil.recording import record_telemetry
 
 
 def target_kind(target: str) -> str:
     """sim | lockstep | px4-sitl | hardware (a connection string: treated as a real aircraft)."""
-    base = target.split(":", 1)[0] if target.startswith("px4-sitl") else target
-    return base if base in SIM_TARGETS else "hardware"
+    from targets.spec import TargetSpec
+
+    return TargetSpec.parse(target).kind
 
 
 @dataclass
@@ -157,11 +158,11 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
               "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
     async with contextlib.AsyncExitStack() as stack:
-        vehicle = await stack.enter_async_context(_bring_up(hil_target, hil_config.speed, hil_profile,
-                                                            opts.get("params", {}), link_name, request))
         recorder = stack.enter_context(TrialRecorder(record_dir, config=config, target=hil_target))
+        vehicle = await stack.enter_async_context(_bring_up(hil_target, hil_config.speed, hil_profile,
+                                                            opts.get("params", {}), link_name, recorder, request))
         vehicle.hil_recorder = recorder
-        telemetry = asyncio.get_running_loop().create_task(_record_telemetry(vehicle, recorder))
+        telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
         await vehicle.wait_armable(timeout=30.0)
         try:
             yield vehicle
@@ -172,11 +173,6 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
             await _make_safe(vehicle)
             passed = getattr(request.node, "_hil_call_passed", None)
             recorder.finish("passed" if passed else "failed", {"metrics": record.metrics, "failed": record.failed})
-
-
-async def _record_telemetry(vehicle, recorder) -> None:
-    async for state in vehicle.telemetry():
-        recorder.append("telemetry", state.as_row())
 
 
 async def _make_safe(vehicle) -> None:
@@ -191,80 +187,42 @@ async def _make_safe(vehicle) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _bring_up(target: str, speed: float, profile: str, params: dict, link_name: str | None, request):
-    """Start (or reach) the target and yield a connected Vehicle; stop everything after."""
-    from bridges.lockstep_vehicle import LockstepVehicle
-    from hil.targets import SimProcessOptions, builtin_vehicle
-    from px4.sim.realtime import SimOptions, build_vehicle
+async def _bring_up(target: str, speed: float, profile: str, params: dict, link_name: str | None, recorder, request):
+    """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
 
-    kind = target_kind(target)
-    if kind == "lockstep":
-        from profiles.link import load_link_profile
-
-        autopilot, _ = build_vehicle(SimOptions(profile=profile, params=params))
-        link = load_link_profile(link_name) if link_name else None
-        async with LockstepVehicle(autopilot, link=link) as vehicle:
-            if link is not None:  # the same impairment model, in simulated time
-                request.node.stash[_LINK] = LinkUnderTest(link_name, rows=vehicle.link.rows)
-            yield vehicle
-        return
-    if kind == "px4-sitl":
-        from profiles.vehicle import load_vehicle_profile
-        from px4.sih import sitl_params
-        from px4.sitl import Px4NotFound, SitlOptions, px4_sitl
-        instance = int(target.split(":")[1]) if ":" in target else None
-        try:
-            sitl_run = px4_sitl(SitlOptions(instance=instance, speed=speed,
-                                            params={**sitl_params(load_vehicle_profile(profile)), **params}))
-            sitl = await sitl_run.__aenter__()
-        except Px4NotFound as exc:
-            pytest.skip(str(exc))
-        try:
-            async with _connected(sitl.url, speed, link_name, request) as vehicle:
-                yield vehicle
-        finally:
-            await sitl_run.__aexit__(None, None, None)
-        return
-    if kind == "sim":
-        async with builtin_vehicle(SimProcessOptions(profile=profile, speed=speed, params=params)) as sim:
-            async with _connected(sim.url, speed, link_name, request) as vehicle:
-                yield vehicle
-        return
-    async with _connected(target, 1.0, link_name, request) as vehicle:
-        yield vehicle
-
-
-@contextlib.asynccontextmanager
-async def _connected(url: str, speed: float, link_name: str | None, request):
-    """MAVSDK on `url`, through the impairment proxy when a link profile is named."""
-    from bridges.link_proxy import LinkProxy
-    from bridges.mavsdk_vehicle import connect
+    The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
+    `hil_link`; PX4's console and logs into the test's trial record.
+    """
     from bridges.transport import parse_url
-    from px4.process import free_udp_port
-    from profiles.link import load_link_profile
+    from px4.sitl import Px4NotFound
+    from targets import TargetOptions, TargetSpec, open_target
 
-    proxy = None
-    if link_name:
-        endpoint = parse_url(url)
-        if endpoint.scheme != "udpin":
-            pytest.skip(f"--hil-link needs a UDP target the proxy can stand in front of, not {url}")
-        onboard_port = free_udp_port()
-        link = LinkUnderTest(link_name)
-        proxy = LinkProxy(url, f"udpout://127.0.0.1:{onboard_port}", load_link_profile(link_name), sink=link.rows.append,
-                          speed=speed)
-        await proxy.start()
-        link.proxy = proxy
+    spec = TargetSpec.parse(target)
+    link = LinkUnderTest(link_name) if link_name else None
+    if link is not None:
+        if spec.kind == "hardware" and parse_url(spec.url).scheme != "udpin":
+            pytest.skip(f"--hil-link needs a UDP target the proxy can stand in front of, not {target}")
         request.node.stash[_LINK] = link
-        url = f"udpin://127.0.0.1:{onboard_port}"
+
+    def sink(table: str, row) -> None:
+        if table == "link" and link is not None:
+            link.rows.append(row)
+        else:
+            recorder.append(table, row)
+
+    options = TargetOptions(profile=profile, speed=speed, params=params, link=link_name, keep_in=recorder.record_dir,
+                            sink=sink)
     try:
-        vehicle = await connect(url, timeout=15.0, speed_factor=speed)
-        try:
-            yield vehicle
-        finally:
-            await vehicle.close()
+        opened = open_target(spec, options)
+        target_up = await opened.__aenter__()
+    except Px4NotFound as exc:
+        pytest.skip(str(exc))
+    try:
+        if link is not None:
+            link.proxy = target_up.link
+        yield target_up.vehicle
     finally:
-        if proxy is not None:
-            proxy.close()
+        await opened.__aexit__(None, None, None)
 
 
 @dataclass
@@ -316,9 +274,9 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
 def hil_mission(hil_vehicle):
     """`await hil_mission(path)`: fly a waypoint mission file on the vehicle; returns (outcome, reason, summary)."""
     from hil.fly import fly_mission
+    from missions.waypoint import load_mission
     from records.clock import vehicle_time
     from records.record import read_table
-    from missions.waypoint import load_mission
     from reports.trial_summary import summarize_trial
 
     async def run(path):

@@ -47,7 +47,7 @@ class SafetyLimits:
 
     @classmethod
     def around(cls, mission: WaypointMission, margin_m: float = DEFAULT_MARGIN_M, breach_action: str = "land",
-               radius_m: float | None = None, max_altitude_m: float | None = None) -> "SafetyLimits":
+               radius_m: float | None = None, max_altitude_m: float | None = None) -> SafetyLimits:
         """Limits just around a mission, or the ones a user gave."""
         path = mission.reference_path()
         reach = float(max(math.hypot(n, e) for n, e, _ in path))

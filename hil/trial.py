@@ -16,34 +16,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pandas as pd
 
-from bridges.vehicle import Vehicle, VehicleError, VehicleState
+from bridges.vehicle import Vehicle, VehicleError
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import land_and_wait
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
+from hil.param_journal import ParamJournal, restore_pending
+from hil.recording import record_telemetry
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
 from onboard.task import NavTask, task_for_scene
-from profiles.link import load_link_profile
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from px4.sitl import SitlError
 from records.atomic import write_file_atomically
 from records.clock import vehicle_time
 from records.record import TrialRecorder, read_table
 from reports.metrics import Trajectory, timing_summary, trial_metrics
+from targets import TargetOptions, open_target
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
-LOCKSTEP_TELEMETRY_HZ = 100.0
 PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
-STATE_FIELDS = tuple(field.name for field in dataclasses.fields(VehicleState))
 ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
 
 
@@ -70,12 +70,13 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
     return facts
 
 
-def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path, slot: int = 0) -> dict[str, Any]:
+def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[str, Any]:
     """Run one trial to completion into `record_dir`; returns its manifest summary."""
-    return asyncio.run(run_trial_async(spec, record_dir, cache_dir, slot))
+    return asyncio.run(run_trial_async(spec, record_dir, cache_dir))
 
 
-async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path, slot: int = 0) -> dict[str, Any]:
+async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[str, Any]:
+    """Bring the trial's target up, fly it and write its record; returns the manifest summary."""
     scene = scene_for(spec.scene, spec.config)
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
@@ -87,13 +88,16 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path, sl
         speed_factor = 1.0
         monitor = TrialMonitor(scene, rule, profile.radius, task.home_in_scene)
         try:
-            async with target_vehicle(spec, profile, slot, record_dir, recorder) as vehicle:
-                recorder.event("connected", url=vehicle.url)
+            async with open_target(spec.target, _target_options(spec, record_dir, recorder)) as opened:
+                vehicle = opened.vehicle
+                recorder.event("connected", url=vehicle.url, target=opened.name)
                 speed_factor = vehicle.speed_factor
                 monitor = TrialMonitor(scene, rule, profile.radius, task.home_in_scene, speed_factor)
                 verdict = await fly_navigation(vehicle, spec, scene, task, rule, monitor, recorder, rows,
-                                               land=spec.target != LOCKSTEP)
-        except VehicleError as exc:
+                                               land=spec.target != LOCKSTEP, hardware=opened.hardware)
+                if opened.link is not None:
+                    recorder.event("link_summary", **opened.link.summary())
+        except (VehicleError, SitlError) as exc:
             verdict = monitor.fail(str(exc))
         recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
         recorder.flush()
@@ -117,92 +121,36 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path, sl
     return summary
 
 
-@contextlib.asynccontextmanager
-async def target_vehicle(spec: TrialSpec, profile: VehicleProfile, slot: int, record_dir: Path,
-                         recorder: TrialRecorder) -> AsyncIterator[Vehicle]:
-    """Bring the trial's target up with the profile applied and yield a connected `Vehicle`; always torn down.
-
-    A link profile other than none puts the impairment proxy between the target and this side.
-    """
-    from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
-
-    if spec.target == LOCKSTEP:
-        from bridges.lockstep_vehicle import LockstepVehicle
-        from px4.params import ParamStore
-        from px4.sim.autopilot import Autopilot
-
-        # The onboard runtime's sleeps resolve at the lockstep telemetry period: 100 Hz, as it asks.
-        autopilot = Autopilot(profile, ParamStore())
-        link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed) if spec.link != NONE else None
-        async with LockstepVehicle(autopilot, telemetry_hz=LOCKSTEP_TELEMETRY_HZ, link=link) as vehicle:
-            try:
-                yield vehicle
-            finally:
-                if vehicle.link is not None:  # the same "link" table the proxy writes, in simulated time
-                    for row in vehicle.link.rows:
-                        recorder.append("link", row)
-        return
-    target = TargetSpec.parse(spec.target)
-    async with contextlib.AsyncExitStack() as stack:
-        if target.name == PX4_SITL:
-            from px4.sih import sitl_params
-            from px4.sitl import SitlOptions, px4_sitl
-
-            # Each PX4 takes the lowest instance no other process holds, so parallel workers never share ports.
-            options = SitlOptions(speed=spec.speed, params=sitl_params(profile))
-            url = (await stack.enter_async_context(px4_sitl(options, keep_in=record_dir))).url
-        elif target.simulated:
-            options = SimProcessOptions(profile=spec.profile, speed=spec.speed)
-            url = (await stack.enter_async_context(builtin_vehicle(options))).url
-        else:
-            url = spec.target
-        speed = spec.speed if target.simulated else 1.0
-        if spec.link != NONE:
-            url = await stack.enter_async_context(impaired_link(url, spec, recorder, speed))
-        from bridges.mavsdk_vehicle import connect
-
-        vehicle = await stack.enter_async_context(await connect(url, CONNECT_TIMEOUT_S, speed))
-        yield vehicle
-
-
-@contextlib.asynccontextmanager
-async def impaired_link(url: str, spec: TrialSpec, recorder: TrialRecorder, speed: float) -> AsyncIterator[str]:
-    """The link proxy between the target at `url` and a fresh loopback port; yields the port to connect to.
-
-    The impairment model runs on vehicle time (`speed` is the simulator's speed factor), so the
-    vehicle feels the link's configured latencies whatever the speed factor.
-    """
-    from bridges.link_proxy import LinkProxy
-    from px4.process import free_udp_port
-    link = dataclasses.replace(load_link_profile(spec.link), seed=spec.seed)
-    port = free_udp_port()
-    async with LinkProxy(url, f"udpout://127.0.0.1:{port}", link, speed=speed) as proxy:
-        yield f"udpin://127.0.0.1:{port}"
-        recorder.event("link_summary", **proxy.summary())
+def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) -> TargetOptions:
+    """How the trial's target comes up: its profile and link; PX4's console and logs into the record."""
+    return TargetOptions(profile=spec.profile, speed=spec.speed, link=spec.link if spec.link != NONE else None,
+                         seed=spec.seed, keep_in=record_dir, sink=recorder.append,
+                         connect_timeout_s=CONNECT_TIMEOUT_S)
 
 
 async def fly_navigation(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: NavTask, rule: SuccessRule,
-                         monitor: TrialMonitor, recorder: TrialRecorder, rows: list[dict], *, land: bool) -> Verdict:
-    """Take off to the start, fly the planner under the monitor, land if asked; returns the verdict."""
+                         monitor: TrialMonitor, recorder: TrialRecorder, rows: list[dict], *, land: bool,
+                         hardware: bool = False) -> Verdict:
+    """Take off to the start, fly the planner under the monitor, land if asked; returns the verdict.
 
-    async def record_telemetry() -> None:
-        async for state in vehicle.telemetry():
-            # Field by field rather than state.as_row() (dataclasses.asdict): ten times cheaper, and
-            # this runs 100 times per simulated second.
-            row = {name: getattr(state, name) for name in STATE_FIELDS}
-            rows.append(row)
-            recorder.append("telemetry", row)
-
-    telemetry = asyncio.create_task(record_telemetry())
+    The rule's speed cap is set for the navigation phase only and restored after; on a flight
+    controller that outlives the run (`hardware`) it is journaled first, and what an interrupted run
+    left changed is restored before anything else.
+    """
+    telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
     try:
+        if hardware:
+            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+            restored = await restore_pending(vehicle, vehicle.journal)
+            if restored:
+                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
         await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
         await vehicle.arm()
         await vehicle.takeoff(task.altitude)
         recorder.event("at_start", altitude=vehicle.state.altitude)
-        if rule.speed_cap is not None:
-            await vehicle.set_param("MPC_XY_VEL_MAX", rule.speed_cap)
-            await vehicle.set_param("MPC_XY_CRUISE", rule.speed_cap)
-        verdict = await _navigate(vehicle, spec, scene, task, monitor, recorder)
+        caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
+        async with vehicle.params_changed(caps):
+            verdict = await _navigate(vehicle, spec, scene, task, monitor, recorder)
     except VehicleError as exc:
         recorder.event("failed", reason=str(exc))
         verdict = monitor.fail(str(exc))

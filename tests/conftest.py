@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bridges.mavsdk_vehicle import connect
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .mavlink_client import Client
 

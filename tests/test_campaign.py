@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def write_campaign(path: Path, **fields) -> Path:
     data = {"name": "t", "seed": 3, "repeats": 1, "missions": [{"scene": "forest", "configs": [0]}],
-            "profiles": ["default"], "targets": ["sim-lockstep"], "planners": ["straight"], **fields}
+            "profiles": ["default"], "targets": ["lockstep"], "planners": ["straight"], **fields}
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -63,7 +63,7 @@ def test_a_bad_campaign_lists_every_problem():
     text = str(info.value)
     for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
         assert f"c.yaml: {field}:" in text
-    with pytest.raises(ConfigError, match="sim-lockstep flies without fault profiles"):
+    with pytest.raises(ConfigError, match="lockstep flies without fault profiles"):
         parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
     # A link profile is fine in lockstep: the same impairment model runs in simulated time.
     parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")

@@ -30,7 +30,7 @@ def test_help_teaches_every_verb():
 
 def test_fly_in_lockstep_writes_a_finished_record(tmp_path):
     record = tmp_path / "trial"
-    result = hil("fly", str(DEMO), "--clock", "lockstep", "--record-dir", str(record))
+    result = hil("fly", str(DEMO), "--target", "lockstep", "--record-dir", str(record))
     assert result.returncode == 0, result.stderr
     assert "outcome             success" in result.stdout
     manifest = read_manifest(record)
@@ -55,7 +55,7 @@ def test_fly_on_the_builtin_vehicle_process_over_mavlink(tmp_path):
 def test_a_malformed_mission_is_refused_naming_file_and_field(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(DEMO.read_text().replace("speed: 5.0", "speed: fast"))
-    result = hil("fly", str(bad), "--clock", "lockstep")
+    result = hil("fly", str(bad), "--target", "lockstep")
     assert result.returncode == 2
     assert str(bad) in result.stderr and "speed" in result.stderr and "expected" in result.stderr
 
@@ -111,7 +111,7 @@ async def test_sim_serves_mavsdk_and_stops_cleanly_on_ctrl_c():
 async def test_parameters_on_a_flight_controller_are_set_for_the_flight_and_restored(tmp_path):
     """--params/--param on a connection-string target: journaled, set, and put back afterwards."""
     from bridges.mavsdk_vehicle import connect
-    from hil.targets import SimProcessOptions, builtin_vehicle
+    from targets.builtin import SimProcessOptions, builtin_vehicle
 
     params = tmp_path / "tuned.params"
     # The flight controller's own fence, which the hardware checklist requires, comes from the file too.

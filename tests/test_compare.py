@@ -13,7 +13,7 @@ from reports.tracks import dtw_distance
 def two_targets(shift: float) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
-    for target, offset in (("sim-lockstep", 0.0), ("udpin://0.0.0.0:14540", shift)):
+    for target, offset in (("lockstep", 0.0), ("udpin://0.0.0.0:14540", shift)):
         for config in range(10):
             for repeat in range(3):
                 rows.append({"trial_id": f"{target}-{config}-{repeat}", "scene": "forest", "config": config,
@@ -29,7 +29,7 @@ def two_targets(shift: float) -> pd.DataFrame:
 
 
 def test_a_real_gap_is_flagged_and_noise_is_not():
-    gaps = metric_gaps(two_targets(shift=-0.5), "sim-lockstep", "udpin://0.0.0.0:14540").set_index("metric")
+    gaps = metric_gaps(two_targets(shift=-0.5), "lockstep", "udpin://0.0.0.0:14540").set_index("metric")
     assert gaps.loc["avg_speed", "significant"]
     assert gaps.loc["avg_speed", "difference"] < -0.4 and gaps.loc["avg_speed", "pairs"] == 30
     assert not gaps.loc["progress", "significant"]

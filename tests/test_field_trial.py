@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from records.record import read_events, read_manifest
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 

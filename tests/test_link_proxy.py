@@ -19,7 +19,7 @@ from bridges.mavsdk_vehicle import connect
 from bridges.ptypair import PtyPair
 from bridges.transport import open_transport
 from records.record import read_manifest, read_table
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 
 from .conftest import SPEED
@@ -87,8 +87,13 @@ async def test_offboard_flight_through_40ms_5pct_link_records_delays_that_match(
         error = sent.applied_ms - sent.planned_ms
         assert (error >= 0).all()
         assert error.median() < 1.0 and error.quantile(0.9) < 5.0, error.describe()
-        # So what the link really did has the configured mean (40 ms) and spread (20 / sqrt(12) ms).
-        assert abs(sent.applied_ms.mean() - 40.0) < 1.0 and abs(sent.applied_ms.std() - 20 / np.sqrt(12)) < 0.5
+        # So what the link really did has the configured centre (40 ms) and spread (uniform 30..50: an
+        # interquartile range of 10 ms). Median and quartiles, not mean and standard deviation: on a
+        # loaded machine a few frames leave late, and a handful of 30 ms outliers moves the standard
+        # deviation by more than the model's own error.
+        applied = sent.applied_ms
+        assert abs(applied.median() - 40.0) < 1.5, applied.describe()
+        assert abs((applied.quantile(0.75) - applied.quantile(0.25)) - 10.0) < 1.5, applied.describe()
 
 
 def _fuzz_chunks(total: int, seed: int) -> list[bytes]:

@@ -11,7 +11,7 @@ from bridges.lockstep_vehicle import LockstepVehicle, mission_items
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import CommandDenied, MissionWaypoint
 from records.clock import vehicle_time
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 from profiles.vehicle import load_vehicle_profile
 from px4.geo import GeoOrigin
 from px4.params import ParamStore

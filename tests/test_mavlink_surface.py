@@ -12,7 +12,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import MissionWaypoint
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4.params import ParamStore
 from px4.reference.measure import measure_rates, rate_differences, read_parameters
 from px4.sim import mavlink_extra

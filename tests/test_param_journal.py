@@ -14,7 +14,7 @@ import pytest
 from bridges.mavsdk_vehicle import connect
 from hil.param_journal import ParamJournal
 from records.record import read_events
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 

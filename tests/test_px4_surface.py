@@ -23,7 +23,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from pyulog import ULog
 
 from bridges.mavsdk_vehicle import connect
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4 import modes
 from px4.crc32 import crc32part
 from px4.reference.measure import read_parameters

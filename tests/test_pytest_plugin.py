@@ -63,7 +63,7 @@ async def test_gps_loss(hil_vehicle, hil_faults):
 
 
 async def test_fault_injection_on_a_connection_string_target_needs_its_own_option(pytester):
-    from hil.targets import SimProcessOptions, builtin_vehicle
+    from targets.builtin import SimProcessOptions, builtin_vehicle
 
     pytester.makepyfile(test_faults=FAULT_TEST)
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")

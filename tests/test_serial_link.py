@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bridges.mavsdk_vehicle import connect
 from bridges.ptypair import PtyPair
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hil.cli import main as hil_main
-from hil.targets import PX4_SITL, TargetSpec
+from targets.spec import PX4_SITL, TargetSpec
 from px4.sitl import (HOW_TO_GET_PX4, Px4Build, Px4NotFound, SitlError, SitlOptions, SitlPorts, claimed_instance,
                       params_script, px4_sitl, sitl_command, sitl_environment)
 
@@ -71,7 +71,7 @@ def test_instances_above_9_share_a_port_and_are_refused():
 
 
 def test_target_spec_names_px4_sitl_instances():
-    assert TargetSpec.parse("px4-sitl") == TargetSpec(PX4_SITL, simulated=True, instance=None)
+    assert TargetSpec.parse("px4-sitl") == TargetSpec(PX4_SITL, "px4-sitl", instance=None)
     assert TargetSpec.parse("px4-sitl:7").instance == 7
     for bad in ("px4-sitl:x", "px4-sitl:12"):
         with pytest.raises(ValueError, match="0-9"):

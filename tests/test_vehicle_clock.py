@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from bridges.mavsdk_vehicle import connect
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 
 async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_time_waits():
@@ -23,5 +23,6 @@ async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_
             waited_wall = time.monotonic() - start_wall
         finally:
             await vehicle.close()
-    assert 2.9 <= waited_vehicle <= 3.5, f"{waited_vehicle:.2f} vehicle s"
+    # Never short; late by at most a poll of the wait loop, which at this rate is up to a vehicle second.
+    assert 2.9 <= waited_vehicle <= 4.5, f"{waited_vehicle:.2f} vehicle s"
     assert waited_wall > 1.5 * 3.0 / speed, "the simulator was behind, so the wait took longer than 3 s / 300"

@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _fly(args, planner, scene, task, profile, radius: float, record_dir: Path):
     from bridges.mavsdk_vehicle import connect
-    from records.record import TrialRecorder
     from onboard.trial import fly_task
+    from records.record import TrialRecorder
 
     config = {"planner": args.planner, "mission": args.mission, "task": task, "compute_profile":
               profile.as_dict() if profile else None, "rate_hz": args.rate, "vehicle_profile": args.profile,

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from hil.campaign import load_campaign
     from hil.executors import LocalPool, RayExecutor
     from hil.runner import CAMPAIGN_FILE, run_campaign
-    from hil.targets import TargetSpec
+    from targets.spec import TargetSpec
 
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
     try:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hil run: {exc}", file=sys.stderr)
         return 2
     campaign_dir = args.out or (args.campaign if args.campaign.is_dir() else Path("runs") / campaign.name)
-    hardware = [t for t in campaign.targets if t != "sim-lockstep" and not TargetSpec.parse(t).simulated]
+    hardware = [t for t in campaign.targets if not TargetSpec.parse(t).simulated]
     if hardware and not args.arm:
         print(f"hil run: refusing to fly {', '.join(hardware)} without --arm: a target other than a simulator "
               "may be a real aircraft.", file=sys.stderr)

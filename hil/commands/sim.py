@@ -35,7 +35,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from px4.sim.realtime import ONBOARD_PORT, SimOptions, serve
+    from px4.sim.realtime import ONBOARD_PORT, SimOptions
+    from targets.sim_server import serve
 
     links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
     options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),

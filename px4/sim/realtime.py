@@ -1,24 +1,17 @@
-"""Run the built-in vehicle against the wall clock (times a speed factor) on real MAVLink links.
-
-This is what `hil sim` runs and what `hil fly --target sim` starts in a child process: the same
-Autopilot the lockstep vehicle steps, with its MAVLink server on UDP or serial ports, so a client
-cannot tell it from PX4 SITL except by how fast it is ready.
+"""Building the built-in vehicle (its autopilot and MAVLink server) and stepping it against the wall
+clock times a speed factor. targets/sim_server.py puts it on MAVLink links (`hil sim`); the lockstep
+vehicle steps the same Autopilot in simulated time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import signal
 from dataclasses import dataclass, field
 
-from bridges.transport import open_transport
 from profiles.vehicle import load_vehicle_profile
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
-from px4.sim.mavlink_server import Link, MavlinkServer
-
-log = logging.getLogger(__name__)
+from px4.sim.mavlink_server import MavlinkServer
 
 # PX4 SITL's offboard/onboard port is 14540 (+ instance); its GCS port is 14550.
 ONBOARD_PORT = 14540
@@ -52,16 +45,6 @@ def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
     return autopilot, MavlinkServer(autopilot, sysid=options.sysid)
 
 
-async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
-    """Open every connection string and bind it to the server."""
-    links = []
-    for url in urls:
-        link = server.add_link(None)
-        link.transport = await open_transport(url, lambda data, link=link: server.receive(link, data))
-        links.append(link)
-    return links
-
-
 async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float, stop: asyncio.Event) -> int:
     """Step the vehicle in pace with the wall clock until `stop` is set; returns how often it fell behind."""
     if speed <= 0:
@@ -85,25 +68,3 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
         server.tick()
         await asyncio.sleep(TICK_S)
     return resets
-
-
-async def serve(options: SimOptions, on_ready=None) -> None:
-    """Run a vehicle until SIGINT/SIGTERM; `on_ready(links)` is called once its ports are open."""
-    autopilot, server = build_vehicle(options)
-    links = await attach_links(server, options.links)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    if on_ready is not None:
-        on_ready(links)
-    try:
-        resets = await run_realtime(autopilot, server, options.speed, stop)
-        if resets:
-            # The simulation was not real time (x speed) throughout: say so rather than let it pass.
-            log.warning("fell behind real time %d times (machine overloaded for speed %g); vehicle time was "
-                        "held back each time", resets, options.speed)
-    finally:
-        for link in links:
-            link.transport.close()
-        server.close()

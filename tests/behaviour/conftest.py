@@ -19,7 +19,7 @@ from typing import AsyncIterator
 import pytest
 
 from bridges.mavsdk_vehicle import connect
-from hil.targets import SimProcessOptions, builtin_vehicle
+from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 from px4.sitl import SitlOptions, px4_sitl
 

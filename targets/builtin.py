@@ -1,9 +1,5 @@
-"""Bringing a target up and handing back the connection string a `Vehicle` connects to.
-
-A target is named as DESIGN.md says: `sim` (the built-in vehicle, started here as a child process
-speaking MAVLink on loopback, exactly as PX4 SITL would be) or a MAVSDK connection string for a
-flight controller that is already running (hardware, or a SITL someone else started).
-"""
+"""The built-in vehicle as a target: a child process speaking MAVLink on loopback, exactly as PX4
+SITL would be run (`hil sim` underneath), stopped and never orphaned afterwards."""
 
 from __future__ import annotations
 
@@ -11,40 +7,12 @@ import contextlib
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
-from bridges.transport import TransportError, parse_url
 from px4.process import die_with_parent, free_udp_port, stop_process
-
-SIM = "sim"
-PX4_SITL = "px4-sitl"  # optionally with an instance number: px4-sitl:2 (px4/sitl.py)
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What `--target` named and how to reach it."""
-
-    name: str
-    simulated: bool
-    instance: int | None = None  # PX4 SITL instance (port offsets), px4-sitl only; None: the lowest free one
-
-    @classmethod
-    def parse(cls, text: str) -> "TargetSpec":
-        if text == SIM:
-            return cls(SIM, simulated=True)
-        if text == PX4_SITL or text.startswith(PX4_SITL + ":"):
-            number = text[len(PX4_SITL) + 1:]
-            if text == PX4_SITL:
-                return cls(PX4_SITL, simulated=True)
-            if not number.isdigit() or int(number) > 9:
-                raise ValueError(f"--target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9")
-            return cls(PX4_SITL, simulated=True, instance=int(number))
-        try:
-            parse_url(text)
-        except TransportError as exc:
-            raise ValueError(f"--target {text!r}: expected 'sim', 'px4-sitl[:N]' or a connection string ({exc})") from None
-        return cls(text, simulated=False)
+from targets.connection import connected
+from targets.spec import SIM, OpenTarget, TargetOptions, TargetSpec
 
 
 @dataclass
@@ -81,6 +49,8 @@ class SimProcess:
         code = self.proc.poll()
         if code is None:
             return None
+        if self.log.closed:  # asked after the target was closed: the output went with it
+            return f"built-in vehicle exited with code {code}"
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-15:]
         return f"built-in vehicle exited with code {code}" + ("".join(f"\n  {line}" for line in tail) if tail else "")
@@ -98,3 +68,12 @@ async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIter
             yield SimProcess(f"udpin://127.0.0.1:{port}", proc, log)
         finally:
             await stop_process(proc)
+
+
+@contextlib.asynccontextmanager
+async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
+    """The built-in vehicle with the profile and parameters at boot, at the options' speed factor."""
+    sim_options = SimProcessOptions(profile=options.profile, speed=options.speed, params=dict(options.params))
+    async with builtin_vehicle(sim_options) as sim:
+        async with connected(sim.url, options, sim.failure) as (vehicle, proxy):
+            yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)

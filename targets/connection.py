@@ -1,0 +1,47 @@
+"""Connecting to a MAVLink target: MAVSDK on its connection string, through the impairment proxy when
+the options name a link profile."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+
+from bridges.link_proxy import LinkProxy
+from bridges.mavsdk_vehicle import MavsdkVehicle, connect
+from bridges.transport import parse_url
+from bridges.vehicle import VehicleConnectionError
+from profiles.link import load_link_profile
+from px4.process import free_udp_port
+from targets.spec import TargetOptions
+
+
+@contextlib.asynccontextmanager
+async def connected(url: str, options: TargetOptions, failure: Callable[[], str | None] = lambda: None,
+                    speed: float | None = None) -> AsyncIterator[tuple[MavsdkVehicle, LinkProxy | None]]:
+    """(a Vehicle on `url`, the impairment proxy in front of it or None); both closed after.
+
+    A link profile needs a UDP target; the proxy's frame rows go to ``options.sink("link", row)``. A
+    connection that fails carries the target's `failure()`.
+    """
+    speed = options.speed if speed is None else speed
+    async with contextlib.AsyncExitStack() as stack:
+        proxy = None
+        if options.link:
+            if parse_url(url).scheme != "udpin":
+                raise ValueError(f"a link profile needs a UDP target the proxy can stand in front of, not {url}")
+            spec = dataclasses.replace(load_link_profile(options.link), seed=options.seed)
+            port = free_udp_port()
+            sink = (lambda row: options.sink("link", row)) if options.sink else None
+            proxy = await stack.enter_async_context(LinkProxy(url, f"udpout://127.0.0.1:{port}", spec, sink=sink,
+                                                              speed=speed))
+            url = f"udpin://127.0.0.1:{port}"
+        try:
+            vehicle = await connect(url, options.connect_timeout_s, speed)
+        except VehicleConnectionError as exc:
+            detail = failure()
+            raise VehicleConnectionError(f"{exc}\n{detail}" if detail else str(exc)) from None
+        try:
+            yield vehicle, proxy
+        finally:
+            await vehicle.close()

@@ -1,0 +1,47 @@
+"""The built-in vehicle as a MAVLink server in real time (times a speed factor): what `hil sim` runs and
+what the `sim` target starts in a child process, so a client cannot tell it from PX4 SITL except by
+how fast it is ready."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from bridges.transport import open_transport
+from px4.sim.mavlink_server import Link, MavlinkServer
+from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
+
+log = logging.getLogger(__name__)
+
+
+async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
+    """Open every connection string and bind it to the server."""
+    links = []
+    for url in urls:
+        link = server.add_link(None)
+        link.transport = await open_transport(url, lambda data, link=link: server.receive(link, data))
+        links.append(link)
+    return links
+
+
+async def serve(options: SimOptions, on_ready=None) -> None:
+    """Run a vehicle until SIGINT/SIGTERM; `on_ready(links)` is called once its ports are open."""
+    autopilot, server = build_vehicle(options)
+    links = await attach_links(server, options.links)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if on_ready is not None:
+        on_ready(links)
+    try:
+        resets = await run_realtime(autopilot, server, options.speed, stop)
+        if resets:
+            # The simulation was not real time (x speed) throughout: say so rather than let it pass.
+            log.warning("fell behind real time %d times (machine overloaded for speed %g); vehicle time was "
+                        "held back each time", resets, options.speed)
+    finally:
+        for link in links:
+            link.transport.close()
+        server.close()
