@@ -27,8 +27,10 @@ run: $(STAMP)
 		$(VENV)/bin/hil run hil/campaigns/demo-px4.yaml --out runs/demo-px4 && $(VENV)/bin/hil report runs/demo-px4; \
 	else echo "PX4_DIR not set: skipping the built-in vehicle against PX4 SITL campaign (hil/campaigns/demo-px4.yaml)"; fi
 
+# Two workers (one per core of the CI machine), whole test files per worker: PX4 instances and
+# built-in vehicles claim their own ports, so files run side by side.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -48,6 +48,7 @@ class HilConfig:
     arm: bool
     allow_hardware_faults: bool
     repeat: int
+    physics: str = "default"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,6 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--allow-hardware-faults", action="store_true",
                     help="allow fault injection on a connection-string target")
     group.addoption("--hil-repeat", type=int, default=1, help="run each HIL test N times and report its pass rate")
+    group.addoption("--hil-physics", choices=("default", "harness"), default="default",
+                    help="px4-sitl: PX4's own SIH (default) or the harness's physics as PX4's simulator (profile "
+                         "sensors and physical faults act on PX4's sensors); a connection string: 'harness' closes "
+                         "the loop of a board in HITL mode on the bench")
     parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
     parser.addini("hil_targets", "targets every HIL test runs on, space-separated", default="sim")
 
@@ -81,7 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
         link=config.getoption("--hil-link"),
         record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
         speed=speed, arm=config.getoption("--hil-arm"),
-        allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"))
+        allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
+        physics=config.getoption("--hil-physics"))
 
 
 _CONFIG = pytest.StashKey[HilConfig]()
@@ -157,22 +163,25 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     link_name = opts.get("link") or hil_config.link
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
               "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
-    async with contextlib.AsyncExitStack() as stack:
-        recorder = stack.enter_context(TrialRecorder(record_dir, config=config, target=hil_target))
-        vehicle = await stack.enter_async_context(_bring_up(hil_target, hil_config.speed, hil_profile,
-                                                            opts.get("params", {}), link_name, recorder, request))
-        vehicle.hil_recorder = recorder
-        telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
-        await vehicle.wait_armable(timeout=30.0)
+    with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
         try:
-            yield vehicle
+            async with _bring_up(hil_target, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,
+                                 request) as vehicle:
+                vehicle.hil_recorder = recorder
+                telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
+                await vehicle.wait_armable(timeout=30.0)
+                try:
+                    yield vehicle
+                finally:
+                    telemetry.cancel()
+                    with contextlib.suppress(BaseException):
+                        await telemetry
+                    await _make_safe(vehicle)
         finally:
-            telemetry.cancel()
-            with contextlib.suppress(BaseException):
-                await telemetry
-            await _make_safe(vehicle)
+            # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
             passed = getattr(request.node, "_hil_call_passed", None)
-            recorder.finish("passed" if passed else "failed", {"metrics": record.metrics, "failed": record.failed})
+            outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
+            recorder.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
 
 
 async def _make_safe(vehicle) -> None:
@@ -187,7 +196,8 @@ async def _make_safe(vehicle) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _bring_up(target: str, speed: float, profile: str, params: dict, link_name: str | None, recorder, request):
+async def _bring_up(target: str, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
+                    request):
     """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
 
     The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
@@ -210,8 +220,8 @@ async def _bring_up(target: str, speed: float, profile: str, params: dict, link_
         else:
             recorder.append(table, row)
 
-    options = TargetOptions(profile=profile, speed=speed, params=params, link=link_name, keep_in=recorder.record_dir,
-                            sink=sink)
+    options = TargetOptions(profile=profile, speed=config.speed, params=params, link=link_name, physics=config.physics,
+                            keep_in=recorder.record_dir, sink=sink, allow_arming=config.arm)
     try:
         opened = open_target(spec, options)
         target_up = await opened.__aenter__()

@@ -10,8 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import re
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +38,7 @@ from px4.external_physics.links import SerialLink
 from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
 from px4.sitl import Px4Build, SitlOptions, px4_sitl
+from records.record import read_table
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 
@@ -404,3 +409,23 @@ def test_a_profiles_sensors_block_sets_what_px4_reads_and_bad_ones_are_named(tmp
         path.write_text("mass: 1.0\ntwr_max: 2.0\nalpha_xy_max: 80\nalpha_z_max: 6\n" + text + "\n")
         with pytest.raises(ProfileError, match=message):
             load_vehicle_profile(path)
+
+
+@needs_px4
+def test_the_hil_suite_runs_through_the_pytest_plugin_on_px4_over_the_harness_physics(tmp_path):
+    """The same tests/hil suite a lab runs on every target, on PX4 SITL with the harness's physics."""
+    root = Path(__file__).resolve().parents[1]
+    records = tmp_path / "records"
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/hil", "-rs",
+                             "--hil-target", "px4-sitl", "--hil-physics", "harness", "--hil-speed", str(SPEED),
+                             "--hil-record-dir", str(records)],
+                            cwd=root, capture_output=True, text=True, timeout=600, env={**os.environ, "PX4_DIR": MAIN_BUILD})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))
+    assert passed >= 5, result.stdout[-2000:]
+    # Each flown test's record holds the physics' ground truth: PX4 flew the harness's physics, not SIH.
+    flown = [d for d in records.iterdir() if (d / "manifest.json").exists()]
+    assert len(flown) >= passed
+    for record in flown:
+        assert len(read_table(record, TRUTH_TABLE)) > 100, record

@@ -19,5 +19,7 @@ async def test_offboard_loss_triggers_the_failsafe(hil_vehicle, hil_expect):
     reaction_s = vehicle_seconds(failsafe.t_ns - silent_at, hil_vehicle.speed_factor)
     # Without RC PX4 lands where it is; its heartbeat shows the Position fallback (COM_OBL_RC_ACT 0) meanwhile.
     assert failsafe.flight_mode in ("RETURN_TO_LAUNCH", "LAND", "HOLD", "POSCTL"), failsafe.flight_mode
-    hil_expect("failsafe_reaction_s", reaction_s, le=timeout + 1.0)
+    # Read on the harness clock scaled by the speed factor: a simulator loaded beyond its pace makes
+    # this read long (up to a second at 4x on two busy cores), never short.
+    hil_expect("failsafe_reaction_s", reaction_s, le=timeout + 2.0)
     await hil_vehicle.wait_until(lambda s: not s.armed, 120.0, "the failsafe brings it down")
