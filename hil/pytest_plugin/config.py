@@ -1,0 +1,73 @@
+"""The plugin's command-line options and ini settings, read once per session into a `HilConfig`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def target_kind(target: str) -> str:
+    """sim | lockstep | px4-sitl | hardware (a connection string: treated as a real aircraft)."""
+    from targets.spec import TargetSpec
+
+    return TargetSpec.parse(target).kind
+
+
+@dataclass
+class HilConfig:
+    """What the command line asked for."""
+
+    targets: list[str]
+    profile: str
+    link: str | None
+    record_root: Path
+    speed: float
+    arm: bool
+    allow_hardware_faults: bool
+    repeat: int
+    physics: str = "default"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil", "hardware-in-the-loop (quad-hil)")
+    group.addoption("--hil-target", action="append", default=None,
+                    help="sim (built-in vehicle process), lockstep (in-process, simulated time), px4-sitl[:N], or a "
+                         "connection string for a flight controller; repeat it to run every test on each "
+                         "(default: the ini option hil_targets, else sim)")
+    group.addoption("--hil-profile", default="default", help="vehicle profile for simulated targets")
+    group.addoption("--hil-link", default=None, help="link profile (profiles/links or a YAML file) to impair every "
+                                                     "test's link with, through the MAVLink proxy")
+    group.addoption("--hil-record-dir", default=None, help="where trial records go (default: runs/pytest-<time>)")
+    group.addoption("--hil-speed", type=float, default=None, help="built-in vehicle speed factor (default: ini hil_speed)")
+    group.addoption("--hil-arm", action="store_true", help="allow arming a connection-string target (a real aircraft)")
+    group.addoption("--allow-hardware-faults", action="store_true",
+                    help="allow fault injection on a connection-string target")
+    group.addoption("--hil-repeat", type=int, default=1, help="run each HIL test N times and report its pass rate")
+    group.addoption("--hil-physics", choices=("default", "harness"), default="default",
+                    help="px4-sitl: PX4's own SIH (default) or the harness's physics as PX4's simulator (profile "
+                         "sensors and physical faults act on PX4's sensors); a connection string: 'harness' closes "
+                         "the loop of a board in HITL mode on the bench")
+    parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
+    parser.addini("hil_targets", "targets every HIL test runs on, space-separated", default="sim")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hil(targets=None, profiles=None, link=None, params=None): a hardware-in-the-"
+                                       "loop test; runs only on the listed target kinds, once per listed profile, "
+                                       "through a link profile, with vehicle parameters set (simulators)")
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    speed = config.getoption("--hil-speed") or float(config.getini("hil_speed"))
+    config.stash[CONFIG] = HilConfig(
+        targets=config.getoption("--hil-target") or config.getini("hil_targets").split(),
+        profile=config.getoption("--hil-profile"),
+        link=config.getoption("--hil-link"),
+        record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
+        speed=speed, arm=config.getoption("--hil-arm"),
+        allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
+        physics=config.getoption("--hil-physics"))
+
+
+CONFIG = pytest.StashKey[HilConfig]()

@@ -1,0 +1,174 @@
+"""The fixtures a HIL test asks for: its target, profile and repetition; a connected vehicle whose
+telemetry goes into the test's trial record; the recorder, the link, metrics, missions and faults."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
+from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
+from hil.recording import record_telemetry
+from records.record import TrialRecorder
+
+
+@pytest.fixture
+def hil_config(request: pytest.FixtureRequest) -> HilConfig:
+    return request.config.stash[CONFIG]
+
+
+@pytest.fixture
+def hil_target(hil_config: HilConfig) -> str:
+    """The target of this test (with several --hil-target, each test is parametrized over them)."""
+    return hil_config.targets[0]
+
+
+@pytest.fixture
+def hil_profile(hil_config: HilConfig) -> str:
+    """The vehicle profile of this test (a marker's `profiles` parametrize it)."""
+    return hil_config.profile
+
+
+@pytest.fixture
+def hil_repeat() -> int:
+    """Which repetition this is (--hil-repeat)."""
+    return 0
+
+
+@dataclass
+class TestRecord:
+    """Per-test bookkeeping the report hook reads: where the record is and which metrics failed."""
+
+    path: Path
+    metrics: dict = field(default_factory=dict)
+    failed: list = field(default_factory=list)
+    recorder: TrialRecorder | None = None  # the test's trial record while its vehicle is up
+
+
+RECORD = pytest.StashKey[TestRecord]()
+
+
+@pytest_asyncio.fixture
+async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_profile: str,
+                      hil_repeat: int):
+    """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
+    marker = request.node.get_closest_marker("hil")
+    opts = marker.kwargs if marker else {}
+    targets = opts.get("targets")
+    kind = target_kind(hil_target)
+    if targets and kind not in targets:
+        pytest.skip(f"runs on {', '.join(targets)}, not on {kind}")
+    if kind == "hardware" and not hil_config.arm:
+        pytest.skip(f"{hil_target} may be a real aircraft: add --hil-arm to fly it")
+    name = re.sub(r"[^\w.-]+", "_", request.node.nodeid).strip("_")
+    record_dir = hil_config.record_root / name
+    record = TestRecord(record_dir)
+    request.node.stash[RECORD] = record
+    request.node.user_properties.append(("hil_record", str(record_dir)))
+    link_name = opts.get("link") or hil_config.link
+    config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
+              "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
+    with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
+        try:
+            async with bring_up(hil_target, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,
+                                 request) as vehicle:
+                record.recorder = recorder
+                telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
+                await vehicle.wait_armable(timeout=30.0)
+                try:
+                    yield vehicle
+                finally:
+                    telemetry.cancel()
+                    with contextlib.suppress(BaseException):
+                        await telemetry
+                    await make_safe(vehicle)
+        finally:
+            # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
+            passed = getattr(request.node, "_hil_call_passed", None)
+            outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
+            recorder.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
+
+
+@pytest.fixture
+def hil_recorder(request: pytest.FixtureRequest, hil_vehicle) -> TrialRecorder:
+    """The test's trial record (telemetry is in it already): add events, tables, a planner's timing."""
+    return request.node.stash[RECORD].recorder
+
+
+@pytest.fixture
+def hil_link(request: pytest.FixtureRequest, hil_vehicle) -> LinkUnderTest | None:
+    """The MAVLink impairment proxy this test's vehicle is reached through (None without a link profile)."""
+    return request.node.stash.get(LINK, None)
+
+
+@pytest.fixture
+def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
+    """`hil_expect(metric, value, le=..., ge=...)`: record a metric and fail, naming it and the record, if out of bounds."""
+    record: TestRecord = request.node.stash[RECORD]
+
+    def expect(metric: str, value: float, *, le: float | None = None, ge: float | None = None) -> float:
+        record.metrics[metric] = value
+        record.recorder.event("metric", metric=metric, value=value, le=le, ge=ge)
+        expected = []
+        if le is not None:
+            expected.append(f"<= {le:g}")
+        if ge is not None:
+            expected.append(f">= {ge:g}")
+        # NaN compares false with everything, so a metric that could not be computed fails too.
+        if math.isnan(value) or (le is not None and value > le) or (ge is not None and value < ge):
+            record.failed.append(metric)
+            raise AssertionError(f"metric {metric} = {value:.4g}, expected {' and '.join(expected)}"
+                                 f" (trial record: {record.path})")
+        return value
+    return expect
+
+
+@pytest.fixture
+def hil_mission(hil_vehicle, hil_recorder):
+    """`await hil_mission(path)`: fly a waypoint mission file on the vehicle; returns (outcome, reason, summary)."""
+    from hil.fly import fly_mission
+    from missions.waypoint import load_mission
+    from records.clock import vehicle_time
+    from records.record import read_table
+    from reports.trial_summary import summarize_trial
+
+    async def run(path):
+        mission = load_mission(path)
+        recorder = hil_recorder
+        start_ns = hil_vehicle.state.t_ns
+        outcome, reason = await fly_mission(hil_vehicle, mission, recorder)
+        recorder.flush()
+        table = read_table(recorder.record_dir, "telemetry")
+        flown = vehicle_time(table[table.t_ns >= start_ns].reset_index(drop=True), hil_vehicle.speed_factor)
+        return outcome, reason, summarize_trial(flown, mission.reference_path())
+    return run
+
+
+@pytest_asyncio.fixture
+async def hil_faults(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_vehicle, hil_recorder):
+    """A fault injector with its monitor: `await hil_faults.inject_and_verify(spec)` -> a FaultVerdict.
+
+    On the harness's physics the faults act in the physics and sensors (PX4 is never told);
+    elsewhere they are asked of the flight controller (MAV_CMD_INJECT_FAILURE).
+    """
+    from bridges.failure import FailureInjector
+    from bridges.physics_faults import PhysicsFailureInjector
+    from hil.fault_monitor import FaultMonitor
+
+    if target_kind(hil_target) == "hardware" and not hil_config.allow_hardware_faults:
+        pytest.skip("fault injection on a connection-string target needs --allow-hardware-faults")
+    simulator = request.node.stash.get(SIMULATOR, None)
+    if target_kind(hil_target) == "lockstep":
+        pytest.skip("faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link")
+    injector = PhysicsFailureInjector(simulator) if simulator is not None else FailureInjector(hil_vehicle)
+    async with injector:
+        async with FaultMonitor(hil_vehicle, injector, hil_recorder) as monitor:
+            await monitor.wait_for_telemetry()
+            yield monitor

@@ -1,0 +1,62 @@
+"""The plugin's hooks: parametrizing HIL tests over targets, profiles and repetitions, naming the trial
+record in a failure's report, and the pass-rate summary of repeated runs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hil.pytest_plugin.config import CONFIG
+from hil.pytest_plugin.fixtures import RECORD
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("hil")
+    if marker is None or "hil_vehicle" not in metafunc.fixturenames:
+        return
+    profiles = marker.kwargs.get("profiles")
+    if profiles:
+        metafunc.parametrize("hil_profile", list(profiles), ids=[re.sub(r"\W+", "_", p) for p in profiles])
+    cfg = metafunc.config.stash[CONFIG]
+    if len(cfg.targets) > 1:
+        metafunc.parametrize("hil_target", cfg.targets, ids=cfg.targets)
+    repeat = cfg.repeat
+    if repeat > 1:
+        metafunc.parametrize("hil_repeat", range(repeat), ids=[f"run{i}" for i in range(repeat)])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    record = item.stash.get(RECORD, None)
+    if report.when == "call":
+        item._hil_call_passed = report.passed
+    if record is not None and report.failed:
+        lines = [f"trial record: {record.path}"]
+        if record.failed:
+            lines.append("failed metrics: " + ", ".join(f"{m} = {record.metrics[m]:.4g}" for m in record.failed))
+        report.sections.append(("hil", "\n".join(lines)))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    cfg = config.stash.get(CONFIG, None)
+    if cfg is None or cfg.repeat <= 1:
+        return
+    import pandas as pd
+
+    from reports.stats import flakiness
+
+    rows = []
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        if report.when == "call" and "[" in report.nodeid and "run" in report.nodeid:
+            case = re.sub(r"-?run\d+(?=\]|-)", "", report.nodeid).replace("[]", "")
+            rows.append({"case": case, "success": float(report.passed)})
+    if not rows:
+        return
+    table = flakiness(pd.DataFrame(rows), ["case"])
+    terminalreporter.section(f"HIL pass rates over {cfg.repeat} runs (95 % bootstrap interval)")
+    for row in table.itertuples():
+        mark = "  flaky" if row.flaky else ""
+        terminalreporter.write_line(f"{row.pass_rate:6.0%} [{row.low:.0%}, {row.high:.0%}]  n={row.n}  {row.case}{mark}")

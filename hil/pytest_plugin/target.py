@@ -1,0 +1,85 @@
+"""Bringing a test's target up through `targets.open_target`, and leaving its vehicle safe after."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import pytest
+
+from hil.pytest_plugin.config import HilConfig
+
+
+@dataclass
+class LinkUnderTest:
+    """The impairment proxy a test's vehicle is reached through, and every frame's fate so far."""
+
+    profile: str
+    rows: list = field(default_factory=list)
+    proxy: object = None
+
+    def applied_delays_ms(self, direction: str) -> list[float]:
+        """Delays really applied to the frames that went through, one direction (to_vehicle | to_onboard)."""
+        return [r["applied_ms"] for r in self.rows
+                if r["direction"] == direction and r["fate"] != "dropped" and r["copy_no"] == 0]
+
+
+LINK = pytest.StashKey[LinkUnderTest]()
+# The harness's physics when it drives the test's target (PX4 on the harness physics, a HITL bench):
+# faults then act in the physics instead of being asked of the flight controller.
+SIMULATOR = pytest.StashKey[object]()
+
+
+async def make_safe(vehicle) -> None:
+    """Whatever the test did, the vehicle ends on the ground and disarmed (or landing, if it will not finish)."""
+    from bridges.vehicle import VehicleError
+
+    with contextlib.suppress(VehicleError, TimeoutError):
+        if vehicle.state.in_air:
+            await vehicle.release()
+            await vehicle.land()
+            await vehicle.wait_until(lambda s: not s.armed, 120.0, "landing after the test")
+
+
+@contextlib.asynccontextmanager
+async def bring_up(target: str, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
+                    request):
+    """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
+
+    The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
+    `hil_link`; PX4's console and logs into the test's trial record.
+    """
+    from bridges.transport import parse_url
+    from px4.sitl import Px4NotFound
+    from targets import TargetOptions, TargetSpec, open_target
+
+    spec = TargetSpec.parse(target)
+    link = LinkUnderTest(link_name) if link_name else None
+    if link is not None:
+        if spec.kind == "hardware" and parse_url(spec.url).scheme != "udpin":
+            pytest.skip(f"--hil-link needs a UDP target the proxy can stand in front of, not {target}")
+        request.node.stash[LINK] = link
+
+    def sink(table: str, row) -> None:
+        if table == "link" and link is not None:
+            link.rows.append(row)
+        else:
+            recorder.append(table, row)
+
+    options = TargetOptions(profile=profile, speed=config.speed, params=params, link=link_name, physics=config.physics,
+                            keep_in=recorder.record_dir, sink=sink, allow_arming=config.arm)
+    try:
+        opened = open_target(spec, options)
+        target_up = await opened.__aenter__()
+    except Px4NotFound as exc:
+        pytest.skip(str(exc))
+    try:
+        if link is not None:
+            link.proxy = target_up.link
+        if target_up.simulator is not None:
+            request.node.stash[SIMULATOR] = target_up.simulator
+        yield target_up.vehicle
+    finally:
+        await opened.__aexit__(None, None, None)
+
+
