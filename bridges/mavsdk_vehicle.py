@@ -34,6 +34,7 @@ from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
+from bridges.transport import loopback_by_default
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
                              VehicleConnectionError, VehicleError, VehicleState)
 from px4.geo import GeoOrigin
@@ -529,6 +530,7 @@ async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0) ->
     `timeout` is wall-clock seconds; `speed_factor` is the target's simulation speed (1 for hardware).
     """
     route_mavsdk_logs()
+    url = loopback_by_default(url)
     mavsdk = Mavsdk(Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER))
     try:
         await mavsdk.add_any_connection(url)

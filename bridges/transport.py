@@ -15,6 +15,7 @@ Defaults bind to loopback; a wildcard or outside address is used only when the c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -77,6 +78,19 @@ def parse_url(url: str) -> Endpoint:
         return Endpoint("pyserial", device=url, baud=baud, url=url)
     raise TransportError(f"connection string {url!r}: unknown scheme {scheme!r}; expected udpin, udpout, serial "
                          f"or a pyserial URL ({', '.join(PYSERIAL_SCHEMES)})")
+
+
+def loopback_by_default(url: str) -> str:
+    """`url` with a listening UDP address that names no host bound to 127.0.0.1 instead of every interface.
+
+    MAVSDK reads ``udpin://:14540`` (and the old ``udp://:14540``) as 0.0.0.0; the harness listens
+    beyond loopback only where a connection string says 0.0.0.0 (or an address) explicitly.
+    """
+    with contextlib.suppress(TransportError):
+        endpoint = parse_url(url)
+        if endpoint.scheme == "udpin" and url.split("://", 1)[1].startswith(":"):
+            return f"udpin://127.0.0.1:{endpoint.port}"
+    return url
 
 
 class _UdpProtocol(asyncio.DatagramProtocol):

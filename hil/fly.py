@@ -22,7 +22,7 @@ from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.param_journal import ParamJournal, restore_pending
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
-from hil.safety import SafetyLimits, watch
+from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
 from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
@@ -213,6 +213,11 @@ def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, record
 async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,
                           say: Callable[[str], None]) -> tuple[str, str, bool]:
     """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
+    try:
+        await require_on_ground(vehicle)
+    except UnexpectedVehicleState as exc:
+        recorder.event("refused", reason=str(exc))
+        return "refused", str(exc), False  # not ours: it must not be landed either
     if options.hardware:
         vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
         restored = await restore_pending(vehicle, vehicle.journal)

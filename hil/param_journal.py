@@ -13,11 +13,21 @@ $HIL_STATE_DIR, or ~/.local/state/quad-hil.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
 
+from bridges.vehicle import VehicleError
+from config.errors import ConfigError
+from px4.params import PARAM_NAME
 from records.atomic import write_atomically
+
+MAX_JOURNAL_BYTES = 1 << 20  # a journal holds a few dozen names; anything larger is not one
+
+
+class JournalError(ConfigError):
+    """A parameter journal that cannot be trusted; the message names the file and what is wrong."""
 
 
 def state_dir() -> Path:
@@ -40,13 +50,26 @@ class ParamJournal:
 
     def _read(self) -> dict[str, float]:
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(self.path.read_bytes()[:MAX_JOURNAL_BYTES + 1].decode())
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
-            raise RuntimeError(f"{self.path}: unreadable parameter journal ({exc}); it lists parameters a crashed "
-                               "run left changed: inspect it, restore them by hand, then delete it") from exc
-        return {str(k): float(v) for k, v in data.get("originals", {}).items()}
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise self._error(f"unreadable ({exc})") from None
+        originals = data.get("originals") if isinstance(data, dict) else None
+        if not isinstance(originals, dict):
+            raise self._error('expected a JSON object {"originals": {NAME: VALUE, ...}}')
+        read = {}
+        for name, value in originals.items():
+            if not PARAM_NAME.match(name):
+                raise self._error(f"originals.{name[:40]!r}: expected a PX4 parameter name (A-Z, 0-9, _; <= 16)")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise self._error(f"originals.{name}: expected a finite number, got {value!r:.40}")
+            read[name] = float(value)
+        return read
+
+    def _error(self, what: str) -> JournalError:
+        return JournalError([f"{self.path}: parameter journal {what}. It lists parameters a crashed run left changed "
+                             "on this flight controller: restore them by hand (QGroundControl), then delete the file"])
 
     def _write(self) -> None:
         if not self._originals:
@@ -73,10 +96,19 @@ class ParamJournal:
 
 
 async def restore_pending(vehicle, journal: ParamJournal) -> dict[str, float]:
-    """Put back what an interrupted run left changed (call before anything else); returns what was restored."""
+    """Put back what an interrupted run left changed (call before anything else); returns what was restored.
+
+    A parameter the flight controller refuses names the journal, so a journal from another vehicle
+    (or another firmware) is found instead of failing every later run with a bare timeout.
+    """
     restored = {}
     for name, value in journal.pending().items():
-        await vehicle.set_param(name, value)
+        try:
+            await vehicle.set_param(name, value)
+        except VehicleError as exc:
+            raise VehicleError(f"cannot restore {name} = {value:g} from the parameter journal {journal.path} ({exc}); "
+                               "if this flight controller has no such parameter the journal is another vehicle's: "
+                               "restore that vehicle, or delete the entry") from None
         journal.forget(name)
         restored[name] = value
     return restored

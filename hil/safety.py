@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bridges.vehicle import Vehicle, VehicleState
+from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from missions.waypoint import WaypointMission
 
 # Modes a harness never selects: seeing one means a pilot chose it (PX4 switches to Position mode
@@ -103,3 +103,21 @@ async def watch(vehicle: Vehicle, limits: SafetyLimits) -> SafetyStop:
                 return SafetyStop("breach", f"{why}; {limits.breach_action} commanded", state)
     finally:
         await samples.aclose()
+
+
+class UnexpectedVehicleState(VehicleError):
+    """The vehicle is not disarmed on the ground: the harness commands nothing to it."""
+
+
+async def require_on_ground(vehicle: Vehicle, timeout: float = 10.0) -> None:
+    """Refuse (UnexpectedVehicleState) a vehicle that is armed or flying before the harness has touched it.
+
+    Someone else is flying it (a pilot, a mission, another script): uploading, arming or changing a
+    parameter now would take it over in the air. Waits (vehicle time) for the first telemetry.
+    """
+    state = await vehicle.wait_until(lambda s: s.t_ns > 0, timeout, "the vehicle's first telemetry")
+    if state.armed or state.in_air:
+        raise UnexpectedVehicleState(
+            f"refused: the vehicle is already {'flying' if state.in_air else 'armed'} (mode {state.flight_mode}, "
+            f"{state.altitude:.1f} m above home); the harness starts only from a vehicle disarmed on the ground")
+

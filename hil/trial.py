@@ -28,6 +28,7 @@ from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import land_and_wait
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.param_journal import ParamJournal, restore_pending
+from hil.safety import require_on_ground
 from hil.recording import record_telemetry
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
@@ -137,6 +138,7 @@ async def fly_navigation(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: 
     controller that outlives the run (`hardware`) it is journaled first, and what an interrupted run
     left changed is restored before anything else.
     """
+    await require_on_ground(vehicle)  # raised, not judged: a vehicle someone else flies is never landed either
     telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
     try:
         if hardware:

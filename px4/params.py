@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,8 @@ SPECS: tuple[ParamSpec, ...] = (
 
 SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
 REFERENCE = Path(__file__).resolve().parent / "reference" / "px4_v1.16.1_sih_parameters.json"
+# A PX4 parameter name: capitals, digits and underscores, at most 16 characters (param_id is char[16]).
+PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 HASH_CHECK = "_HASH_CHECK"  # the list's last PARAM_VALUE: a hash of every value, for a client's cache
 MAV_PARAM_TYPE_INT32 = 6
 MAV_PARAM_TYPE_REAL32 = 9

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator, Mapping
 
+from px4.params import PARAM_NAME
 from px4.process import die_with_parent, port_is_free, stop_process
 
 ENV_VAR = "PX4_DIR"
@@ -75,7 +76,6 @@ START_FAILED = re.compile(r"Startup script returned with return value|Error: no 
 START_TIMEOUT_S = 60.0
 # PX4 exits within about 2 s of SIGTERM; one waiting for an external simulator never does.
 STOP_GRACE_S = 5.0
-PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 HOW_TO_GET_PX4 = (
     "PX4 SITL not found. Build PX4 (v1.14 or newer) from its public source (in a PX4-Autopilot checkout: "
     "`make px4_sitl_default`; the SIH model needs no Gazebo), then point the harness at it with "

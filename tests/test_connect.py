@@ -20,3 +20,22 @@ async def test_unreachable_connection_fails_within_its_timeout_naming_it():
     elapsed = loop.time() - start
     assert url in str(failed.value)
     assert elapsed < 3.0
+
+
+@pytest.mark.parametrize("spelling", ["udpin://:{port}", "udp://:{port}"])
+async def test_a_listening_address_without_a_host_binds_loopback_only(spelling):
+    import psutil
+
+    from targets.builtin import SimProcessOptions, builtin_vehicle
+
+    from .conftest import SPEED
+
+    port = free_udp_port()
+    # The vehicle sends to 127.0.0.1:port; the harness listens there, and not on every interface.
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED, extra_links=[f"udpout://127.0.0.1:{port}"])):
+        vehicle = await connect(spelling.format(port=port), timeout=10.0, speed_factor=SPEED)
+        try:
+            bound = [c.laddr.ip for c in psutil.Process().net_connections(kind="udp") if c.laddr.port == port]
+        finally:
+            await vehicle.close()
+    assert bound == ["127.0.0.1"], bound

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bridges.mavsdk_vehicle import connect
-from hil.param_journal import ParamJournal
+from hil.param_journal import JournalError, ParamJournal
 from records.record import read_events
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
@@ -36,11 +36,44 @@ def test_journal_keeps_the_first_original_and_survives_reopening(tmp_path):
     assert not (tmp_path / "j.json").exists(), "an empty journal leaves no file behind"
 
 
-def test_an_unreadable_journal_is_an_error_naming_the_file(tmp_path):
+@pytest.mark.parametrize("content, expected", [
+    (b"{ half a journal", "unreadable"),
+    (b"\xff\xfe not UTF-8", "unreadable"),
+    (b"[1, 2, 3]", "expected a JSON object"),
+    (b'{"originals": [1, 2]}', "expected a JSON object"),
+    (b'{"originals": {"MPC_XY_CRUISE": "five"}}', "originals.MPC_XY_CRUISE: expected a finite number"),
+    (b'{"originals": {"MPC_XY_CRUISE": NaN}}', "originals.MPC_XY_CRUISE: expected a finite number"),
+    (b'{"originals": {"MPC_XY_CRUISE": [5]}}', "originals.MPC_XY_CRUISE: expected a finite number"),
+    (b'{"originals": {"mpc; reboot": 1}}', "expected a PX4 parameter name"),
+], ids=["truncated", "binary", "list", "originals-list", "text-value", "nan", "list-value", "bad-name"])
+def test_an_untrustworthy_journal_is_an_error_naming_the_file_and_the_entry(tmp_path, content, expected):
     path = tmp_path / "j.json"
-    path.write_text("{ half a journal")
-    with pytest.raises(RuntimeError, match=str(path)):
+    path.write_bytes(content)
+    with pytest.raises(JournalError, match=expected) as error:
         ParamJournal(path)
+    assert str(path) in str(error.value) and "restore them by hand" in str(error.value)
+
+
+@pytest.mark.parametrize("broken", ["unknown-name", "corrupt"])
+async def test_a_journal_the_harness_cannot_use_stops_hil_fly_naming_the_journal(tmp_path, monkeypatch, broken):
+    monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path))
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        try:
+            journal = ParamJournal.for_vehicle(await vehicle.identity())
+            if broken == "corrupt":
+                journal.path.parent.mkdir(parents=True, exist_ok=True)
+                journal.path.write_bytes(b'{"originals": {"NOT_A_PX4_PARAM": "one"}}')
+            else:
+                journal.record("NOT_A_PX4_PARAM", 1.0)
+            result = subprocess.run([sys.executable, "-m", "hil", "fly", str(DEMO), "--target", sim.url, "--arm",
+                                     "--record-dir", str(tmp_path / "record")], cwd=ROOT, capture_output=True,
+                                    text=True, timeout=120, env={**os.environ, "HIL_STATE_DIR": str(tmp_path)})
+        finally:
+            await vehicle.close()
+    assert result.returncode == (2 if broken == "corrupt" else 1)
+    out = result.stdout + result.stderr
+    assert "Traceback" not in out and str(journal.path) in out and "NOT_A_PX4_PARAM" in out, out
 
 
 def test_for_vehicle_names_files_safely(tmp_path, monkeypatch):
@@ -54,7 +87,7 @@ CRASHING_HARNESS = textwrap.dedent("""
     import asyncio, os, signal, sys
     sys.path.insert(0, {root!r})
     from bridges.mavsdk_vehicle import connect
-    from hil.param_journal import ParamJournal
+    from hil.param_journal import JournalError, ParamJournal
 
     async def main():
         vehicle = await connect({url!r}, timeout=10.0)

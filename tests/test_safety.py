@@ -172,3 +172,25 @@ async def test_ctrl_c_aborts_lands_and_restores(tmp_path):
         pilot.conn.mav.param_request_read_send(1, 1, b"MIS_TAKEOFF_ALT", -1)
         value = pilot.recv("PARAM_VALUE", 3.0, lambda m: m.param_id == "MIS_TAKEOFF_ALT")
         assert value.param_value == pytest.approx(2.5), "the mission's parameter change was undone"
+
+
+@pytest.mark.parametrize("extra", [("--dry-run",), ()], ids=["dry-run", "arm"])
+async def test_a_vehicle_someone_else_is_flying_gets_no_command_at_all(tmp_path, extra):
+    async with field() as (url, pilot):
+        pilot.wait_armable(30.0)
+        # The pilot takes off in Takeoff mode: up to MIS_TAKEOFF_ALT (2.5 m), then Hold.
+        assert pilot.set_mode(FlightMode.TAKEOFF) == mavlink.MAV_RESULT_ACCEPTED
+        assert pilot.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+        assert pilot.wait_altitude(2.5, 0.5, 30.0 / SPEED + 5), "the pilot's takeoff"
+        assert pilot.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3)
+        record = tmp_path / "record"
+        code, out = finish(start_harness(url, "demo_square.yaml", record, *extra), pilot)
+        assert code != 0 and "already flying" in out, out
+        assert read_manifest(record)["outcome"] == "refused"
+        kinds = [e["kind"] for e in read_events(record)]
+        assert not {"mission_uploaded", "armed", "params_set", "landing"} & set(kinds), kinds
+        # Nothing was uploaded or commanded: the vehicle holds where the pilot left it, with no mission.
+        assert pilot.wait_mode(FlightMode.HOLD, 1.0)
+        pilot.conn.mav.mission_request_list_send(*pilot.target)
+        count = pilot.recv("MISSION_COUNT", 5.0)
+        assert count is not None and count.count == 0

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
     try:
         result = asyncio.run(go())
-    except (Px4NotFound, SitlError) as exc:
+    except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
     if result.summary is not None:

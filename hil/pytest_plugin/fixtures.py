@@ -16,6 +16,7 @@ import pytest_asyncio
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
 from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
 from hil.recording import record_telemetry
+from hil.safety import require_on_ground
 from records.record import TrialRecorder
 
 
@@ -81,6 +82,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                                  request) as vehicle:
                 record.recorder = recorder
                 telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
+                await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
                 await vehicle.wait_armable(timeout=30.0)
                 try:
                     yield vehicle
