@@ -19,7 +19,9 @@ it and returns the record as a tar archive, unpacked here; no shared file system
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import multiprocessing
 import os
 import queue
@@ -40,6 +42,7 @@ from reports.results import TRIALS_DIR
 PARTIAL_DIR = ".partial"
 SCENES_DIR = "scenes"
 STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulator and exit
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
 
 
 @dataclass(frozen=True)
@@ -68,65 +71,142 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- local pool
-def _worker_main(campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
+def _stop_worker(*_) -> None:
+    """SIGTERM: SystemExit unwinds the running trial; asyncio.run cancels its tasks, simulators are
+    stopped on the way out. The task the exit interrupted is abandoned on purpose, so asyncio's
+    "exception was never retrieved" report of it is silenced rather than printed as a traceback."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    sys.exit(128 + signal.SIGTERM)
+
+
+def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
     from px4.process import die_with_parent
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # SystemExit unwinds the running trial: asyncio cancels it, simulators are stopped on the way out.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    signal.signal(signal.SIGTERM, _stop_worker)
     while (spec := tasks.get()) is not None:
         try:
-            results.put(TrialDone(spec.trial_id, complete_trial(spec, campaign_dir)))
+            results.put((slot, TrialDone(spec.trial_id, complete_trial(spec, campaign_dir))))
         except Exception:  # a harness bug in one trial must not stop the campaign
-            results.put(TrialDone(spec.trial_id, None, traceback.format_exc(limit=5)))
+            results.put((slot, TrialDone(spec.trial_id, None, traceback.format_exc(limit=5))))
+
+
+def _drain(results: multiprocessing.Queue) -> list[tuple[int, TrialDone]]:
+    arrived = []
+    with contextlib.suppress(queue.Empty):
+        while True:
+            arrived.append(results.get_nowait())
+    return arrived
+
+
+@dataclass
+class _Worker:
+    """One worker process, its own task queue, and the trial it was handed (None: idle)."""
+
+    process: multiprocessing.Process
+    tasks: multiprocessing.Queue
+    trial: TrialSpec | None = None
 
 
 class LocalPool:
-    """`workers` processes on this machine."""
+    """`workers` processes on this machine, each handed one trial at a time.
+
+    The pool knows which trial every worker holds, so a worker that dies (killed by the OOM killer,
+    a stray kill -9, a segfault in a native library) costs no trial: its trial is run again once on
+    a fresh worker, and a trial that kills its worker twice is reported as a harness error.
+    """
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
-        self._processes: list[multiprocessing.Process] = []
+        self._pool: dict[int, _Worker] = {}
 
     def run(self, trials: list[TrialSpec], campaign_dir: Path) -> Iterator[TrialDone]:
         if not trials:
             return
+        # If `hil run` itself is killed, the resource tracker frees the queues' semaphores and warns
+        # about each one; that clean-up is its job, so the warning is noise (workers inherit the flag).
+        if _TRACKER_QUIET not in sys.warnoptions:
+            sys.warnoptions.append(_TRACKER_QUIET)
         context = multiprocessing.get_context("spawn")
-        tasks, results = context.Queue(), context.Queue()
-        for spec in trials:
-            tasks.put(spec)
-        count = min(self.workers, len(trials))
-        for _ in range(count):
-            tasks.put(None)
-        self._processes = [context.Process(target=_worker_main, args=(campaign_dir, tasks, results),
-                                           name=f"hil-worker-{slot}", daemon=True) for slot in range(count)]
-        for process in self._processes:
+        results = context.Queue()
+        pending = list(reversed(trials))  # popped from the end: campaign order
+        died_once: set[str] = set()
+        slots = iter(range(1 << 30))
+
+        def start_worker() -> None:
+            slot, tasks = next(slots), context.Queue()
+            process = context.Process(target=_worker_main, args=(slot, campaign_dir, tasks, results),
+                                      name=f"hil-worker-{slot}", daemon=True)
             process.start()
+            self._pool[slot] = _Worker(process, tasks)
+
+        for _ in range(min(self.workers, len(trials))):
+            start_worker()
         remaining = len(trials)
         while remaining:
+            for worker in self._pool.values():
+                if worker.trial is None and pending:
+                    worker.trial = pending.pop()
+                    worker.tasks.put(worker.trial)
             try:
-                done = results.get(timeout=1.0)
+                arrived = [results.get(timeout=0.5)]
             except queue.Empty:
-                if not any(p.is_alive() for p in self._processes):
-                    raise RuntimeError("every campaign worker exited with trials left (see the errors above)")
+                # A worker may have sent its result and then died: read what is in the pipe before
+                # deciding that a dead worker's trial was lost.
+                lost = self._forget_dead_workers()
+                arrived = _drain(results)
+                finished = {done.trial_id for _, done in arrived}
+                for spec, how in lost:
+                    if spec.trial_id in finished:
+                        continue
+                    if spec.trial_id in died_once:
+                        remaining -= 1
+                        yield TrialDone(spec.trial_id, None, f"its worker process died twice running it ({how})")
+                    else:
+                        died_once.add(spec.trial_id)
+                        print(f"hil run: a worker died ({how}) running {spec.trial_id}; running it again",
+                              file=sys.stderr, flush=True)
+                        pending.append(spec)
+                busy = sum(worker.trial is not None for worker in self._pool.values())
+                for _ in range(min(self.workers, busy + len(pending)) - len(self._pool)):
+                    start_worker()
+            for slot, done in arrived:
+                if slot in self._pool:
+                    self._pool[slot].trial = None
+                remaining -= 1
+                yield done
+        for worker in self._pool.values():
+            worker.tasks.put(None)
+        for worker in self._pool.values():
+            worker.process.join()
+        self._pool = {}
+
+    def _forget_dead_workers(self) -> list[tuple[TrialSpec, str]]:
+        """Drop every worker that has died; the trials they held, each with how its worker ended."""
+        lost = []
+        for slot, worker in list(self._pool.items()):
+            if worker.process.is_alive():
                 continue
-            remaining -= 1
-            yield done
-        for process in self._processes:
-            process.join()
+            del self._pool[slot]
+            code = worker.process.exitcode
+            if worker.trial is not None:
+                lost.append((worker.trial, f"signal {signal.Signals(-code).name}" if code is not None and code < 0
+                             else f"exit code {code}"))
+        return lost
 
     def stop(self) -> None:
         """SIGTERM every worker, wait for it to clean up, SIGKILL what is left."""
-        for process in self._processes:
+        processes = [worker.process for worker in self._pool.values()]
+        for process in processes:
             if process.is_alive():
                 process.terminate()
-        for process in self._processes:
+        for process in processes:
             process.join(STOP_GRACE_S)
             if process.is_alive():
                 process.kill()
                 process.join()
-        self._processes = []
+        self._pool = {}
 
 
 # ------------------------------------------------------------------------------------------------ ray

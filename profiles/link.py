@@ -44,6 +44,8 @@ from config.loading import load_yaml
 LATENCY_KINDS = ("fixed", "uniform", "normal", "trace")
 LOSS_MODELS = ("bernoulli", "gilbert_elliott")
 DIRECTIONS = ("to_vehicle", "to_onboard")
+# A MAVLink 2 frame is at most 280 bytes (header, 255 of payload, checksum, signature): no more to corrupt.
+MAX_FRAME_BYTES = 280
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,7 @@ class _Parser:
             reorder=self.number(data, "reorder", path, 0.0, lo=0.0, hi=1.0),
             reorder_ms=self.number(data, "reorder_ms", path, 0.0, lo=0.0),
             corrupt=self.number(data, "corrupt", path, 0.0, lo=0.0, hi=1.0),
-            corrupt_bytes=int(self.number(data, "corrupt_bytes", path, 1, lo=1, integer=True)))
+            corrupt_bytes=int(self.number(data, "corrupt_bytes", path, 1, lo=1, hi=MAX_FRAME_BYTES, integer=True)))
 
     def latency(self, data: Any, path: str) -> Latency:
         if not isinstance(data, Mapping):

@@ -48,16 +48,17 @@ def write_results(campaign_dir: Path) -> pd.DataFrame:
 
 
 def load_results(run: Path) -> pd.DataFrame:
-    """A run's results: a campaign directory (its table, rebuilt from manifests if absent) or a parquet file."""
+    """A run's results: a campaign directory (read from its finished trials' manifests, so a run that
+    was killed before it rebuilt its table is reported in full) or a results table file."""
     run = Path(run)
     if run.is_file():
         table = pd.read_parquet(run)
         campaign_dir = run.parent
-    elif (run / RESULTS_PARQUET).exists():
-        table = pd.read_parquet(run / RESULTS_PARQUET)
-        campaign_dir = run
     elif (run / TRIALS_DIR).is_dir():
         table = collect_results(run)
+        campaign_dir = run
+    elif (run / RESULTS_PARQUET).exists():
+        table = pd.read_parquet(run / RESULTS_PARQUET)
         campaign_dir = run
     else:
         raise FileNotFoundError(f"{run}: not a campaign directory (no {RESULTS_PARQUET} or {TRIALS_DIR}/) "

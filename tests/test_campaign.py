@@ -76,6 +76,21 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def _wait_for_trials(out: Path, count: int, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        finished = len(list((out / "trials").glob("*"))) if (out / "trials").is_dir() else 0
+        if finished >= count:
+            return finished
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} trials finished in {out} within {timeout:g} s")
+
+
+def _start_run(path: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "hil", "run", str(path), "--out", str(out), "--no-progress",
+                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def _wait_gone(processes: list[psutil.Process], timeout: float = 15.0) -> list[psutil.Process]:
     _, alive = psutil.wait_procs(processes, timeout=timeout)
     return alive
@@ -85,15 +100,17 @@ def test_kill_9_loses_at_most_the_trials_in_flight_and_resume_never_repeats(tmp_
     campaign = write_campaign(tmp_path / "c.yaml", missions=[{"scene": "forest", "configs": [0, 1]}],
                               profiles=["default", "1.00kg-SunnySky"], repeats=2)  # 8 trials
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--workers", "2",
-                             "--no-progress"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list((out / "trials").glob("*"))) < 2:
-        time.sleep(0.02)
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--workers",
+                                 "2", "--no-progress"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
+    _wait_for_trials(out, 2)
     workers = _descendants(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not _wait_gone(workers), "workers outlived a killed hil run"
+    time.sleep(1.0)  # the resource tracker outlives its parent by a moment
+    assert "Traceback" not in errors.read_text() and "leaked" not in errors.read_text(), errors.read_text()
     finished = {p.name for p in (out / "trials").iterdir()}
     assert 2 <= len(finished) < 8
     for record in (out / "trials").iterdir():  # everything published is complete
@@ -178,3 +195,51 @@ def test_a_profile_px4_cannot_fly_is_refused_for_px4_sitl_naming_px4s_reason(tmp
         parse_campaign(yaml.safe_load(campaign.read_text()), str(campaign))
     # The same profile is fine for the built-in vehicle alone.
     parse_campaign({**yaml.safe_load(campaign.read_text()), "targets": ["sim"]}, str(campaign))
+
+
+MANY = {"missions": [{"scene": "forest", "configs": [0, 1]}], "profiles": ["default", "1.00kg-SunnySky"],
+        "repeats": 6}  # 24 short lockstep trials
+
+
+def test_a_report_after_a_killed_resume_counts_every_finished_trial(tmp_path):
+    campaign, out = write_campaign(tmp_path / "c.yaml", **MANY), tmp_path / "run"
+    first = _start_run(campaign, out, "--workers", "1")
+    _wait_for_trials(out, 2)
+    first.send_signal(signal.SIGINT)  # Ctrl-C: the run writes its (soon stale) results table
+    first.communicate(timeout=60)
+    stale = len(pd.read_parquet(out / "results.parquet"))
+    resumed = _start_run(out, out, "--workers", "1")
+    _wait_for_trials(out, stale + 3)
+    resumed.send_signal(signal.SIGKILL)  # no table written this time
+    resumed.communicate(timeout=60)
+    finished = len(list((out / "trials").iterdir()))
+    assert finished > stale and len(load_results(out)) == finished
+
+
+def test_a_killed_worker_costs_no_trial(tmp_path):
+    campaign, out = write_campaign(tmp_path / "c.yaml", **MANY), tmp_path / "run"
+    run = _start_run(campaign, out, "--workers", "2")
+    _wait_for_trials(out, 2)
+    victim = next(p for p in _descendants(run.pid) if "spawn_main" in " ".join(p.cmdline()))  # a worker
+    victim.kill()
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stdout + stderr
+    assert "a worker died (signal SIGKILL)" in stderr and "running it again" in stderr
+    assert "24 trials run" in stdout
+    trials = list((out / "trials").iterdir())
+    assert len(trials) == 24
+    for record in trials:  # each trial flown to completion exactly once
+        assert [e["kind"] for e in read_events(record)].count("trial_started") == 1
+
+
+def test_a_second_run_on_the_same_directory_is_refused_naming_the_first(tmp_path):
+    campaign, out = write_campaign(tmp_path / "c.yaml", **MANY), tmp_path / "run"
+    first = _start_run(campaign, out, "--workers", "1")
+    _wait_for_trials(out, 1)
+    second = hil("run", str(out), "--no-progress")
+    assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr
+    assert "Traceback" not in second.stderr
+    stdout, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    for record in (out / "trials").iterdir():  # the refused run flew nothing
+        assert [e["kind"] for e in read_events(record)].count("trial_started") == 1

@@ -169,12 +169,14 @@ def test_every_bundled_link_profile_loads():
 def test_a_bad_profile_names_file_field_and_expectation(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("both:\n  latency: {kind: uniform, min_ms: 50, max_ms: 25}\n  loss: {rate: 1.5}\n"
+                    "  corrupt: 0.1\n  corrupt_bytes: 1000000000\n"
                     "to_vehicle:\n  mesages: {}\n  messages: {NOT_A_MESSAGE: {loss: {rate: 0.1}}}\n")
     with pytest.raises(ConfigError) as err:
         load_link_profile(path)
     text = str(err.value)
     assert f"{path}: both.latency.max_ms: expected a number >= min_ms" in text
     assert f"{path}: both.loss.rate: expected a number in [0, 1], got 1.5" in text
+    assert f"{path}: both.corrupt_bytes: expected an integer" in text and "280" in text  # a frame's most bytes
     assert "to_vehicle.mesages" in text and "did you mean 'messages'" in text
     assert "to_vehicle.messages.NOT_A_MESSAGE: expected a MAVLink message name or id" in text
 

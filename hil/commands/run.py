@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import load_campaign
     from hil.executors import LocalPool, RayExecutor
-    from hil.runner import CAMPAIGN_FILE, run_campaign
+    from hil.runner import CAMPAIGN_FILE, CampaignBusy, run_campaign
     from targets.spec import TargetSpec
 
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
@@ -61,7 +61,11 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     print(f"campaign {campaign.name}: {len(campaign.trials())} trials into {campaign_dir} "
           f"({args.executor} executor{'' if args.executor == 'ray' else f', {workers} workers'})", flush=True)
-    summary = run_campaign(campaign, campaign_dir, executor, progress=not args.no_progress)
+    try:
+        summary = run_campaign(campaign, campaign_dir, executor, progress=not args.no_progress)
+    except CampaignBusy as exc:
+        print(f"hil run: {exc}", file=sys.stderr)
+        return 2
     for error in summary.harness_errors[:5]:
         print(f"harness error: {error}", file=sys.stderr)
     outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or "nothing to run"
