@@ -7,6 +7,6 @@ class ConfigError(ValueError):
     """A configuration file (or value) is invalid. `problems` holds one line per error, each naming
     the file, the field path and what was expected; str() joins them."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = tuple(problems)
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = (problems,) if isinstance(problems, str) else tuple(problems)
         super().__init__("\n".join(self.problems))

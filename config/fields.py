@@ -44,15 +44,18 @@ class Problems:
 
     def invalid(self, path: str, expectation: str, value: Any) -> None:
         """Record a value that is not what `expectation` describes."""
-        shown = repr(value)
-        if len(shown) > 40:
-            shown = shown[:37] + "..."
-        self.add(path, f"expected {expectation}, got {shown}")
+        self.add(path, f"expected {expectation}, got {shown(value)}")
 
     def raise_if_any(self) -> None:
         """Raise one `ConfigError` holding every problem recorded so far."""
         if self.lines:
             raise ConfigError(self.lines)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A value as an error message quotes it: its repr, cut to `limit` characters (a file may hold megabytes)."""
+    text = repr(value) if not isinstance(value, (list, dict)) or len(value) < 100 else f"<{type(value).__name__} of {len(value)}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def is_number(value: Any) -> bool:

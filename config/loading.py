@@ -48,7 +48,10 @@ def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
 
 def parse_yaml(text: str, source: str) -> Any:
     """Parse YAML text with the limits above; `source` names it in errors."""
-    loader = _BoundedLoader(text)
+    try:
+        loader = _BoundedLoader(text)  # the reader refuses control characters (NUL...) already here
+    except yaml.YAMLError as error:
+        raise ConfigError([f"{source}: {describe_yaml_error(error)}"]) from None
     try:
         return loader.get_single_data()
     except _Refused as refused:

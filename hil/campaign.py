@@ -26,6 +26,7 @@ taking trials in order keep reusing the scene they have just built.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import zlib
 from dataclasses import asdict, dataclass
@@ -49,6 +50,9 @@ from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profil
 from targets.spec import LOCKSTEP, PX4_SITL, TargetSpec
 
 NONE = "none"
+# A campaign directory of a million trial records is past what one file system directory and one
+# results table serve well; a larger matrix is several campaigns.
+MAX_TRIALS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ def load_campaign(path: str | Path) -> Campaign:
 _FIELDS: dict[str, Field] = {
     "name": text("the campaign's name"),
     "seed": integer("campaign seed", at_least=0, required=False, default=0),
-    "repeats": integer("trials per combination", at_least=1, required=False, default=1),
+    "repeats": integer("trials per combination", at_least=1, at_most=MAX_TRIALS, required=False, default=1),
     "speed": number("speed factor of real-time simulated targets", above=0, required=False, default=1.0),
     "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
 }
@@ -201,6 +205,11 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
                                 "(sim, px4-sitl, a connection string) or use faults: [none]")
     if any(t.startswith(PX4_SITL) for t in targets):
         _check_px4_can_fly(profiles, problems)
+    count = math.prod((sum(len(m.configs) for m in missions), len(profiles), len(targets), len(links), len(faults),
+                       len(planners), len(computes), values.get("repeats") or 1))
+    if count > MAX_TRIALS:
+        problems.add("<top level>", f"expected at most {MAX_TRIALS:,} trials (missions x configs x profiles x targets "
+                                    f"x links x faults x planners x computes x repeats), got {count:,}")
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
@@ -317,9 +326,17 @@ def _fault_problem(name: str) -> str | None:
 
 
 def _planner_problem(name: str) -> str | None:
-    if name in PLANNERS or ":" in name:
+    if name in PLANNERS:
         return None
-    return f"expected {', '.join(PLANNERS)} or a planner class as module:Class"
+    if ":" not in name:
+        return f"expected {', '.join(PLANNERS)} or a planner class as module:Class"
+    from onboard.planner import PlannerLoadError, planner_class
+
+    try:
+        planner_class(name)
+    except PlannerLoadError as exc:
+        return str(exc)
+    return None
 
 
 def _compute_problem(name: str) -> str | None:

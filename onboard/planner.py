@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from bridges.vehicle import VehicleState
+from config.errors import ConfigError
 from onboard.task import NavTask
 
 CommandKind = Literal["position", "velocity", "acceleration", "trajectory", "done"]
@@ -94,12 +95,13 @@ class Planner(Protocol):
         """One loop: decide what the vehicle should do next."""
 
 
-class PlannerLoadError(ValueError):
+class PlannerLoadError(ConfigError):
     """A ``module:Class`` planner name that cannot be imported or instantiated."""
 
 
-def load_planner(spec: str) -> Planner:
-    """Instantiate a planner named ``package.module:ClassName`` (no constructor arguments)."""
+def planner_class(spec: str) -> type:
+    """The planner class named ``package.module:ClassName``, checked to implement the protocol
+    (imported, never called: a campaign file is validated before anything runs)."""
     module_name, sep, class_name = spec.partition(":")
     if not sep or not module_name or not class_name:
         raise PlannerLoadError(f"planner {spec!r}: expected module:Class, e.g. onboard.planners.avoid:OccupancyPlanner")
@@ -110,7 +112,14 @@ def load_planner(spec: str) -> Planner:
     cls = getattr(module, class_name, None)
     if cls is None:
         raise PlannerLoadError(f"planner {spec!r}: {module_name} has no {class_name}")
-    planner = cls()
-    if not (callable(getattr(planner, "reset", None)) and callable(getattr(planner, "step", None))):
-        raise PlannerLoadError(f"planner {spec!r}: {class_name} has no reset(task) and step(observation)")
-    return planner
+    # Only a class implementing the protocol is accepted: `os:system` names a callable, and calling
+    # whatever a campaign file names would run it.
+    if not isinstance(cls, type) or not (callable(getattr(cls, "reset", None)) and callable(getattr(cls, "step", None))):
+        raise PlannerLoadError(f"planner {spec!r}: expected a class with reset(task) and step(observation), "
+                               f"got {type(cls).__name__} {class_name}")
+    return cls
+
+
+def load_planner(spec: str) -> Planner:
+    """Instantiate a planner named ``package.module:ClassName`` (no constructor arguments)."""
+    return planner_class(spec)()

@@ -44,12 +44,8 @@ FLIGHTBENCH_TABLE5: dict[str, tuple[float | None, ...]] = {
 }
 
 
-class ComputeProfileError(ValueError):
+class ComputeProfileError(ConfigError):
     """A compute profile is invalid or missing; `problems` holds one line per error."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)

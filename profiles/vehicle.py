@@ -55,8 +55,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
+from config.errors import ConfigError
+from config.fields import shown
+from config.loading import load_yaml
 from profiles.airframe import GRAVITY, LAYOUTS, Airframe, is_finite_number, moment_arm_factor
 from profiles.sensors import SensorProfile, sensor_profile_from_mapping
 from profiles.airframe import torque_max as frame_torque_max
@@ -71,7 +73,7 @@ ANGULAR_DAMPING_RATE = 1.0  # 1/s
 VEHICLES_DIR = Path(__file__).resolve().parent / "vehicles"
 
 
-class ProfileError(ValueError):
+class ProfileError(ConfigError):
     """A vehicle profile is missing, malformed or physically implausible."""
 
 
@@ -248,7 +250,7 @@ def _check_fields(values: Mapping[str, Any], source: str) -> None:
                 raise ProfileError(f"{source}: {key}: missing (expected {expectation})")
             continue
         if not ok(values[key]):
-            raise ProfileError(f"{source}: {key}: expected {expectation}, got {values[key]!r}")
+            raise ProfileError(f"{source}: {key}: expected {expectation}, got {shown(values[key])}")
 
 
 @dataclass(frozen=True)
@@ -350,11 +352,10 @@ def _display_path(path: Path) -> str:
 
 
 def _read_yaml(path: Path) -> Any:
-    source = _display_path(path)
     try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{source}: not valid YAML: {exc}") from None
+        return load_yaml(path, "vehicle profile")
+    except ConfigError as exc:
+        raise ProfileError(list(exc.problems)) from None
 
 
 def _library_profiles(path: Path, data: Mapping[str, Any]) -> list[VehicleProfile]:

@@ -39,14 +39,14 @@ def hil(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
 
 def test_cross_join_ids_and_seeds():
     campaign = parse_campaign({"name": "x", "repeats": 2, "missions": [{"scene": "forest", "configs": [0, 1]}],
-                               "profiles": ["default", "1.00kg-SunnySky"], "planners": ["straight", "a.b:C"]})
+                               "profiles": ["default", "1.00kg-SunnySky"], "planners": ["straight", "onboard.planners.avoid:OccupancyPlanner"]})
     trials = campaign.trials()
     assert len(trials) == 2 * 2 * 2 * 2
     assert len({t.trial_id for t in trials}) == len(trials)
     assert len({t.seed for t in trials}) == len(trials)
     assert trials == parse_campaign({"name": "x", "repeats": 2, "missions": [{"scene": "forest", "configs": [0, 1]}],
                                      "profiles": ["default", "1.00kg-SunnySky"],
-                                     "planners": ["straight", "a.b:C"]}).trials()  # stable
+                                     "planners": ["straight", "onboard.planners.avoid:OccupancyPlanner"]}).trials()  # stable
 
 
 def test_library_profiles_expand_to_the_flyingtrust_table():
