@@ -17,11 +17,27 @@ from px4.params import ParamStore
 from px4.reference.measure import measure_rates, rate_differences, read_parameters
 from px4.sim import mavlink_extra
 from px4.sim.mavlink_server import DEFAULT_RATES_HZ
+from px4.sim.realtime import SimOptions, build_vehicle
 
 from .conftest import SPEED
 from .mavlink_client import Client
 
 REFERENCE = Path(__file__).resolve().parents[1] / "px4" / "reference" / "px4_v1.16.1_sih_mavlink_surface.json"
+
+
+@pytest.mark.parametrize("vehicle_seconds", [4294.968, 4295.0, 50 * 86400.0], ids=["before-wrap", "usec-wrap",
+                                                                                   "ms-wrap"])
+def test_every_stream_packs_past_the_32_bit_time_boundaries(vehicle_seconds):
+    """SERVO_OUTPUT_RAW's time_usec is a uint32 (4294.97 s), time_boot_ms one (49.7 days): past
+    either, each stream still packs, its time wrapped as PX4's casts wrap it."""
+    autopilot, server = build_vehicle(SimOptions())
+    autopilot.time_s = vehicle_seconds
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    built = [server._build(name) for name in DEFAULT_RATES_HZ]
+    for message in filter(None, built):  # None: a stream with nothing to say yet (no mission, no target)
+        message.pack(mav)  # struct.error here is what crashed the vehicle
+    servo = server._build("SERVO_OUTPUT_RAW")
+    assert servo.time_usec == int(vehicle_seconds * 1e6) % 2**32
 
 
 def test_default_streams_are_px4_v1_16_1s():

@@ -268,7 +268,8 @@ class MavlinkServer:
     # ------------------------------------------------------------------ periodic output
     @property
     def boot_ms(self) -> int:
-        return int(self.ap.time_s * 1000)
+        # uint32 in every message that carries it: wraps after 49.7 days, as PX4's cast does.
+        return int(self.ap.time_s * 1000) & 0xFFFF_FFFF
 
     @property
     def boot_us(self) -> int:
@@ -484,7 +485,8 @@ class MavlinkServer:
     def _msg_servo_output_raw(self):
         u = self.ap.motor_commands
         pwm = [int(1000 + 1000 * c) if self.ap.armed else 900 for c in u]
-        return mavlink.MAVLink_servo_output_raw_message(self.boot_us, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        # time_usec is a uint32 here (unlike every other time_usec): it wraps every 4294.97 s, as on PX4.
+        return mavlink.MAVLink_servo_output_raw_message(self.boot_us & 0xFFFF_FFFF, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def _msg_estimator_status(self):
         ap = self.ap
