@@ -33,8 +33,9 @@ numbers:
   sets the scale of ``c_T`` and ``c_M``: the motor lag acts on rotor speed, and in units of
   ``omega_max`` the response is the same whatever ``omega_max`` is.
 * Linear drag ``kdv = 0.4 1/s * m`` (drag deceleration 0.4 m/s^2 per m/s of airspeed, the order of
-  identified rotor drag of small quadrotors; PX4's SIH default is 1.0 N/(m/s) for its 1 kg vehicle,
-  which caps its speed near 10 m/s).
+  identified rotor drag of small quadrotors) unless the profile gives its own ``drag`` (1/s); PX4's
+  SIH default is 1.0 N/(m/s) for its 1 kg vehicle, which the default profile takes so that it flies
+  as fast as PX4's SIH does.
 * Angular damping ``kdw = 1.0 1/s * J_xx``, the ratio of PX4's SIH defaults (SIH_KDW / SIH_IXX).
 
 Where profiles live: ``profiles/vehicles/*.yaml``. A file is either one profile (found by its
@@ -229,6 +230,8 @@ _RULES: dict[str, tuple[bool, Any, str]] = {
     "radius": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 5.0),
                "a collision radius in m, > 0 and <= 5"),
     "motor_tau": (False, lambda v: is_finite_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
+    "drag": (False, lambda v: is_finite_number(v) and 0 <= v <= 5.0,
+             "a linear drag per unit mass in 1/s, >= 0 and <= 5"),
 }
 # Fields a `physical:` block supplies; a file giving both would say the same thing twice.
 _FROM_PHYSICAL = ("mass", "twr_max", "alpha_xy_max", "alpha_z_max", "layout")
@@ -264,6 +267,7 @@ class VehicleProfile:
     label: str = ""  # the name as a source wrote it (e.g. FLYINGTRUST's "0.55kg-Quadrotor 1")
     radius: float | None = None  # m; filled in when not given
     motor_tau: float = 0.03  # s
+    drag: float = DRAG_PER_MASS  # 1/s: drag deceleration per m/s of airspeed
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -293,7 +297,7 @@ class VehicleProfile:
             omega_max=omega_max,
             c_t=f_max / omega_max**2,
             c_m=q_max / omega_max**2,
-            kdv=DRAG_PER_MASS * self.mass,
+            kdv=self.drag * self.mass,
             kdw=ANGULAR_DAMPING_RATE * ixx,
             layout=self.layout,
         )

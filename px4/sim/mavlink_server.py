@@ -467,10 +467,7 @@ class MavlinkServer:
         elif command == C.MAV_CMD_DO_CHANGE_SPEED:
             result = ap.change_speed(p[1])
         elif command == C.MAV_CMD_MISSION_START:
-            first = _int(p[0])
-            result = ap.set_mission_current(first) if first > 0 else CommandResult(C.MAV_RESULT_ACCEPTED)
-            if result.accepted:
-                result = ap.set_mode(FlightMode.MISSION)
+            result = ap.start_mission(_int(p[0]))
         elif command == C.MAV_CMD_DO_SET_MISSION_CURRENT:
             result = ap.set_mission_current(_int(p[0]))
             if result.accepted:
