@@ -124,6 +124,8 @@ SPECS: tuple[ParamSpec, ...] = (
     _f("MPC_XY_ERR_MAX", 2.0, 0.1, 10.0, "m", "horizontal lag at which an auto trajectory stops to wait"),
     _f("MPC_LAND_ALT1", 10.0, 0.0, 122.0, "m", "landing: below this the descent slows towards MPC_LAND_SPEED"),
     _f("MPC_LAND_ALT2", 5.0, 0.0, 122.0, "m", "landing: below this the descent is MPC_LAND_SPEED"),
+    _f("MPC_LAND_ALT3", 1.0, 0.0, 122.0, "m", "landing: below this (range finder) the descent is MPC_LAND_CRWL"),
+    _f("MPC_LAND_CRWL", 0.3, 0.1, 10.0, "m/s", "landing: crawl speed for the last metre"),
     _f("MPC_YAWRAUTO_MAX", 45.0, 0.0, 360.0, "deg/s", "yaw rate limit in auto modes"),
     _f("LNDMC_TRIG_TIME", 1.0, 0.1, 10.0, "s", "land detector: time the landed conditions must hold"),
     _f("LNDMC_Z_VEL_MAX", 0.25, 0.1, 10.0, "m/s", "land detector: fastest vertical speed that counts as still"),

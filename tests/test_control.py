@@ -111,11 +111,13 @@ def test_changing_speed_cap_in_flight_changes_speed(profile):
 @pytest.mark.parametrize("profile", PROFILES)
 def test_yaw_step(profile):
     f = Flight(profile)
-    target = math.radians(120.0)
+    target = math.radians(90.0)
     worst = [0.0]
     f.fly(hold(yaw=target), 6.0, lambda dyn: worst.__setitem__(0, max(worst[0], dyn.yaw - target)))
     assert abs(f.dyn.yaw - target) < math.radians(2.0)
-    assert worst[0] < math.radians(2.0)  # no significant overshoot, even with a weak yaw axis
+    # PX4's yaw loop (MC_YAW_P, MC_YAWRATE_P) overshoots: PX4 v1.16.1 SIH, 90 deg offboard yaw step,
+    # 12-17 deg in benchmarks/fidelity.py; a weak yaw axis saturates and overshoots more.
+    assert math.radians(5.0) < worst[0] < math.radians(30.0)
     assert abs(f.dyn.pos[2] + 5.0) < 0.3
 
 

@@ -38,11 +38,11 @@ async def test_mode_change_arm_and_takeoff(client):
     state = client.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_TAKEOFF)
     assert state is not None
     assert client.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
-    # As measured on PX4 v1.14 SIH (reference/): done within NAV_MC_ALT_RAD, it holds where it is,
-    # settling between 4.0 and 4.8 m for a 5 m takeoff.
+    # As PX4 v1.16.1 SIH does (benchmarks/fidelity.py traces): done within NAV_MC_ALT_RAD, then Hold
+    # at the takeoff altitude, 4.9-5.0 m by 10 s after the command (v1.14 held where it was, 4.0-4.8 m).
     time.sleep(6.0 / SPEED)
     settled = client.recv("LOCAL_POSITION_NED", 1.0)
-    assert settled is not None and 4.0 <= -settled.z <= 4.8, f"settled at {-settled.z:.2f} m"
+    assert settled is not None and 4.5 <= -settled.z <= 5.2, f"settled at {-settled.z:.2f} m"
 
     # A mode change while flying: land from here.
     assert client.set_mode(FlightMode.LAND) == mavlink.MAV_RESULT_ACCEPTED

@@ -111,7 +111,7 @@ class Autopilot:
         self.phys = profile.physical()
         self.dyn = QuadrotorDynamics(self.phys, dt=dt)
         self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned)
-        self.ctrl = MulticopterController(self.phys, self.params)
+        self.ctrl = MulticopterController(self.phys, self.params, ground_logic=True)
         self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
         self.time_s = 0.0
         self.armed = False

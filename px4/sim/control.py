@@ -61,6 +61,7 @@ Quat = tuple[float, float, float, float]
 POSITION_PERIOD = 0.010  # s
 ATTITUDE_PERIOD = 0.004  # s
 IDLE_THRUST = 0.05  # normalized per-rotor thrust of an armed vehicle on the ground
+YAW_I_FADE_RATE = math.radians(400.0)  # rad/s
 _EPS = 1e-9  # tolerance on loop periods accumulated from float dt
 
 
@@ -269,8 +270,11 @@ class MulticopterController:
     # lowered to make room (PX4's allocator allows 0.15).
     YAW_HEADROOM = 0.15
 
-    def __init__(self, phys: PhysicalParams, params: ParamStore):
+    def __init__(self, phys: PhysicalParams, params: ParamStore, ground_logic: bool = False):
         self.params = params
+        # The caller runs PX4's takeoff and land logic (px4.sim.takeoff), which resets the velocity
+        # integrator while the vehicle has not taken off.
+        self.ground_logic = ground_logic
         self._params_version = -1
         self._sync_params()
         self.configure(phys)
@@ -494,9 +498,10 @@ class MulticopterController:
             arw = 2.0 / lim.vel_p[0]
             vel_err[0] -= arw * (acc[0] - made_x)
             vel_err[1] -= arw * (acc[1] - made_y)
-        # On the ground PX4's takeoff logic keeps the integrator at zero, except during the takeoff
-        # ramp, when it integrates like in the air (which is what delays the liftoff).
-        if not dyn.on_ground or not self.flying:
+        # PX4 integrates on the ground too (that is what delays the liftoff during the takeoff ramp
+        # and lowers the thrust after touchdown); its takeoff and land logic resets the integrator.
+        # Without that logic (`ground_logic` False) the integrator holds still on the ground.
+        if self.ground_logic or not dyn.on_ground:
             for i in range(3):
                 if isfinite(vel_sp[i]):
                     self._vel_int[i] += lim.vel_i[i] * vel_err[i] * dt
@@ -678,7 +683,9 @@ class MulticopterController:
                 integ[0] = min(max(integ[0] + ki_dt * ex, -lim_i[0]), lim_i[0])
                 integ[1] = min(max(integ[1] + ki_dt * ey, -lim_i[1]), lim_i[1])
             if yaw_scale >= 1.0:
-                integ[2] = min(max(integ[2] + lim.yaw_rate_pid[1] * dt * ez, -lim.yaw_int_limit), lim.yaw_int_limit)
+                fade = ez / YAW_I_FADE_RATE  # PX4 fades the integration out towards large rate errors
+                gain = lim.yaw_rate_pid[1] * max(0.0, 1.0 - fade * fade)
+                integ[2] = min(max(integ[2] + gain * dt * ez, -lim.yaw_int_limit), lim.yaw_int_limit)
 
         return [0.0 if o0 < 0.0 else (1.0 if o0 > 1.0 else o0),
                 0.0 if o1 < 0.0 else (1.0 if o1 > 1.0 else o1),

@@ -10,7 +10,8 @@ setpoint the position controller follows. What it decides, as PX4 does:
   trajectory's altitude pinned to the vehicle's (the thrust ramp is the controller's);
   descending MPC_ACC_DOWN_MAX and MPC_Z_V_AUTO_DN;
 * the landing descent speed: MPC_Z_VEL_MAX_DN above MPC_LAND_ALT1, MPC_LAND_SPEED below
-  MPC_LAND_ALT2, interpolated between;
+  MPC_LAND_ALT2, interpolated between, and MPC_LAND_CRWL for the last MPC_LAND_ALT3 (PX4 crawls
+  when a range finder measures the height, as SIH's does in v1.16);
 * where it steers: straight to the target, or back onto the leg when the vehicle is off the track
   by more than the acceptance radius, or to the previous waypoint when that is still ahead;
 * the heading: the waypoint's yaw if it has one, else towards the target (MPC_YAW_MODE 0) while
@@ -126,6 +127,9 @@ class AutoFlightTask:
                 self._land_yaw = self._yaw_prev if math.isfinite(self._yaw_prev) else yaw
             vz = _interpolate(altitude, p["MPC_LAND_ALT2"], max(p["MPC_LAND_ALT1"], p["MPC_LAND_ALT2"]),
                               p["MPC_LAND_SPEED"], p["MPC_Z_VEL_MAX_DN"])
+            if altitude <= p["MPC_LAND_ALT3"]:
+                # The last metre at crawl speed, as PX4 v1.16 SIH does with its range finder.
+                vz = p["MPC_LAND_CRWL"]
             target = (self._land_xy[0], self._land_xy[1], NAN)
             feedforward = (NAN, NAN, vz)
         else:
