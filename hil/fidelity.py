@@ -129,6 +129,20 @@ class Sample:
     landed: bool
 
 
+@dataclass(frozen=True)
+class Target:
+    """The setpoint the vehicle reports it is flying (POSITION_TARGET_LOCAL_NED), on its clock."""
+
+    t: float
+    n: float
+    e: float
+    d: float
+    vn: float
+    ve: float
+    vd: float
+    yaw: float
+
+
 class Trace:
     """The telemetry of one flight on the vehicle's clock, and waiting on that clock."""
 
@@ -139,11 +153,25 @@ class Trace:
         self.events: list[tuple[float, str]] = []  # (vehicle time, what the script commanded)
         self.ground = 0.0  # NED down of the ground in the vehicle's frame (PX4's estimate drifts)
         self.yaw = math.nan  # the latest heading (rad), from its own message
+        self.targets: list[Target] = []
 
     def mark(self, what: str) -> float:
         """Note a command at the current vehicle time; returns that time."""
         self.events.append((self.now, what))
         return self.now
+
+    def took_effect(self, sent: float, reached: Callable[[Target], bool]) -> float:
+        """When a setpoint command sent at vehicle time `sent` reached the vehicle: midway between
+        the last reported setpoint without it and the first with it (PX4 reports at 10 Hz). On a
+        loaded machine the harness sends late; this keeps that lag out of PX4's figures."""
+        before = sent
+        for target in self.targets:
+            if target.t < sent:
+                continue
+            if reached(target):
+                return max(sent, 0.5 * (before + target.t))
+            before = target.t
+        return sent
 
     def altitude(self, sample: Sample) -> float:
         """Height above the ground the vehicle stood on before the flight."""
@@ -219,6 +247,7 @@ async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
     if mavlink is not None:
         tasks.append(asyncio.create_task(_follow_local_position(vehicle, mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_attitude(mavlink, trace)))
+        tasks.append(asyncio.create_task(_follow_targets(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_disarm_texts(mavlink, trace)))
     elif math.isinf(vehicle.speed_factor):
         tasks.append(asyncio.create_task(_follow_snapshots(vehicle, trace)))
@@ -247,6 +276,13 @@ async def _follow_attitude(mavlink, trace: Trace) -> None:
     # The heading straight from ATTITUDE: MAVSDK's own attitude stream lags when the harness is busy.
     async for msg in mavlink.subscribe_message("ATTITUDE"):
         trace.yaw = json.loads(msg.fields_json)["yaw"]
+
+
+async def _follow_targets(mavlink, trace: Trace) -> None:
+    async for msg in mavlink.subscribe_message("POSITION_TARGET_LOCAL_NED"):
+        f = json.loads(msg.fields_json)
+        value = [math.nan if f[k] is None else float(f[k]) for k in ("x", "y", "z", "vx", "vy", "vz", "yaw")]
+        trace.targets.append(Target(f["time_boot_ms"] / 1000.0, *value))
 
 
 async def _follow_disarm_texts(mavlink, trace: Trace) -> None:
@@ -340,9 +376,10 @@ async def _hold_offboard(vehicle: Vehicle, trace: Trace) -> Sample:
 async def fly_yaw_step(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) -> None:
     p = trace.last
     target = _wrap(p.yaw + math.radians(YAW_STEP_DEG))
-    t0 = trace.mark("yaw step")
+    sent = trace.mark("yaw step")
     await vehicle.set_position_ned(p.n, p.e, p.d, target)
-    await trace.until(t0 + 8.0)
+    await trace.until(sent + 8.0)
+    t0 = trace.took_effect(sent, lambda tg: abs(_wrap(tg.yaw - target)) < math.radians(5.0))
     a = trace.arrays(t0)
     turned = np.degrees(np.unwrap(a["yaw"]) - a["yaw"][0])
     figures["yaw_t90"] = _first_time(a["t"], turned >= 0.9 * YAW_STEP_DEG) - t0
@@ -351,9 +388,10 @@ async def fly_yaw_step(vehicle: Vehicle, trace: Trace, figures: dict[str, float]
 
 async def fly_position_step(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) -> None:
     p = trace.last
-    t0 = trace.mark("position step")
+    sent = trace.mark("position step")
     await vehicle.set_position_ned(p.n + POSITION_STEP_M, p.e, p.d, p.yaw)
-    await trace.until(t0 + 10.0)
+    await trace.until(sent + 10.0)
+    t0 = trace.took_effect(sent, lambda tg: tg.n > p.n + 0.9 * POSITION_STEP_M)
     a = trace.arrays(t0)
     moved = a["n"] - p.n
     figures["pos_rise"] = (_first_time(a["t"], moved >= 0.9 * POSITION_STEP_M)
@@ -365,18 +403,29 @@ async def fly_position_step(vehicle: Vehicle, trace: Trace, figures: dict[str, f
 
 async def fly_velocity_step(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) -> None:
     p = trace.last
-    t0 = trace.mark("velocity step")
+    sent = trace.mark("velocity step")
     await vehicle.set_velocity_ned(VELOCITY_STEP, 0.0, 0.0, p.yaw)
-    await trace.until(t0 + VELOCITY_HOLD_S)
-    t_stop = trace.mark("stop")
+    await trace.until(sent + VELOCITY_HOLD_S)
+    sent_stop = trace.mark("stop")
     await vehicle.set_velocity_ned(0.0, 0.0, 0.0, p.yaw)
-    await trace.until(t_stop + STOP_WATCH_S)
+    await trace.until(sent_stop + STOP_WATCH_S)
+    t0 = trace.took_effect(sent, lambda tg: tg.vn > 0.9 * VELOCITY_STEP)
+    t_stop = trace.took_effect(sent_stop, lambda tg: abs(tg.vn) < 0.1 * VELOCITY_STEP)
     a = trace.arrays(t0, t_stop)
     figures["vel_t2_5"] = _first_time(a["t"], a["vn"] >= 2.5) - t0
-    figures["vel_distance_8s"] = float(a["n"][-1] - p.n)
+    figures["vel_distance_8s"] = float(trace.at(min(t_stop, t0 + VELOCITY_HOLD_S)).n - trace.at(t0).n)
     b = trace.arrays(t_stop)
     figures["stop_overshoot"] = float(b["n"].max() - b["n"][0])
     figures["stop_time"] = _first_time(b["t"], np.hypot(b["vn"], b["ve"]) < 1.0) - t_stop
+
+
+async def _level_off(vehicle: Vehicle, trace: Trace) -> None:
+    """Hold position TAKEOFF_ALT above the ground again: under velocity setpoints PX4's altitude
+    follows its estimate's drift (metres in a minute on SIH), and later figures need a known height."""
+    p = trace.last
+    await vehicle.set_position_ned(p.n, p.e, trace.ground - TAKEOFF_ALT, p.yaw)
+    await trace.wait(lambda s: abs(trace.altitude(s) - TAKEOFF_ALT) < 0.3 and math.hypot(s.vn, s.ve) < ARRIVAL_SPEED,
+                     30.0, "level flight at the takeoff altitude")
 
 
 async def fly_tracking(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) -> None:
@@ -473,6 +522,7 @@ async def fly_flight_a(vehicle: Vehicle, trace: Trace, quick: bool = False) -> d
         await fly_yaw_step(vehicle, trace, figures)
         await fly_position_step(vehicle, trace, figures)
     await fly_velocity_step(vehicle, trace, figures)
+    await _level_off(vehicle, trace)
     if not quick:
         await fly_tracking(vehicle, trace, figures)
     await vehicle.stop_offboard()
