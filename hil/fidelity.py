@@ -49,6 +49,8 @@ MISSION_LEG = 20.0
 MISSION_RADIUS = 2.0  # acceptance radius of the mission's fly-through waypoints
 # The return: a low return altitude keeps the flight short; both targets get the same values.
 RTL_PARAMS = {"RTL_RETURN_ALT": 15.0, "RTL_DESCEND_ALT": 10.0}
+# The heading's stream rate while recording (vehicle Hz): enough for a yaw step, light on the harness.
+ATTITUDE_HZ = 30.0
 # Arrived: this close and this slow (PX4's position estimate wanders by ~0.3 m and 0.2 m/s in hover).
 ARRIVAL_M = 1.0
 ARRIVAL_SPEED = 0.5
@@ -160,18 +162,25 @@ class Trace:
         self.events.append((self.now, what))
         return self.now
 
-    def took_effect(self, sent: float, reached: Callable[[Target], bool]) -> float:
+    async def took_effect(self, sent: float, reached: Callable[[Target], bool], timeout: float = 10.0) -> float:
         """When a setpoint command sent at vehicle time `sent` reached the vehicle: midway between
-        the last reported setpoint without it and the first with it (PX4 reports at 10 Hz). On a
-        loaded machine the harness sends late; this keeps that lag out of PX4's figures."""
-        before = sent
-        for target in self.targets:
-            if target.t < sent:
-                continue
-            if reached(target):
-                return max(sent, 0.5 * (before + target.t))
-            before = target.t
-        return sent
+        the last reported setpoint without it and the first with it (10 Hz). On a loaded machine
+        the harness's commands arrive late; timing from their effect keeps that out of the figures.
+        A vehicle that reports no setpoints (in-process) takes commands at once: `sent`."""
+        if not self.targets:
+            return sent
+        deadline = self.now + timeout
+        while True:
+            before = sent
+            for target in self.targets:
+                if target.t < sent:
+                    continue
+                if reached(target):
+                    return max(sent, 0.5 * (before + target.t))
+                before = target.t
+            if self.now > deadline:
+                raise VehicleError(f"the vehicle did not report the new setpoint within {timeout:.0f} s")
+            await self.until(self.now + 0.1)
 
     def altitude(self, sample: Sample) -> float:
         """Height above the ground the vehicle stood on before the flight."""
@@ -245,6 +254,7 @@ async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
     tasks: list[asyncio.Task] = []
     mavlink = getattr(vehicle, "mavlink", None)
     if mavlink is not None:
+        await _stream_rate(mavlink, 30, ATTITUDE_HZ)
         tasks.append(asyncio.create_task(_follow_local_position(vehicle, mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_attitude(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_targets(mavlink, trace)))
@@ -259,6 +269,16 @@ async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _stream_rate(mavlink, message_id: int, hz: float) -> None:
+    """SET_MESSAGE_INTERVAL: PX4 sends ATTITUDE at 100 Hz, which at a speed factor floods the harness."""
+    from mavsdk.plugins.mavlink_direct import MavlinkMessage
+
+    fields = {"target_system": 0, "target_component": 0, "command": 511, "confirmation": 0,
+              "param1": float(message_id), "param2": 1e6 / hz, "param3": 0.0, "param4": 0.0, "param5": 0.0,
+              "param6": 0.0, "param7": 0.0}
+    await mavlink.send_message(MavlinkMessage("COMMAND_LONG", 0, 0, 0, 0, json.dumps(fields)))
 
 
 async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> None:
@@ -378,8 +398,8 @@ async def fly_yaw_step(vehicle: Vehicle, trace: Trace, figures: dict[str, float]
     target = _wrap(p.yaw + math.radians(YAW_STEP_DEG))
     sent = trace.mark("yaw step")
     await vehicle.set_position_ned(p.n, p.e, p.d, target)
-    await trace.until(sent + 8.0)
-    t0 = trace.took_effect(sent, lambda tg: abs(_wrap(tg.yaw - target)) < math.radians(5.0))
+    t0 = await trace.took_effect(sent, lambda tg: abs(_wrap(tg.yaw - target)) < math.radians(5.0))
+    await trace.until(t0 + 8.0)
     a = trace.arrays(t0)
     turned = np.degrees(np.unwrap(a["yaw"]) - a["yaw"][0])
     figures["yaw_t90"] = _first_time(a["t"], turned >= 0.9 * YAW_STEP_DEG) - t0
@@ -390,8 +410,8 @@ async def fly_position_step(vehicle: Vehicle, trace: Trace, figures: dict[str, f
     p = trace.last
     sent = trace.mark("position step")
     await vehicle.set_position_ned(p.n + POSITION_STEP_M, p.e, p.d, p.yaw)
-    await trace.until(sent + 10.0)
-    t0 = trace.took_effect(sent, lambda tg: tg.n > p.n + 0.9 * POSITION_STEP_M)
+    t0 = await trace.took_effect(sent, lambda tg: tg.n > p.n + 0.9 * POSITION_STEP_M)
+    await trace.until(t0 + 10.0)
     a = trace.arrays(t0)
     moved = a["n"] - p.n
     figures["pos_rise"] = (_first_time(a["t"], moved >= 0.9 * POSITION_STEP_M)
@@ -405,12 +425,12 @@ async def fly_velocity_step(vehicle: Vehicle, trace: Trace, figures: dict[str, f
     p = trace.last
     sent = trace.mark("velocity step")
     await vehicle.set_velocity_ned(VELOCITY_STEP, 0.0, 0.0, p.yaw)
-    await trace.until(sent + VELOCITY_HOLD_S)
+    t0 = await trace.took_effect(sent, lambda tg: tg.vn > 0.9 * VELOCITY_STEP)
+    await trace.until(t0 + VELOCITY_HOLD_S)
     sent_stop = trace.mark("stop")
     await vehicle.set_velocity_ned(0.0, 0.0, 0.0, p.yaw)
-    await trace.until(sent_stop + STOP_WATCH_S)
-    t0 = trace.took_effect(sent, lambda tg: tg.vn > 0.9 * VELOCITY_STEP)
-    t_stop = trace.took_effect(sent_stop, lambda tg: abs(tg.vn) < 0.1 * VELOCITY_STEP)
+    t_stop = await trace.took_effect(sent_stop, lambda tg: abs(tg.vn) < 0.1 * VELOCITY_STEP)
+    await trace.until(t_stop + STOP_WATCH_S)
     a = trace.arrays(t0, t_stop)
     figures["vel_t2_5"] = _first_time(a["t"], a["vn"] >= 2.5) - t0
     figures["vel_distance_8s"] = float(trace.at(min(t_stop, t0 + VELOCITY_HOLD_S)).n - trace.at(t0).n)
