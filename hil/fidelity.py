@@ -83,7 +83,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("yaw_overshoot", "deg", "offboard yaw step: overshoot", 3.0),
     Figure("pos_rise", "s", "offboard 5 m position step: 10 % to 90 %", 0.2),
     Figure("pos_overshoot", "m", "offboard position step: overshoot", 0.15),
-    Figure("pos_settle", "s", "offboard position step: time until within 0.5 m for good", 0.5),
+    Figure("pos_settle", "s", "offboard position step: time until within 0.5 m for good", 0.5,
+           known="PX4's runs split between ~2.7 s (overshoot ~0.3 m) and ~8.6 s (overshoot 0.7-1.4 m, then "
+                 "settling at its velocity integrator's pace); the built-in vehicle, on its exact state rather "
+                 "than EKF2's estimate from SIH's noisy sensors, flies the first kind every time"),
     Figure("vel_t2_5", "s", "offboard 3 m/s velocity step: time to 2.5 m/s", 0.3),
     Figure("vel_distance_8s", "m", "distance flown in the 8 s of the 3 m/s command", 1.0),
     Figure("stop_overshoot", "m", "distance flown after the 0 m/s command", 0.3),

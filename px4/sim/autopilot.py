@@ -28,6 +28,8 @@ from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.manual import ManualControl
 from px4.sim.mission_items import MissionItem
+from px4.sim.orbit import Orbit
+from px4.sim.sensors import SensorModel
 from px4.sim.takeoff import LandDetector, LandInputs, TakeoffHandling
 
 NAN = float("nan")
@@ -42,6 +44,12 @@ SENSOR_INIT_S = 0.2
 # altitude once the climb rate is below this (m/s) with the throttle stick centred.
 STICK_HOLD_SPEED = 0.3
 ALTITUDE_LOCK_SPEED = 0.3
+# GPS lost: PX4's EKF2 reports it stopped fusing GNSS after about this long without data (s).
+GNSS_STOP_S = 1.0
+# Modes that need a position estimate; without one PX4's commander refuses them and its
+# position-loss failsafe descends without horizontal control (nav state Descend, reported as Land).
+_POSITION_MODES = frozenset({FlightMode.POSCTL, FlightMode.ORBIT, FlightMode.OFFBOARD, FlightMode.TAKEOFF,
+                             FlightMode.HOLD, FlightMode.MISSION, FlightMode.RTL})
 # While flying with ground contact PX4 commands no thrust but its minimum: a large downward
 # acceleration setpoint that the thrust limits clip.
 GROUND_CONTACT_SETPOINT = TrajectorySetpoint(acceleration=(0.0, 0.0, 100.0))
@@ -111,6 +119,7 @@ class Autopilot:
         self.phys = profile.physical()
         self.dyn = QuadrotorDynamics(self.phys, dt=dt)
         self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned)
+        self.sensors = SensorModel()  # what HIGHRES_IMU and ATTITUDE report: the state plus SIH's noise
         self.ctrl = MulticopterController(self.phys, self.params, ground_logic=True)
         self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
         self.time_s = 0.0
@@ -146,6 +155,9 @@ class Autopilot:
         self._takeoff = TakeoffHandling()
         self._land_detector = LandDetector()
         self._idle = True  # motors at idle: armed but not taken off (or disarmed)
+        self._orbit: Orbit | None = None
+        self._orbit_yaw = NAN
+        self._gps_lost_at: float | None = None
         self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self._target_yaw = NAN
         self._speed_override: float | None = None
@@ -191,6 +203,12 @@ class Autopilot:
     @property
     def global_position_ok(self) -> bool:
         return self.ready and self.gps_fix
+
+    @property
+    def position_valid(self) -> bool:
+        """The estimator still has a horizontal position: GPS, or dead reckoning for EKF2_NOAID_TOUT."""
+        lost = self._gps_lost_at
+        return lost is None or self.time_s - lost < self.params["EKF2_NOAID_TOUT"] / 1e6
 
     @property
     def mission_valid(self) -> bool:
@@ -259,6 +277,10 @@ class Autopilot:
             reason = f"{mode.name} not possible: no RC input"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
+        if mode in _POSITION_MODES and self.armed and not self.position_valid:
+            reason = f"{mode.name} not possible: no position estimate"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
         if mode == FlightMode.OFFBOARD and not self.offboard_signal:
             reason = "Offboard not possible: no setpoint stream"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
@@ -322,6 +344,26 @@ class Autopilot:
             return _denied("Reposition denied: vehicle is not armed")
         self._speed_override = speed if speed > 0 else None
         self._enter_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
+        return ACCEPTED
+
+    def orbit(self, radius: float, speed: float, yaw_mode: float, lat: float = NAN, lon: float = NAN,
+              alt_amsl: float = NAN) -> CommandResult:
+        """MAV_CMD_DO_ORBIT (see px4.sim.orbit): circle a centre (default: here) at an altitude (default:
+        this one); refused on the ground."""
+        if not self.armed or self.landed:
+            reason = "Orbit not possible: vehicle is not flying"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        n, e, d = self.position
+        if math.isfinite(lat) and math.isfinite(lon):
+            n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
+        if math.isfinite(alt_amsl):
+            d = self.origin.alt_m - alt_amsl
+        p = self.params
+        self._orbit = Orbit.from_command(radius, speed, yaw_mode, (n, e), d, self.dyn.yaw, p["MC_ORBIT_RAD_MAX"],
+                                         p["MPC_ACC_HOR"], int(p["MC_ORBIT_YAW_MOD"]))
+        self._orbit_yaw = self.dyn.yaw
+        self._enter_mode(FlightMode.ORBIT)
         return ACCEPTED
 
     def change_speed(self, speed: float) -> CommandResult:
@@ -487,6 +529,10 @@ class Autopilot:
         elif self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
             self._fly_sticks()
             want_takeoff = self._climb_wanted(self.current_setpoint)
+        elif self.mode == FlightMode.ORBIT and self._orbit is not None:
+            sp = self._orbit.setpoint(self.position, self._orbit_yaw, math.radians(self.params["MPC_YAWRAUTO_MAX"]), dt)
+            self._orbit_yaw = sp.yaw if math.isfinite(sp.yaw) else self.dyn.yaw
+            self.current_setpoint = sp
         else:
             if self.mode == FlightMode.TAKEOFF:
                 self._navigate_takeoff()
@@ -494,7 +540,12 @@ class Autopilot:
                 self._navigate_rtl()
             elif self.mode == FlightMode.MISSION:
                 self._navigate_mission()
-            if self.mode.is_auto:  # a failsafe or the mission may have changed it
+            if self.mode == FlightMode.LAND and not self.position_valid:
+                # PX4's Descend: MPC_LAND_SPEED down, no horizontal control, the heading held.
+                self._auto_active = False
+                self.current_setpoint = TrajectorySetpoint(velocity=(NAN, NAN, self.params["MPC_LAND_SPEED"]),
+                                                           acceleration=(0.0, 0.0, NAN))
+            elif self.mode.is_auto:  # a failsafe or the mission may have changed it
                 out = self._auto_setpoint(dt)
                 want_takeoff = out.want_takeoff
                 caps = (None, out.speed_up, out.speed_down)
@@ -755,7 +806,26 @@ class Autopilot:
         elif action == 4:
             self._disarm("Geofence: flight termination")
 
+    def _check_position_estimate(self) -> None:
+        """GPS off: EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT, then has no
+        position; flying in a mode that needs one, PX4's position-loss failsafe descends (without
+        RC to fly Altitude mode, its only fallback)."""
+        if not self.faults.gps_fix_lost:
+            self._gps_lost_at = None
+            return
+        if self._gps_lost_at is None:
+            self._gps_lost_at = self.time_s
+            self._gnss_stop_said = False
+        if not self._gnss_stop_said and self.time_s - self._gps_lost_at >= GNSS_STOP_S:
+            self._gnss_stop_said = True
+            self.say(mavlink.MAV_SEVERITY_WARNING, "GNSS data fusion stopped")
+        if not self.position_valid and self.armed and not self.landed and self.mode in _POSITION_MODES:
+            self.failsafe = True
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, "Failsafe: no position estimate, descending")
+            self._enter_mode(FlightMode.LAND)
+
     def _check_failsafes(self) -> None:
+        self._check_position_estimate()
         self._check_geofence()
         if self.armed and self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
             self.failsafe = True
