@@ -595,6 +595,8 @@ class Autopilot:
 
     def _pilot_override(self) -> bool:
         """PX4's COM_RC_OVERRIDE: moving the sticks in an auto/offboard mode hands control to the pilot."""
+        if self.manual.sticks is None:  # no RC ever: nothing to take over with
+            return False
         bits = int(self.params["COM_RC_OVERRIDE"])
         eligible = (self.mode.is_auto and bits & 1) or (self.mode == FlightMode.OFFBOARD and bits & 2)
         if not (eligible and self.rc_available and not self.landed):
@@ -845,9 +847,9 @@ class Autopilot:
         p, dyn, ctrl = self.params, self.dyn, self.ctrl
         thrust = 0.0 if self._idle else ctrl.thrust_sp
         om = dyn.omega
-        inputs = LandInputs(self.armed, self.mode != FlightMode.OFFBOARD or not isinstance(self.current_setpoint, AttitudeSetpoint),
-                            thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp, (dyn.vel[0], dyn.vel[1], dyn.vel[2]),
-                            math.hypot(om[0], om[1]))
+        climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
+        inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
+                            dyn.vel, math.hypot(om[0], om[1]))
         self._land_detector.update(self.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
                                    p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
         was_landed = self.landed

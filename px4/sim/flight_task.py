@@ -82,6 +82,8 @@ class AutoFlightTask:
 
     def __init__(self, params: ParamStore) -> None:
         self.params = params
+        self._params_version = -1
+        self._p: dict[str, float] = {}
         self.smooth = PositionSmoothing()
         self._unsmoothed_vz = 0.0
         self._yaw_sp = NAN
@@ -112,9 +114,16 @@ class AutoFlightTask:
         self._land_xy = None
         self._triplet_seen = None
 
+    def _snapshot(self) -> dict[str, float]:
+        # The parameters this task reads, re-read only when the store changed (50 Hz adds up).
+        if self._params_version != self.params.version:
+            self._params_version = self.params.version
+            self._p = self.params.as_dict()
+        return self._p
+
     def update(self, t: Triplet, pos: Vec3, yaw: float, altitude: float, dt: float) -> TaskOutput:
         """The setpoint for this cycle; `altitude` is the height above home (PX4's distance to ground)."""
-        p = self.params
+        p = self._snapshot()
         radius = t.acceptance_radius if math.isfinite(t.acceptance_radius) else p["NAV_ACC_RAD"]
         prev, target, nxt = self._waypoints(t, pos, radius)
         cruise = t.cruise_speed if math.isfinite(t.cruise_speed) and t.cruise_speed > 0 else p["MPC_XY_CRUISE"]
@@ -211,7 +220,7 @@ class AutoFlightTask:
         if not math.isfinite(self._yaw_prev):
             self._yaw_prev = yaw
         # Rate limit (MPC_YAWRAUTO_MAX), with a filtered feed-forward of the resulting yaw rate.
-        max_step = math.radians(self.params["MPC_YAWRAUTO_MAX"]) * dt
+        max_step = math.radians(self._snapshot()["MPC_YAWRAUTO_MAX"]) * dt
         step = min(max(math.remainder(want - self._yaw_prev, math.tau), -max_step), max_step)
         yaw_sp = math.remainder(self._yaw_prev + step, math.tau)
         alpha = dt / (dt + YAWSPEED_FILTER_S)

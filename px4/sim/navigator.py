@@ -26,6 +26,11 @@ import math
 from dataclasses import dataclass
 
 Vec3 = tuple[float, float, float]
+# A trajectory this close to its target and this still is done (m, m/s, m/s^2); well below what a
+# vehicle's position control can tell apart.
+SETTLED_M = 1e-3
+SETTLED_V = 1e-3
+SETTLED_A = 1e-3
 
 
 def _sign(x: float) -> int:
@@ -65,6 +70,10 @@ class AxisTrajectory:
         self._target = min(max(vel_sp, -self.max_vel), self.max_vel)
         self._start = (self.a, self.v, self.x)
         self._t = 0.0
+        if self.a == 0.0 and self._target == self.v:  # already there (a hovering axis): nothing to plan
+            self._dir = 0
+            self._t1 = self._t2 = self._t3 = 0.0
+            return
         self._dir = self._direction()
         jerk = self._dir * self.max_jerk
         if jerk == 0.0:
@@ -101,6 +110,9 @@ class AxisTrajectory:
         self._t += dt * stretch
         left = self._t
         a, v, x = self._start
+        if self._dir == 0:  # no phases: coasting at constant velocity
+            self.a, self.v, self.x = 0.0, v, x + v * left
+            return
         j = self._dir * self.max_jerk
         for jerk, length in ((j, self._t1), (0.0, self._t2), (-j, self._t3)):
             step = min(left, length)
@@ -219,6 +231,8 @@ class PositionSmoothing:
                 axis.set_position(x)
 
     def configure(self, lim: Limits) -> None:
+        if lim == getattr(self, "lim", None):
+            return
         for i, axis in enumerate(self.axes):
             axis.max_jerk = lim.jerk
             axis.max_accel = lim.acc_xy if i < 2 else lim.acc_z
@@ -228,20 +242,38 @@ class PositionSmoothing:
     def update(self, vehicle: Vec3, waypoints: tuple[Vec3, Vec3, Vec3], feedforward: Vec3, dt: float,
                single_target: bool = False, stop: bool = False) -> Setpoint:
         """Advance by dt towards waypoints[1] (NaN components: not controlled, feed-forward only)."""
+        target = waypoints[1]
+        if not stop and self._settled_at(target, feedforward):
+            # Holding still at the target: nothing left to plan (the hover of every auto mode).
+            return Setpoint(target, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         want = (0.0, 0.0, 0.0) if stop else self._velocity_towards(vehicle, waypoints, feedforward, single_target)
         stretch = self._stretch(vehicle)
         for axis in self.axes:
             axis.advance(dt, stretch)
-        out = Setpoint(self.position, self.velocity, (self.axes[0].a, self.axes[1].a, self.axes[2].a), want)
-        if all(math.isfinite(w) for w in want):
-            for axis, w in zip(self.axes, want):
-                axis.plan(w)
-            longest = max(self.axes, key=lambda ax: ax.total_time)
-            if longest.total_time > 1e-6:
+        ax, ay, az = self.axes
+        out = Setpoint((ax.x, ay.x, az.x), (ax.v, ay.v, az.v), (ax.a, ay.a, az.a), want)
+        if want[0] == want[0] and want[1] == want[1] and want[2] == want[2]:  # no NaN
+            ax.plan(want[0])
+            ay.plan(want[1])
+            az.plan(want[2])
+            longest = max(self.axes, key=AxisTrajectory.total_time.fget)
+            total = longest.total_time
+            if total > 1e-6:
                 for axis in self.axes:
-                    if axis is not longest and axis.total_time < longest.total_time:
-                        axis.plan_in(longest.total_time)
+                    if axis is not longest and axis.total_time < total:
+                        axis.plan_in(total)
         return out
+
+    def _settled_at(self, target: Vec3, feedforward: Vec3) -> bool:
+        """At rest within SETTLED of a fully given target (snapped onto it): the trajectory is done."""
+        if not (math.isnan(feedforward[0]) and math.isnan(feedforward[1]) and math.isnan(feedforward[2])):
+            return False
+        for axis, x in zip(self.axes, target):
+            if not (abs(axis.x - x) < SETTLED_M and abs(axis.v) < SETTLED_V and abs(axis.a) < SETTLED_A):
+                return False  # also when x is NaN
+        for axis, x in zip(self.axes, target):
+            axis.reset(0.0, 0.0, x)
+        return True
 
     # --- the velocity to aim for ----------------------------------------------------------------
 

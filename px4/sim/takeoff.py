@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Sequence
 
 from profiles.vehicle import GRAVITY
 
@@ -120,7 +121,7 @@ class LandInputs:
     hover_thrust: float
     thr_min: float  # MPC_THR_MIN
     vz_sp: float  # commanded vertical speed (NaN: none)
-    vel: tuple[float, float, float]
+    vel: Sequence[float]  # NED
     omega_xy: float  # rad/s, roll and pitch rate magnitude
 
 
