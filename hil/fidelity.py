@@ -119,8 +119,9 @@ QUICK_FIGURES = ("takeoff_t90", "takeoff_overshoot", "takeoff_climb_speed", "vel
 # ---------------------------------------------------------------------------------------------- the trace
 
 @dataclass(frozen=True)
-class Sample:
-    """One telemetry sample on the vehicle's clock (s); positions NED relative to home."""
+class Point:
+    """A state on the vehicle's clock (s): position and velocity NED (m, m/s), heading (rad). Alone,
+    the setpoint the vehicle reports it flies (POSITION_TARGET_LOCAL_NED)."""
 
     t: float
     n: float
@@ -130,22 +131,14 @@ class Sample:
     ve: float
     vd: float
     yaw: float
-    armed: bool
-    landed: bool
 
 
 @dataclass(frozen=True)
-class Target:
-    """The setpoint the vehicle reports it is flying (POSITION_TARGET_LOCAL_NED), on its clock."""
+class Sample(Point):
+    """One telemetry sample: the vehicle's estimate of itself, armed and landed."""
 
-    t: float
-    n: float
-    e: float
-    d: float
-    vn: float
-    ve: float
-    vd: float
-    yaw: float
+    armed: bool
+    landed: bool
 
 
 class Trace:
@@ -158,14 +151,14 @@ class Trace:
         self.events: list[tuple[float, str]] = []  # (vehicle time, what the script commanded)
         self.ground = 0.0  # NED down of the ground in the vehicle's frame (PX4's estimate drifts)
         self.yaw = math.nan  # the latest heading (rad), from its own message
-        self.targets: list[Target] = []
+        self.targets: list[Point] = []
 
     def mark(self, what: str) -> float:
         """Note a command at the current vehicle time; returns that time."""
         self.events.append((self.now, what))
         return self.now
 
-    async def took_effect(self, sent: float, reached: Callable[[Target], bool], timeout: float = 10.0) -> float:
+    async def took_effect(self, sent: float, reached: Callable[[Point], bool], timeout: float = 10.0) -> float:
         """When a setpoint command sent at vehicle time `sent` reached the vehicle: midway between
         the last reported setpoint without it and the first with it (10 Hz). On a loaded machine
         the harness's commands arrive late; timing from their effect keeps that out of the figures.
@@ -305,7 +298,7 @@ async def _follow_targets(mavlink, trace: Trace) -> None:
     async for msg in mavlink.subscribe_message("POSITION_TARGET_LOCAL_NED"):
         f = json.loads(msg.fields_json)
         value = [math.nan if f[k] is None else float(f[k]) for k in ("x", "y", "z", "vx", "vy", "vz", "yaw")]
-        trace.targets.append(Target(f["time_boot_ms"] / 1000.0, *value))
+        trace.targets.append(Point(f["time_boot_ms"] / 1000.0, *value))
 
 
 async def _follow_disarm_texts(mavlink, trace: Trace) -> None:

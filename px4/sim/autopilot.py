@@ -158,8 +158,8 @@ class Autopilot:
         self._orbit: Orbit | None = None
         self._orbit_yaw = NAN
         self._gps_lost_at: float | None = None
+        self._gnss_stop_said = False
         self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self._target_yaw = NAN
         self._speed_override: float | None = None
         self._phase = _Phase.DONE
         self._phase_until = 0.0
@@ -438,7 +438,6 @@ class Autopilot:
         self._stick_hold = None
         self._altitude_hold = None
         pos = self.position
-        self._target_yaw = yaw
         self._phase = _Phase.CRUISE
         if not mode.is_auto:
             self._auto_active = False

@@ -34,7 +34,7 @@ SETTLED_A = 1e-3
 
 
 def _sign(x: float) -> int:
-    return (x > 0.0) - (x < 0.0)
+    return 1 if x > 0.0 else (-1 if x < 0.0 else 0)
 
 
 class AxisTrajectory:
