@@ -113,6 +113,8 @@ class Autopilot:
     def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
         self.profile = profile
         self.params = params if params is not None else ParamStore()
+        self._snapshot_version = -1
+        self._snapshot: dict[str, float] = {}
         for name, value in profile.physical().to_sih_params().items():
             self.params.set(name, value)
         self.dt = dt
@@ -427,6 +429,13 @@ class Autopilot:
         """Offboard setpoints are arriving (the last within COM_OF_LOSS_T), as PX4's offboardCheck says."""
         return self.offboard is not None and self.time_s - self.offboard.time_s <= self.params["COM_OF_LOSS_T"]
 
+    def _p(self) -> dict[str, float]:
+        """The parameters as a dict, copied again only after a change (read many times at 50 Hz)."""
+        if self._snapshot_version != self.params.version:
+            self._snapshot_version = self.params.version
+            self._snapshot = self.params.as_dict()
+        return self._snapshot
+
     def _disarm(self, why: str) -> None:
         self.armed = False
         self.current_setpoint = None
@@ -561,7 +570,7 @@ class Autopilot:
     def _control_takeoff(self, want_takeoff: bool, caps: tuple[float | None, float | None, float | None],
                          dt: float) -> None:
         """mc_pos_control's share: the takeoff ramp, idle before it, no thrust on ground contact."""
-        p = self.params
+        p = self._p()
         attitude = isinstance(self.current_setpoint, AttitudeSetpoint)
         self._takeoff.update(self.time_s, True, self.landed, want_takeoff, p["COM_SPOOLUP_TIME"], skip=attitude)
         climb = caps[1] if caps[1] is not None else p["MPC_Z_VEL_MAX_UP"]
@@ -791,7 +800,8 @@ class Autopilot:
     def _check_geofence(self) -> None:
         """PX4's geofence: past GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home, act once per breach (GF_ACTION)."""
         p, h = self.position, self.home
-        hor, ver = self.params["GF_MAX_HOR_DIST"], self.params["GF_MAX_VER_DIST"]
+        params = self._p()
+        hor, ver = params["GF_MAX_HOR_DIST"], params["GF_MAX_VER_DIST"]
         outside = (hor > 0 and math.hypot(p[0] - h[0], p[1] - h[1]) > hor) or (ver > 0 and h[2] - p[2] > ver)
         if not outside or not self.armed or self.landed:
             self._geofence_breached = outside and self._geofence_breached
@@ -843,8 +853,13 @@ class Autopilot:
     def _detect_landing(self, vz_sp: float) -> None:
         """PX4's land detector, then auto-disarm after landing (COM_DISARM_LAND) or a takeoff that
         never came (COM_DISARM_PRFLT)."""
-        p, dyn, ctrl = self.params, self.dyn, self.ctrl
+        p, dyn, ctrl = self._p(), self.dyn, self.ctrl
         thrust = 0.0 if self._idle else ctrl.thrust_sp
+        if self.armed and not self.landed and self._land_detector.clear_in_flight(thrust, ctrl.hover_thrust,
+                                                                                  p["MPC_THR_MIN"]):
+            # Flying with thrust: no stage of the detector can change (the common case, kept cheap).
+            self.landed_state = self._landed_state()
+            return
         om = dyn.omega
         climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
         inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
@@ -882,6 +897,7 @@ class Autopilot:
 
     def _drain_battery(self, dt: float) -> None:
         """PX4 SITL's battery: drains linearly while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
-        floor = self.params["SIM_BAT_MIN_PCT"] / 100.0
-        rate = 1.0 / max(self.params["SIM_BAT_DRAIN"], 1e-3)
+        p = self._p()
+        floor = p["SIM_BAT_MIN_PCT"] / 100.0
+        rate = 1.0 / max(p["SIM_BAT_DRAIN"], 1e-3)
         self.battery_remaining = max(floor, self.battery_remaining - rate * dt)

@@ -431,14 +431,15 @@ class MulticopterController:
         up_max = min(caps[1], lim.vel_up_max) if caps[1] is not None else lim.vel_up_max
         down_max = max(caps[2], 0.0) if caps[2] is not None else lim.vel_dn_max
 
-        # P on position; the velocity setpoint, if any, is the feed-forward.
+        # P on position; the velocity setpoint, if any, is the feed-forward (unrolled: 100 Hz).
         vel_sp = [NAN, NAN, NAN]
         from_pos = [0.0, 0.0, 0.0]
-        for i in range(3):
-            p_sp, v_ff = sp.position[i], sp.velocity[i]
-            if isfinite(p_sp):
-                from_pos[i] = lim.pos_p[i] * (p_sp - pos[i])
-                vel_sp[i] = from_pos[i] + (v_ff if isfinite(v_ff) else 0.0)
+        sp_pos, sp_vel, pos_p = sp.position, sp.velocity, lim.pos_p
+        for i in (0, 1, 2):
+            p_sp, v_ff = sp_pos[i], sp_vel[i]
+            if p_sp == p_sp:  # not NaN (positions are finite or NaN)
+                f = from_pos[i] = pos_p[i] * (p_sp - pos[i])
+                vel_sp[i] = f + (v_ff if isfinite(v_ff) else 0.0)
             elif isfinite(v_ff):
                 vel_sp[i] = v_ff
         if isfinite(vel_sp[0]) and isfinite(vel_sp[1]):
@@ -454,18 +455,22 @@ class MulticopterController:
         self._vel_prev = [vel[0], vel[1], vel[2]]
         if prev is not None:
             alpha = dt / (dt + 1.0 / (math.tau * lim.vel_deriv_cutoff)) if lim.vel_deriv_cutoff > 0.0 else 1.0
-            for i in range(3):
-                self._vel_dot[i] += alpha * ((vel[i] - prev[i]) / dt - self._vel_dot[i])
+            vd = self._vel_dot
+            vd[0] += alpha * ((vel[0] - prev[0]) / dt - vd[0])
+            vd[1] += alpha * ((vel[1] - prev[1]) / dt - vd[1])
+            vd[2] += alpha * ((vel[2] - prev[2]) / dt - vd[2])
 
         # Velocity PID -> acceleration, the acceleration setpoint as feed-forward (PX4: no drag
         # model; the integrator learns drag and wind alike).
         acc = [0.0, 0.0, 0.0]
         vel_err = [0.0, 0.0, 0.0]
-        for i in range(3):
-            a_ff = sp.acceleration[i]
-            if isfinite(vel_sp[i]):
-                vel_err[i] = vel_sp[i] - vel[i]
-                pid = lim.vel_p[i] * vel_err[i] + self._vel_int[i] - lim.vel_d[i] * self._vel_dot[i]
+        sp_acc, vel_p, vel_d, vel_int, vel_dot = sp.acceleration, lim.vel_p, lim.vel_d, self._vel_int, self._vel_dot
+        for i in (0, 1, 2):
+            a_ff = sp_acc[i]
+            v_sp = vel_sp[i]
+            if isfinite(v_sp):
+                e = vel_err[i] = v_sp - vel[i]
+                pid = vel_p[i] * e + vel_int[i] - vel_d[i] * vel_dot[i]
                 acc[i] = pid + a_ff if isfinite(a_ff) else pid
             else:
                 acc[i] = a_ff if isfinite(a_ff) else 0.0
@@ -680,12 +685,15 @@ class MulticopterController:
             ki_dt = self._ki_rate * dt
             lim_i = self._rate_int_max
             if rp_scale >= 1.0:
-                integ[0] = min(max(integ[0] + ki_dt * ex, -lim_i[0]), lim_i[0])
-                integ[1] = min(max(integ[1] + ki_dt * ey, -lim_i[1]), lim_i[1])
+                i0, i1, m0, m1 = integ[0] + ki_dt * ex, integ[1] + ki_dt * ey, lim_i[0], lim_i[1]
+                integ[0] = m0 if i0 > m0 else (-m0 if i0 < -m0 else i0)
+                integ[1] = m1 if i1 > m1 else (-m1 if i1 < -m1 else i1)
             if yaw_scale >= 1.0:
                 fade = ez / YAW_I_FADE_RATE  # PX4 fades the integration out towards large rate errors
-                gain = lim.yaw_rate_pid[1] * max(0.0, 1.0 - fade * fade)
-                integ[2] = min(max(integ[2] + gain * dt * ez, -lim.yaw_int_limit), lim.yaw_int_limit)
+                fade = 1.0 - fade * fade
+                if fade > 0.0:
+                    i2, m2 = integ[2] + lim.yaw_rate_pid[1] * fade * dt * ez, lim.yaw_int_limit
+                    integ[2] = m2 if i2 > m2 else (-m2 if i2 < -m2 else i2)
 
         return [0.0 if o0 < 0.0 else (1.0 if o0 > 1.0 else o0),
                 0.0 if o1 < 0.0 else (1.0 if o1 > 1.0 else o1),

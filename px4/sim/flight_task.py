@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from px4.params import ParamStore
 from px4.sim.control import TrajectorySetpoint
@@ -35,6 +36,7 @@ Vec3 = tuple[float, float, float]
 WANT_TAKEOFF_VZ = -0.3  # m/s: the trajectory climbs faster than this
 YAWSPEED_FILTER_S = 0.2  # time constant of the yaw-rate feed-forward
 CONTROLLER_SPEED_MARGIN = 1.2  # the controller's caps leave room above the trajectory's speeds
+HOVER_YAWSPEED = 1e-4  # rad/s: a yaw-rate feed-forward this small is done (holding still)
 
 
 class Kind(Enum):
@@ -59,8 +61,7 @@ class Triplet:
     cruise_speed: float = NAN  # NaN: MPC_XY_CRUISE
 
 
-@dataclass(frozen=True)
-class TaskOutput:
+class TaskOutput(NamedTuple):
     """One cycle of the flight task."""
 
     setpoint: TrajectorySetpoint
@@ -97,6 +98,9 @@ class AutoFlightTask:
         self._state = "none"
         self._closest: Vec3 = (0.0, 0.0, 0.0)
         self._internal: tuple[Vec3, Vec3, Vec3] = ((0.0, 0.0, 0.0),) * 3
+        self._limits: dict[tuple, Limits] = {}
+        self._hover: TaskOutput | None = None  # the output while holding still at `_hover_triplet`
+        self._hover_triplet: Triplet | None = None
 
     def activate(self, last: TrajectorySetpoint | None, pos: Vec3, vel: Vec3, yaw: float) -> None:
         """Start from the last setpoint flown (its missing parts from the vehicle's state)."""
@@ -113,16 +117,39 @@ class AutoFlightTask:
         self._unsmoothed_vz = 0.0
         self._land_xy = None
         self._triplet_seen = None
+        self._hover = None
 
     def _snapshot(self) -> dict[str, float]:
         # The parameters this task reads, re-read only when the store changed (50 Hz adds up).
         if self._params_version != self.params.version:
             self._params_version = self.params.version
             self._p = self.params.as_dict()
+            self._limits.clear()
         return self._p
+
+    def _constraints(self, cruise: float, radius: float, climb: bool, takeoff_low: bool) -> Limits:
+        # One Limits per leg and phase (the trajectory compares them every cycle).
+        key = (cruise, radius, climb, takeoff_low)
+        lim = self._limits.get(key)
+        if lim is None:
+            p = self._p
+            lim = Limits(jerk=p["MPC_JERK_AUTO"], acc_xy=p["MPC_ACC_HOR"], vel_xy=p["MPC_XY_VEL_MAX"], cruise=cruise,
+                         acc_z=p["MPC_ACC_DOWN_MAX"], vel_z=p["MPC_Z_V_AUTO_DN"], acceptance_radius=radius,
+                         alt_acceptance=p["NAV_MC_ALT_RAD"], corner_gain=p["MPC_XY_TRAJ_P"],
+                         max_lag=p["MPC_XY_ERR_MAX"])
+            if climb:
+                lim.acc_z, lim.vel_z = p["MPC_ACC_UP_MAX"], p["MPC_Z_V_AUTO_UP"]
+                if takeoff_low:
+                    lim.vel_z = p["MPC_TKO_SPEED"]
+                    lim.acc_z = min(lim.acc_z, p["MPC_TKO_SPEED"] / p["MPC_TKO_RAMP_T"])
+            self._limits[key] = lim
+        return lim
 
     def update(self, t: Triplet, pos: Vec3, yaw: float, altitude: float, dt: float) -> TaskOutput:
         """The setpoint for this cycle; `altitude` is the height above home (PX4's distance to ground)."""
+        if t is self._hover_triplet and self._hover is not None and self._params_version == self.params.version:
+            return self._hover  # holding still where the trajectory settled, heading reached
+        self._hover = None
         p = self._snapshot()
         radius = t.acceptance_radius if math.isfinite(t.acceptance_radius) else p["NAV_ACC_RAD"]
         prev, target, nxt = self._waypoints(t, pos, radius)
@@ -144,34 +171,38 @@ class AutoFlightTask:
         else:
             self._land_xy = None
 
-        lim = Limits(jerk=p["MPC_JERK_AUTO"], acc_xy=p["MPC_ACC_HOR"], vel_xy=p["MPC_XY_VEL_MAX"], cruise=cruise,
-                     acc_z=p["MPC_ACC_DOWN_MAX"], vel_z=p["MPC_Z_V_AUTO_DN"], acceptance_radius=radius,
-                     alt_acceptance=p["NAV_MC_ALT_RAD"], corner_gain=p["MPC_XY_TRAJ_P"], max_lag=p["MPC_XY_ERR_MAX"])
-        if self._unsmoothed_vz < 0.0:  # climbing
-            lim.acc_z, lim.vel_z = p["MPC_ACC_UP_MAX"], p["MPC_Z_V_AUTO_UP"]
-            if t.kind == Kind.TAKEOFF and altitude < p["MPC_LAND_ALT1"]:
-                lim.vel_z = p["MPC_TKO_SPEED"]
-                lim.acc_z = min(lim.acc_z, p["MPC_TKO_SPEED"] / p["MPC_TKO_RAMP_T"])
-                # The thrust ramp starts below zero climb: keep the trajectory's altitude on the
-                # vehicle's so it never runs into the ground meanwhile.
-                self.smooth.force_position((NAN, NAN, pos[2]))
-        self.smooth.configure(lim)
+        climb = self._unsmoothed_vz < 0.0
+        takeoff_low = climb and t.kind == Kind.TAKEOFF and altitude < p["MPC_LAND_ALT1"]
+        if takeoff_low:
+            # The thrust ramp starts below zero climb: keep the trajectory's altitude on the
+            # vehicle's so it never runs into the ground meanwhile.
+            self.smooth.force_position((NAN, NAN, pos[2]))
+        self.smooth.configure(self._constraints(cruise, radius, climb, takeoff_low))
         out = self.smooth.update(pos, (prev, target, nxt), feedforward, dt)
         self._unsmoothed_vz = out.unsmoothed_velocity[2]
 
         yaw_sp, yawspeed = self._heading(t, target if t.kind != Kind.LAND else (target[0], target[1], 0.0),
                                          pos, yaw, radius, dt)
         position = (out.position[0], out.position[1], NAN if t.kind == Kind.LAND else out.position[2])
+        hover = (self.smooth.settled and t.kind in (Kind.POSITION, Kind.LOITER) and yaw_sp == self._yaw_prev_in
+                 and abs(yawspeed) < HOVER_YAWSPEED)
+        if hover:
+            yawspeed = self._yawspeed = 0.0
         sp = TrajectorySetpoint(position, out.velocity, out.acceleration, yaw_sp, yawspeed)
-        return TaskOutput(sp, out.unsmoothed_velocity[2] < WANT_TAKEOFF_VZ,
-                          speed_up=max(p["MPC_Z_VEL_MAX_UP"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_UP"]),
-                          speed_down=max(p["MPC_Z_VEL_MAX_DN"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_DN"]))
+        result = TaskOutput(sp, out.unsmoothed_velocity[2] < WANT_TAKEOFF_VZ,
+                            speed_up=max(p["MPC_Z_VEL_MAX_UP"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_UP"]),
+                            speed_down=max(p["MPC_Z_VEL_MAX_DN"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_DN"]))
+        if hover:
+            self._hover, self._hover_triplet = result, t
+        return result
 
     # --- where to steer ------------------------------------------------------------------------
 
     def _waypoints(self, t: Triplet, pos: Vec3, radius: float) -> tuple[Vec3, Vec3, Vec3]:
         """PX4's internal waypoints: back onto the leg when off track, to the previous one when it is ahead."""
-        target = tuple(t.current[i] if math.isfinite(t.current[i]) else pos[i] for i in range(3))
+        c = t.current
+        target = (c[0] if c[0] == c[0] else pos[0], c[1] if c[1] == c[1] else pos[1],
+                  c[2] if c[2] == c[2] else pos[2])  # NaN: where the vehicle is
         nxt = t.next if (t.next is not None and t.kind != Kind.LOITER) else target
         changed = t is not self._triplet_seen  # the navigator hands over a new triplet object per change
         if changed:
@@ -219,6 +250,7 @@ class AutoFlightTask:
             want = self._yaw_sp
         if not math.isfinite(self._yaw_prev):
             self._yaw_prev = yaw
+        self._yaw_prev_in = self._yaw_prev
         # Rate limit (MPC_YAWRAUTO_MAX), with a filtered feed-forward of the resulting yaw rate.
         max_step = math.radians(self._snapshot()["MPC_YAWRAUTO_MAX"]) * dt
         step = min(max(math.remainder(want - self._yaw_prev, math.tau), -max_step), max_step)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 Vec3 = tuple[float, float, float]
 # A trajectory this close to its target and this still is done (m, m/s, m/s^2); well below what a
@@ -114,14 +115,22 @@ class AxisTrajectory:
             self.a, self.v, self.x = 0.0, v, x + v * left
             return
         j = self._dir * self.max_jerk
-        for jerk, length in ((j, self._t1), (0.0, self._t2), (-j, self._t3)):
-            step = min(left, length)
-            a, v, x = _integrate(jerk, a, v, x, step)
-            left -= step
-            if left <= 0.0:
-                break
+        # Three phases: +jerk for t1, none for t2, -jerk for t3; then coasting.
+        t = self._t1 if left > self._t1 else left
+        t2 = t * t
+        a, v, x = a + j * t, v + a * t + 0.5 * j * t2, x + v * t + 0.5 * a * t2 + j * t2 * t / 6.0
+        left -= t
         if left > 0.0:
-            a, v, x = _integrate(0.0, 0.0, v, x, left)
+            t = self._t2 if left > self._t2 else left
+            v, x = v + a * t, x + v * t + 0.5 * a * t * t
+            left -= t
+            if left > 0.0:
+                t = self._t3 if left > self._t3 else left
+                t2 = t * t
+                a, v, x = a - j * t, v + a * t - 0.5 * j * t2, x + v * t + 0.5 * a * t2 - j * t2 * t / 6.0
+                left -= t
+                if left > 0.0:
+                    a, x = 0.0, x + v * left
         self.a, self.v, self.x = a, v, x
 
     def _direction(self) -> int:
@@ -163,11 +172,6 @@ class AxisTrajectory:
         return max(t2, 0.0)
 
 
-def _integrate(jerk: float, a: float, v: float, x: float, t: float) -> tuple[float, float, float]:
-    t2 = t * t
-    return a + jerk * t, v + a * t + 0.5 * jerk * t2, x + v * t + 0.5 * a * t2 + jerk * t2 * t / 6.0
-
-
 def max_speed_from_distance(jerk: float, accel: float, distance: float, final_speed: float) -> float:
     """The fastest speed from which the vehicle can still slow to `final_speed` within `distance`,
     braking at `accel` after the 2 accel / jerk it takes to get the braking going."""
@@ -197,8 +201,9 @@ class Limits:
     max_lag: float  # MPC_XY_ERR_MAX
 
 
-@dataclass(frozen=True)
-class Setpoint:
+class Setpoint(NamedTuple):
+    """One cycle of the trajectory (a tuple: built 50 times a second)."""
+
     position: Vec3
     velocity: Vec3
     acceleration: Vec3
@@ -211,6 +216,7 @@ class PositionSmoothing:
     def __init__(self) -> None:
         self.axes = [AxisTrajectory(), AxisTrajectory(), AxisTrajectory()]
         self._speed_before_turn = 0.0
+        self.settled = False  # the last update found the trajectory at rest on its target
 
     def reset(self, acc: Vec3, vel: Vec3, pos: Vec3) -> None:
         for axis, a, v, x in zip(self.axes, acc, vel, pos):
@@ -231,7 +237,7 @@ class PositionSmoothing:
                 axis.set_position(x)
 
     def configure(self, lim: Limits) -> None:
-        if lim == getattr(self, "lim", None):
+        if lim is getattr(self, "lim", None):
             return
         for i, axis in enumerate(self.axes):
             axis.max_jerk = lim.jerk
@@ -243,7 +249,8 @@ class PositionSmoothing:
                single_target: bool = False, stop: bool = False) -> Setpoint:
         """Advance by dt towards waypoints[1] (NaN components: not controlled, feed-forward only)."""
         target = waypoints[1]
-        if not stop and self._settled_at(target, feedforward):
+        self.settled = not stop and self._settled_at(target, feedforward)
+        if self.settled:
             # Holding still at the target: nothing left to plan (the hover of every auto mode).
             return Setpoint(target, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         want = (0.0, 0.0, 0.0) if stop else self._velocity_towards(vehicle, waypoints, feedforward, single_target)
@@ -256,17 +263,26 @@ class PositionSmoothing:
             ax.plan(want[0])
             ay.plan(want[1])
             az.plan(want[2])
-            longest = max(self.axes, key=AxisTrajectory.total_time.fget)
-            total = longest.total_time
+            tx = ax._t1 + ax._t2 + ax._t3
+            ty = ay._t1 + ay._t2 + ay._t3
+            tz = az._t1 + az._t2 + az._t3
+            # The longest axis sets the time; the first of equals counts as the longest.
+            total = tx if (tx >= ty and tx >= tz) else (ty if ty >= tz else tz)
             if total > 1e-6:
-                for axis in self.axes:
-                    if axis is not longest and axis.total_time < total:
-                        axis.plan_in(total)
+                longest = ax if total == tx else (ay if total == ty else az)
+                if ax is not longest and tx < total:
+                    ax.plan_in(total)
+                if ay is not longest and ty < total:
+                    ay.plan_in(total)
+                if az is not longest and tz < total:
+                    az.plan_in(total)
         return out
 
     def _settled_at(self, target: Vec3, feedforward: Vec3) -> bool:
         """At rest within SETTLED of a fully given target (snapped onto it): the trajectory is done."""
         if not (math.isnan(feedforward[0]) and math.isnan(feedforward[1]) and math.isnan(feedforward[2])):
+            return False
+        if abs(self.axes[0].v) >= SETTLED_V:  # on the move (the common rejection, checked first)
             return False
         for axis, x in zip(self.axes, target):
             if not (abs(axis.x - x) < SETTLED_M and abs(axis.v) < SETTLED_V and abs(axis.a) < SETTLED_A):
@@ -285,11 +301,12 @@ class PositionSmoothing:
         out = list(feedforward)
         pos = self.position
         if xy_valid:
-            cross = target if single else self._crossing_point(waypoints)
+            turning = not single and self._turning(target)
+            cross = self._crossing_point(waypoints) if turning else target
             dn, de = cross[0] - pos[0], cross[1] - pos[1]
             norm = math.hypot(dn, de)
             speed = self._xy_speed(waypoints)
-            if not single and self._turning(target):
+            if turning:
                 speed = min(self._speed_before_turn, speed)
             else:
                 self._speed_before_turn = speed
@@ -312,8 +329,6 @@ class PositionSmoothing:
 
     def _crossing_point(self, waypoints: tuple[Vec3, Vec3, Vec3]) -> Vec3:
         prev, target, _ = waypoints
-        if not self._turning(target):
-            return target
         # L1 guidance: the point on the leg prev -> target that is L1 away from the trajectory.
         d = [target[i] - prev[i] for i in range(3)]
         length = math.sqrt(sum(c * c for c in d))

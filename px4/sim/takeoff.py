@@ -53,6 +53,8 @@ class TakeoffHandling:
     def update(self, now: float, armed: bool, landed: bool, want_takeoff: bool, spoolup_s: float,
                skip: bool = False) -> None:
         """Advance the state machine (`skip`: a mode without altitude control flies at once)."""
+        if self.state == TakeoffState.FLIGHT and armed and not landed:
+            return  # flying: nothing to change (the common case)
         if not armed:
             self.state = TakeoffState.DISARMED
             self._armed_since = None
@@ -75,6 +77,8 @@ class TakeoffHandling:
 
     def upward_limit(self, dt: float, climb_speed: float, ramp_s: float, vel_p_z: float) -> float:
         """The upward velocity limit for this cycle (negative: the thrust is held at zero)."""
+        if self.state == TakeoffState.FLIGHT:
+            return climb_speed
         start = -GRAVITY / max(vel_p_z, 0.01)
         if self.state < TakeoffState.RAMPUP:
             return start
@@ -140,6 +144,18 @@ class LandDetector:
     @property
     def ground_contact(self) -> bool:
         return self._ground_contact.state
+
+    def clear_in_flight(self, thrust: float, hover_thrust: float, thr_min: float) -> bool:
+        """The update of an armed cycle when no stage is set and the thrust is too high for ground
+        contact (every condition false; the common case in flight, kept cheap). False: not such a
+        cycle, call `update`."""
+        stages = (self._ground_contact, self._maybe_landed, self._landed)
+        if stages[0].state or stages[1].state or stages[2].state \
+                or thrust <= thr_min + (hover_thrust - thr_min) * LOW_THRUST_SHARE:
+            return False
+        for stage in stages:
+            stage._since = None
+        return True
 
     def update(self, now: float, x: LandInputs, trigger_s: float, z_vel_max: float, xy_vel_max: float,
                rot_max_deg: float) -> None:
