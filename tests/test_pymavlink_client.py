@@ -40,8 +40,11 @@ async def test_mode_change_arm_and_takeoff(client):
     assert client.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
     # As PX4 v1.16.1 SIH does (benchmarks/fidelity.py traces): done within NAV_MC_ALT_RAD, then Hold
     # at the takeoff altitude, 4.9-5.0 m by 10 s after the command (v1.14 held where it was, 4.0-4.8 m).
-    time.sleep(6.0 / SPEED)
-    settled = client.recv("LOCAL_POSITION_NED", 1.0)
+    # Read on for 6 s of vehicle time (a sleep would leave the stale backlog to read first).
+    first = client.recv("LOCAL_POSITION_NED", 1.0)
+    assert first is not None
+    settled = client.recv("LOCAL_POSITION_NED", 6.0 / SPEED + 3,
+                          lambda m: m.time_boot_ms >= first.time_boot_ms + 6000)
     assert settled is not None and 4.5 <= -settled.z <= 5.2, f"settled at {-settled.z:.2f} m"
 
     # A mode change while flying: land from here.
