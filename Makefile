@@ -23,6 +23,9 @@ run: $(STAMP)
 	$(VENV)/bin/hil fly missions/examples/demo_square.yaml --speed 2
 	$(VENV)/bin/hil run hil/campaigns/demo.yaml --out runs/demo
 	$(VENV)/bin/hil report runs/demo
+	@if [ -n "$(PX4_DIR)" ]; then \
+		$(VENV)/bin/hil run hil/campaigns/demo-px4.yaml --out runs/demo-px4 && $(VENV)/bin/hil report runs/demo-px4; \
+	else echo "PX4_DIR not set: skipping the built-in vehicle against PX4 SITL campaign (hil/campaigns/demo-px4.yaml)"; fi
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pymavlink.dialects.v20 import common as mavlink  # noqa: E402
 
-from bridges.impairment import DirectionSpec, FrameImpairment, Latency, LinkSpec, Loss  # noqa: E402
+from profiles.link import DirectionSpec, FrameImpairment, Latency, LinkSpec, Loss  # noqa: E402
 from bridges.link_proxy import LinkProxy, precise_event_loop  # noqa: E402
-from hil.record import read_table  # noqa: E402
+from records.record import read_table  # noqa: E402
 from px4.process import free_udp_port  # noqa: E402
 
 DELAY_MS = 20.0

@@ -3,7 +3,7 @@
 Each run starts `hil sim` as a fresh process (as `hil fly --target sim` does) and measures, from
 the moment the process is spawned: the first HEARTBEAT MAVSDK sees (discovery), and MAVSDK's
 health saying armable with a home position (what `Vehicle.wait_armable` waits for). PX4 v1.14
-SITL takes 1.8 s to its first heartbeat and 9.7-10.2 s to armable (../shared/reference/).
+SITL takes 1.8 s to its first heartbeat and 9.7-10.2 s to armable (px4/reference/).
 
     python benchmarks/startup_to_armable.py [--runs 5]
 """

@@ -26,7 +26,8 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-from bridges.impairment import DIRECTIONS, DelayLine, DirectionModel, LinkSpec, direction_seed
+from bridges.impairment import DelayLine, DirectionModel, direction_seed
+from profiles.link import DIRECTIONS, LinkSpec
 from bridges.mavlink_frames import Frame, FrameSplitter
 from bridges.transport import open_transport, parse_url
 

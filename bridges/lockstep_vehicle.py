@@ -25,7 +25,7 @@ from typing import AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from bridges.impairment import LinkSpec
+from profiles.link import LinkSpec
 from bridges.sim_link import LOCAL_POSITION_NED, SET_ATTITUDE_TARGET, SET_POSITION_TARGET_LOCAL_NED, SimulatedLink
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
                              VehicleState)

@@ -15,11 +15,12 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
+from mavsdk.asyncio.plugins.events import EventsAsync
 from mavsdk.asyncio.plugins.info import InfoAsync
 from mavsdk.asyncio.plugins.mavlink_direct import MavlinkDirectAsync
 from mavsdk.asyncio.plugins.mission import MissionAsync
@@ -42,6 +43,9 @@ NAN = float("nan")
 REASON_WINDOW_S = 2.0
 # PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
 ARM_CONFIRM_S = 3.0
+# Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
+# trusts the wall clock alone (the stamps stopped: link lost).
+CLOCK_GRACE_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
 # how long an accepted start gets to show as MISSION mode (heartbeats come at 1 Hz), and the pause
 # between tries.
@@ -68,6 +72,15 @@ def _name(enum_value) -> str:
     return getattr(enum_value, "name", str(enum_value))
 
 
+@dataclass
+class _VehicleClock:
+    """The vehicle's latest time stamp (vehicle seconds) and when it arrived (event-loop time)."""
+
+    vehicle_s: float | None = None
+    at: float = 0.0
+    watchers: set = field(default_factory=set)  # called on every new stamp
+
+
 class MavsdkVehicle(VehicleBase):
     """A connected flight controller. Create with `await connect(url)`; close with `await close()`.
 
@@ -88,6 +101,8 @@ class MavsdkVehicle(VehicleBase):
         self.param = ParamAsync(system)
         self.mavlink = MavlinkDirectAsync(system)
         self.info = InfoAsync(system)
+        self.events = EventsAsync(system)
+        self._health_report = None
         self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
                                    "UNKNOWN", "UNKNOWN", NAN)
         self._status_texts: deque[tuple[float, str]] = deque(maxlen=32)
@@ -98,16 +113,18 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_task: asyncio.Task | None = None
         self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
         self._closed = False
+        self._clock = _VehicleClock()
 
     @property
     def system(self):
-        """The MAVSDK System, for plugins this class does not wrap (e.g. failure injection)."""
+        """The MAVSDK System, for plugins this Vehicle does not wrap (failure injection, FTP, log files, follow-me)."""
         return self._system
 
     # ------------------------------------------------------------------ telemetry
     def _start_streams(self) -> None:
         t = self.telemetry_plugin
         self._spawn(self._follow(t.subscribe_position_velocity_ned(), self._on_local_position))
+        self._spawn(self._follow(t.subscribe_odometry(), self._on_odometry))
         self._spawn(self._follow(t.subscribe_attitude_euler(), lambda a: self._update(
             roll=math.radians(a.roll_deg), pitch=math.radians(a.pitch_deg), yaw=math.radians(a.yaw_deg))))
         self._spawn(self._follow(t.subscribe_position(), lambda p: self._update(
@@ -117,9 +134,15 @@ class MavsdkVehicle(VehicleBase):
         self._spawn(self._follow(t.subscribe_flight_mode(), lambda m: self._update(flight_mode=_name(m))))
         self._spawn(self._follow(t.subscribe_landed_state(), lambda s: self._update(landed_state=_name(s))))
         self._spawn(self._follow(t.subscribe_battery(), lambda b: self._update(battery_pct=b.remaining_percent)))
+        # What the autopilot says: STATUSTEXT, and PX4's events (its only voice on the API link, where
+        # PX4 >= 1.14 sends no STATUSTEXT at all).
         self._spawn(self._follow(t.subscribe_status_text(), lambda s: self._status_texts.append((time.monotonic(), s.text))))
+        self._spawn(self._follow(self.events.subscribe_events(),
+                                 lambda e: self._status_texts.append((time.monotonic(), e.message))))
         self._spawn(self._follow(t.subscribe_health(), self._on_health))
         self._spawn(self._follow(t.subscribe_home(), self._on_home))
+        self._spawn(self._follow(self.events.subscribe_health_and_arming_checks(),
+                                 lambda report: setattr(self, "_health_report", report)))
 
     def _spawn(self, coro) -> None:
         self._tasks.append(asyncio.create_task(coro))
@@ -132,6 +155,12 @@ class MavsdkVehicle(VehicleBase):
 
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
+
+    def _on_odometry(self, odometry) -> None:
+        clock = self._clock
+        clock.vehicle_s, clock.at = odometry.time_usec / 1e6, asyncio.get_running_loop().time()
+        for follow in list(clock.watchers):
+            follow()
 
     async def _on_local_position(self, pv) -> None:
         p, v = pv.position, pv.velocity
@@ -150,12 +179,39 @@ class MavsdkVehicle(VehicleBase):
     def state(self) -> VehicleState:
         return self._state
 
-    def deadline(self, seconds: float):
-        """A block that times out after `seconds` of vehicle time."""
-        return asyncio.timeout(seconds / self.speed_factor)
+    @contextlib.asynccontextmanager
+    async def deadline(self, seconds: float):
+        """A block that times out after `seconds` of vehicle time, on the vehicle's own clock.
+
+        It ends at the first ODOMETRY stamped `seconds` after the start, so a simulator that falls
+        behind its speed factor (a loaded machine) stretches the wait instead of cutting a flight
+        short. If the stamps stop (link lost), it ends CLOCK_GRACE_S after the wall-clock estimate.
+        """
+        loop = asyncio.get_running_loop()
+        clock = self._clock
+        async with asyncio.timeout(seconds / self.speed_factor) as timeout:
+            if clock.vehicle_s is None:
+                yield
+                return
+            target = clock.vehicle_s + seconds
+            timeout.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
+
+            def follow() -> None:
+                remaining = target - clock.vehicle_s
+                timeout.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
+                                                  if remaining > 0 else 0.0))
+
+            clock.watchers.add(follow)
+            try:
+                yield
+            finally:
+                clock.watchers.discard(follow)
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds / self.speed_factor)
+        """Wait `seconds` of vehicle time (on the vehicle's clock, as `deadline`)."""
+        with contextlib.suppress(TimeoutError):
+            async with self.deadline(seconds):
+                await asyncio.Event().wait()
 
     async def identity(self) -> str:
         """A stable name for this flight controller: its hardware uid, else the connection string."""
@@ -222,9 +278,32 @@ class MavsdkVehicle(VehicleBase):
             await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
             raise CommandDenied(what, _name(exc.result), self._recent_reason()) from exc
 
+    def _arming_problems(self) -> str:
+        """The errors of PX4's latest health and arming checks report for the current mode.
+
+        PX4 (>= 1.14, events protocol) refuses to arm with a generic text at most; the particular
+        failures are in this report. Empty when the autopilot sends none (PX4 v1.14 without its
+        component metadata, the built-in vehicle).
+        """
+        report = self._health_report
+        if report is None:
+            return ""
+        return "; ".join(p.message for p in report.current_mode_intention.problems
+                         if _name(p.log_level) in ("EMERGENCY", "ALERT", "CRITICAL", "ERROR"))
+
     async def arm(self) -> None:
-        """Arm and return once telemetry shows it (MAVSDK learns it from the next HEARTBEAT)."""
-        await self._act("arm", self.action.arm())
+        """Arm and return once telemetry shows it (MAVSDK learns it from the next HEARTBEAT).
+
+        A refusal carries the autopilot's words: its STATUSTEXT and the failing arming checks.
+        """
+        try:
+            await self._act("arm", self.action.arm())
+        except CommandDenied as denied:
+            problems = self._arming_problems()
+            if problems:
+                reason = "; ".join(r for r in (denied.reason, problems) if r)
+                raise CommandDenied(denied.command, denied.result, reason) from denied.__cause__
+            raise
         await self.wait_until(lambda s: s.armed, ARM_CONFIRM_S, "armed state in telemetry")
 
     async def disarm(self) -> None:
@@ -245,7 +324,17 @@ class MavsdkVehicle(VehicleBase):
         await self._settle_at_altitude(altitude, timeout)
 
     async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
-        lat, lon, alt = self.home.to_global(north, east, down)
+        """Reposition to a local NED point, sent as the global point that far from where the vehicle is.
+
+        Relative to the current global position, not to home: PX4's local frame (its estimator's
+        origin, drifting with the barometer) and its global altitude part by up to a metre in SIH.
+        """
+        s = self._state
+        here = GeoOrigin(s.lat, s.lon, s.alt_amsl)
+        if all(math.isfinite(v) for v in (s.lat, s.lon, s.alt_amsl, s.north, s.east, s.down)):
+            lat, lon, alt = here.to_global(north - s.north, east - s.east, down - s.down)
+        else:
+            lat, lon, alt = self.home.to_global(north, east, down)
         yaw_deg = math.degrees(yaw) if not math.isnan(yaw) else NAN
         await self._act("goto", self.action.goto_location(lat, lon, alt, yaw_deg))
 
@@ -362,9 +451,16 @@ class MavsdkVehicle(VehicleBase):
             yield MissionProgress(p.current, p.total)
 
     async def mission_items_reached(self) -> AsyncIterator[int]:
-        """Sequence numbers from the autopilot's MISSION_ITEM_REACHED messages (MAVLink item indices)."""
+        """Each item the autopilot reports reached (MISSION_ITEM_REACHED, MAVLink item indices), once.
+
+        PX4 v1.16 keeps repeating the message for the last item reached; a repetition is not a new event.
+        """
+        last = None
         async for msg in self.mavlink.subscribe_message("MISSION_ITEM_REACHED"):
-            yield int(json.loads(msg.fields_json)["seq"])
+            seq = int(json.loads(msg.fields_json)["seq"])
+            if seq != last:
+                last = seq
+                yield seq
 
     async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
         """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from bridges.impairment import DIRECTIONS, DelayLine, DirectionModel, LinkSpec, direction_seed
+from bridges.impairment import DelayLine, DirectionModel, direction_seed
+from profiles.link import DIRECTIONS, LinkSpec
 
 # The MAVLink 2 frames that carry what crosses in lockstep: (message id, frame bytes).
 SET_POSITION_TARGET_LOCAL_NED = (84, 65)

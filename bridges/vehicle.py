@@ -134,6 +134,9 @@ class Vehicle(Protocol):
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
 
+    async def collect(self, seconds: float) -> list[VehicleState]:
+        """Every snapshot over the next `seconds` of vehicle time."""
+
     def deadline(self, seconds: float) -> AbstractAsyncContextManager:
         """A block that raises TimeoutError once `seconds` of vehicle time have passed."""
 
@@ -185,6 +188,16 @@ class Vehicle(Protocol):
         """Stop streams and tasks; leave the vehicle disarmed or landing, never flying uncommanded."""
 
 
+class ParamJournal(Protocol):
+    """Somewhere durable to keep original parameter values while they are changed (hil.param_journal)."""
+
+    def record(self, name: str, original: float) -> None:
+        """Keep `original` (on disk, before the change is made); a name already kept keeps its first value."""
+
+    def forget(self, name: str) -> None:
+        """The parameter is back to its original: stop keeping it."""
+
+
 class VehicleBase:
     """Telemetry fan-out, waiting and parameter restore: the parts every Vehicle shares.
 
@@ -199,7 +212,7 @@ class VehicleBase:
         self._sample_count = 0
         # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
         # for hardware); None for simulators that die with the run anyway.
-        self.journal = None
+        self.journal: ParamJournal | None = None
 
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
@@ -215,6 +228,15 @@ class VehicleBase:
                 await self._state_changed.wait_for(lambda: self._sample_count != seen)
             seen = self._sample_count
             yield self._last_published
+
+    async def collect(self, seconds: float) -> list[VehicleState]:
+        """Every snapshot over the next `seconds` of vehicle time (a hover to judge, a step response)."""
+        samples: list[VehicleState] = []
+        with contextlib.suppress(TimeoutError):
+            async with self.deadline(seconds):
+                async for state in self.telemetry():
+                    samples.append(state)
+        return samples
 
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
@@ -244,19 +266,30 @@ class VehicleBase:
             # Shielded so that a cancelled trial still restores the flight controller.
             await asyncio.shield(self._restore(originals))
 
-    # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short and holds there; the harness promises the
-    # altitude it was asked for, so it finishes the climb with a reposition.
+    # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short, still climbing, and holds where the climb
+    # stops; the harness promises the altitude it was asked for, so once the climb has stopped it
+    # finishes it with a reposition.
     TAKEOFF_TOLERANCE_M = 0.15
 
     async def _settle_at_altitude(self, altitude: float, timeout: float) -> None:
-        s = self.state
+        s = await self.wait_until(lambda st: abs(st.vd) < 0.2, timeout, "the climb to stop after takeoff")
         if abs(s.altitude - altitude) > self.TAKEOFF_TOLERANCE_M:
             await self.goto(s.north, s.east, -altitude, s.yaw)
             await self.wait_until(lambda st: abs(st.altitude - altitude) <= self.TAKEOFF_TOLERANCE_M and abs(st.vd) < 0.2,
                                   timeout, f"hold at {altitude:.1f} m after takeoff")
 
     async def _restore(self, originals: Mapping[str, float]) -> None:
+        """Put every original back (one failing does not stop the others); the journal lets go of a
+        parameter only once a read-back shows it restored, so a failed restore stays journaled."""
+        failed: list[Exception] = []
         for name, value in reversed(list(originals.items())):
-            await self.set_param(name, value)
-            if self.journal is not None:
-                self.journal.forget(name)
+            try:
+                await self.set_param(name, value)
+                # PX4 stores float32: compare at that precision.
+                if self.journal is not None and math.isclose(await self.get_param(name), value, rel_tol=1e-6,
+                                                             abs_tol=1e-9):
+                    self.journal.forget(name)
+            except Exception as error:  # noqa: BLE001 - the others are still put back; the first is raised
+                failed.append(error)
+        if failed:
+            raise failed[0]

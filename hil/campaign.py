@@ -18,7 +18,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
 
-The file is validated as a whole; a bad one raises `CampaignError` listing every problem as
+The file is validated as a whole; a bad one raises `ConfigError` listing every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
 taking trials in order keep reusing the scene they have just built.
 """
@@ -32,10 +32,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from config.errors import ConfigError
+from config.fields import (
+    Field,
+    Problems,
+    integer,
+    mapping_entries,
+    number,
+    read_fields,
+    text,
+)
+from config.loading import load_yaml
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
-from missions.validation import (Field, MissionError, Problems, integer, mapping_entries, number, read_fields, read_yaml,
-                                 text)
+from hil.targets import PX4_SITL
 from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
 
 LOCKSTEP = "sim-lockstep"
@@ -59,10 +69,6 @@ PLANNERS = {
 
 def planner_choice(name: str) -> PlannerChoice:
     return PLANNERS.get(name, PlannerChoice(name, sensor=True))
-
-
-class CampaignError(MissionError):
-    """A campaign file is invalid; one line per problem."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +140,8 @@ class Campaign:
                             for fault in self.faults:
                                 for planner, compute in itertools.product(self.planners, self.computes):
                                     for repeat in range(self.repeats):
-                                        parts = (mission.scene, f"c{config}", mission.rule, profile, target, link,
-                                                 Path(fault).stem, planner, compute, f"r{repeat}")
+                                        parts = (mission.scene, f"c{config}", mission.rule, _stem(profile),
+                                                 target, link, _stem(fault), planner, compute, f"r{repeat}")
                                         trial_id = "__".join(_safe(p) for p in parts)
                                         out.append(TrialSpec(
                                             trial_id=trial_id, campaign=self.name, scene=mission.scene,
@@ -144,6 +150,11 @@ class Campaign:
                                             rate_hz=self.rate_hz, repeat=repeat,
                                             seed=trial_seed(self.seed, trial_id), speed=self.speed))
         return out
+
+
+def _stem(entry: str) -> str:
+    """A profile or fault named by a YAML file goes into trial ids by its file's stem; a name as it is."""
+    return Path(entry).stem if entry.endswith((".yaml", ".yml")) else entry
 
 
 def trial_seed(campaign_seed: int, trial_id: str) -> int:
@@ -158,7 +169,7 @@ def _safe(text: str) -> str:
 
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign file."""
-    return parse_campaign(read_yaml(path, "campaign file"), str(path))
+    return parse_campaign(load_yaml(path, "campaign file"), str(path))
 
 
 _FIELDS: dict[str, Field] = {
@@ -172,11 +183,11 @@ _LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "com
 
 
 def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
-    """Validate a parsed campaign mapping; raise `CampaignError` with every problem."""
+    """Validate a parsed campaign mapping; raise `ConfigError` with every problem."""
     problems = Problems(source)
     if not isinstance(data, dict):
         problems.invalid("<top level>", "a mapping of campaign fields", data)
-        raise CampaignError(problems.lines)
+        raise ConfigError(problems.lines)
     values = read_fields(data, _FIELDS, "", problems, nested=_LISTS)
     missions = _missions(data.get("missions"), problems)
     profiles = _profiles(data.get("profiles", ["default"]), problems)
@@ -189,11 +200,13 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         # Faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link for them.
         problems.add("targets", f"{LOCKSTEP} flies without fault profiles; give them a MAVLink target "
                                 "(sim, px4-sitl, a connection string) or use faults: [none]")
+    if any(t.startswith(PX4_SITL) for t in targets):
+        _check_px4_can_fly(profiles, problems)
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
                         computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source)
-    raise CampaignError(problems.lines)
+    raise ConfigError(problems.lines)
 
 
 def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
@@ -235,10 +248,23 @@ def _profiles(entries: Any, problems: Problems) -> tuple[str, ...]:
             problems.invalid(path, "a profile name or {library: NAME}", entry)
             continue
         try:
-            names.append(load_vehicle_profile(entry).name)
+            load_vehicle_profile(entry)
         except ProfileError as exc:
             problems.add(path, str(exc))
+            continue
+        names.append(entry)  # a library name, or a profile file: the trial loads it again from here
     return tuple(dict.fromkeys(names))
+
+
+def _check_px4_can_fly(profiles: tuple[str, ...], problems: Problems) -> None:
+    """Every profile must be one PX4 SITL's SIH can reproduce (px4.sih refuses the others, saying why)."""
+    from px4.sih import sitl_params
+
+    for index, name in enumerate(profiles):
+        try:
+            sitl_params(load_vehicle_profile(name))
+        except ValueError as exc:
+            problems.add(f"profiles[{index}]", f"not flyable on px4-sitl: {exc}")
 
 
 def _library_of(profile) -> str:
@@ -274,11 +300,11 @@ def _target_problem(name: str) -> str | None:
 def _link_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from profiles.link import LinkProfileError, load_link_profile
+    from profiles.link import load_link_profile
 
     try:
         load_link_profile(name)
-    except (LinkProfileError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError) as exc:
         return f"expected none or a link profile: {exc}"
     return None
 
@@ -286,11 +312,11 @@ def _link_problem(name: str) -> str | None:
 def _fault_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from missions.faults import FaultScheduleError, load_fault_profile
+    from missions.faults import load_fault_profile
 
     try:
         load_fault_profile(name)
-    except (FaultScheduleError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError) as exc:
         return f"expected none or a fault profile file: {exc}"
     return None
 

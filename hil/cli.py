@@ -16,7 +16,7 @@ COMMAND_MODULES = (
     "hil.commands.link",
     "hil.commands.profiles",
     "hil.commands.onboard",
-    "hil.commands.profile",
+    "hil.commands.timing",
 )
 
 TOUR = """\

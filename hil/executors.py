@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from hil.campaign import TrialSpec
-from hil.record import fsync_directory
+from records.atomic import publish_directory
 from reports.results import TRIALS_DIR
 
 PARTIAL_DIR = ".partial"
@@ -62,15 +62,8 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path, slot: int = 0) -> dict[s
 
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
     summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR, slot)
-    publish(partial, campaign_dir / TRIALS_DIR / spec.trial_id)
+    publish_directory(partial, campaign_dir / TRIALS_DIR / spec.trial_id)
     return summary
-
-
-def publish(partial: Path, final: Path) -> None:
-    """Rename a finished record into place and make the rename durable."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(partial, final)
-    fsync_directory(final.parent)
 
 
 # ---------------------------------------------------------------------------------------- local pool
@@ -157,7 +150,7 @@ def unpack(archive: bytes, campaign_dir: Path, trial_id: str) -> None:
     partial_root.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         tar.extractall(partial_root, filter="data")
-    publish(partial_root / trial_id, campaign_dir / TRIALS_DIR / trial_id)
+    publish_directory(partial_root / trial_id, campaign_dir / TRIALS_DIR / trial_id)
     partial_root.rmdir()
 
 

@@ -12,16 +12,17 @@ import asyncio
 import contextlib
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Mapping
 
 import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.param_journal import ParamJournal, restore_pending
 from hil.preflight import run_checklist
-from hil.record import TrialRecorder
+from records.clock import vehicle_time
+from records.record import TrialRecorder
 from hil.safety import SafetyLimits, watch
 from missions.waypoint import WaypointMission
 from reports.trial_summary import TrialSummary, summarize_trial
@@ -135,6 +136,9 @@ class FlightOptions:
     hardware: bool = False  # every check required; parameter changes journaled to disk
     dry_run: bool = False  # everything but arming
     min_battery_pct: float = 50.0
+    # Parameters set on the flight controller for this flight only (journaled and restored on hardware);
+    # simulators take theirs at boot instead.
+    params: Mapping[str, float] = field(default_factory=dict)
 
 
 async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: WaypointMission, record_dir: Path, *,
@@ -194,13 +198,22 @@ async def run_trial(open_vehicle: Callable[[], Awaitable[Vehicle]], mission: Way
 
 async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,
                           say: Callable[[str], None]) -> tuple[str, str, bool]:
-    """Journal, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
+    """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
     if options.hardware:
         vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
         restored = await restore_pending(vehicle, vehicle.journal)
         if restored:
             say(f"restored parameters an interrupted run left changed: {restored}")
             recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+    if not options.params:
+        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
+    async with vehicle.params_changed(options.params) as originals:
+        recorder.event("params_set", params=dict(options.params), originals=originals)
+        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
+
+
+async def _checklist_and_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder,
+                                options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, bool]:
     with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
         await vehicle.wait_armable(timeout=30.0)
     checklist = await run_checklist(vehicle, mission, options.limits, hardware=options.hardware,
@@ -275,20 +288,6 @@ def _mission_waypoints(mission: WaypointMission) -> list[MissionWaypoint]:
     return [MissionWaypoint(w.north, w.east, w.down, speed=mission.speed, acceptance_radius=mission.acceptance_radius,
                             hold_s=w.hold_s, yaw_deg=w.yaw_deg if w.yaw_deg is not None else math.nan)
             for w in mission.waypoints]
-
-
-def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
-    """Telemetry with t_ns rescaled from the harness clock to vehicle time (a simulator's speed factor).
-
-    Metrics (duration, mean speed) are about the flight, not about how fast it was simulated. A
-    lockstep vehicle already stamps in simulated time (its speed factor is infinite).
-    """
-    if not math.isfinite(speed_factor) or speed_factor == 1.0 or telemetry.empty:
-        return telemetry
-    out = telemetry.copy()
-    t0 = int(out["t_ns"].iloc[0])
-    out["t_ns"] = t0 + ((out["t_ns"] - t0) * speed_factor).astype("int64")
-    return out
 
 
 def mission_config(mission: WaypointMission, **extra) -> dict:

@@ -28,6 +28,7 @@ import numpy as np
 
 from bridges.vehicle import Vehicle, VehicleState
 from missions.geometry import Scene
+from records.clock import clock_scale
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
 FAILSAFE_MODES = ("RETURN_TO_LAUNCH", "LAND")
@@ -75,7 +76,7 @@ class TrialMonitor:
         self.rule = rule
         self.radius = vehicle_radius
         self.offset = np.asarray(offset, dtype=float)
-        self._scale = speed_factor if math.isfinite(speed_factor) else 1.0
+        self._scale = clock_scale(speed_factor)
         self._t0_ns: int | None = None
         self._inside_since: float | None = None
         self.verdict: Verdict | None = None

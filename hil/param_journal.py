@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from hil.record import write_atomically
+from records.atomic import write_atomically
 
 
 def state_dir() -> Path:

@@ -1,7 +1,8 @@
 """The pytest plugin: HIL tests get a connected, healthy `Vehicle` on whatever target the command line names.
 
-    pytest tests/hil                                   # the built-in vehicle (default)
-    pytest tests/hil --hil-target px4-sitl --hil-profile "Crazyflie 2.1"
+    pytest tests/hil                                   # the targets of the ini option hil_targets (default: sim)
+    pytest tests/hil --hil-target sim --hil-target px4-sitl   # every test on both, same assertions
+    pytest tests/hil --hil-target px4-sitl --hil-profile 1.40kg-EMAX
     pytest tests/hil --hil-target serial:///dev/ttyACM0:921600 --hil-arm   # a flight controller on the bench
     pytest tests/hil --hil-repeat 10                   # pass rate with a 95 % interval per test
 
@@ -28,11 +29,17 @@ import pytest_asyncio
 SIM_TARGETS = ("sim", "lockstep", "px4-sitl")
 
 
+def target_kind(target: str) -> str:
+    """sim | lockstep | px4-sitl | hardware (a connection string: treated as a real aircraft)."""
+    base = target.split(":", 1)[0] if target.startswith("px4-sitl") else target
+    return base if base in SIM_TARGETS else "hardware"
+
+
 @dataclass
 class HilConfig:
     """What the command line asked for."""
 
-    target: str
+    targets: list[str]
     profile: str
     link: str | None
     record_root: Path
@@ -41,18 +48,13 @@ class HilConfig:
     allow_hardware_faults: bool
     repeat: int
 
-    @property
-    def kind(self) -> str:
-        """sim | lockstep | px4-sitl | hardware (a connection string: treated as a real aircraft)."""
-        base = self.target.split(":", 1)[0] if self.target.startswith("px4-sitl") else self.target
-        return base if base in SIM_TARGETS else "hardware"
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "hardware-in-the-loop (quad-hil)")
-    group.addoption("--hil-target", default="sim",
+    group.addoption("--hil-target", action="append", default=None,
                     help="sim (built-in vehicle process), lockstep (in-process, simulated time), px4-sitl[:N], or a "
-                         "connection string for a flight controller (default: sim)")
+                         "connection string for a flight controller; repeat it to run every test on each "
+                         "(default: the ini option hil_targets, else sim)")
     group.addoption("--hil-profile", default="default", help="vehicle profile for simulated targets")
     group.addoption("--hil-link", default=None, help="link profile (profiles/links or a YAML file) to impair every "
                                                      "test's link with, through the MAVLink proxy")
@@ -63,6 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="allow fault injection on a connection-string target")
     group.addoption("--hil-repeat", type=int, default=1, help="run each HIL test N times and report its pass rate")
     parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
+    parser.addini("hil_targets", "targets every HIL test runs on, space-separated", default="sim")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,7 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     speed = config.getoption("--hil-speed") or float(config.getini("hil_speed"))
     config.stash[_CONFIG] = HilConfig(
-        target=config.getoption("--hil-target"), profile=config.getoption("--hil-profile"),
+        targets=config.getoption("--hil-target") or config.getini("hil_targets").split(),
+        profile=config.getoption("--hil-profile"),
         link=config.getoption("--hil-link"),
         record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
         speed=speed, arm=config.getoption("--hil-arm"),
@@ -90,7 +94,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     profiles = marker.kwargs.get("profiles")
     if profiles:
         metafunc.parametrize("hil_profile", list(profiles), ids=[re.sub(r"\W+", "_", p) for p in profiles])
-    repeat = metafunc.config.stash[_CONFIG].repeat
+    cfg = metafunc.config.stash[_CONFIG]
+    if len(cfg.targets) > 1:
+        metafunc.parametrize("hil_target", cfg.targets, ids=cfg.targets)
+    repeat = cfg.repeat
     if repeat > 1:
         metafunc.parametrize("hil_repeat", range(repeat), ids=[f"run{i}" for i in range(repeat)])
 
@@ -98,6 +105,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def hil_config(request: pytest.FixtureRequest) -> HilConfig:
     return request.config.stash[_CONFIG]
+
+
+@pytest.fixture
+def hil_target(hil_config: HilConfig) -> str:
+    """The target of this test (with several --hil-target, each test is parametrized over them)."""
+    return hil_config.targets[0]
 
 
 @pytest.fixture
@@ -122,29 +135,31 @@ class _TestRecord:
 
 
 @pytest_asyncio.fixture
-async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_profile: str, hil_repeat: int):
+async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_profile: str,
+                      hil_repeat: int):
     """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
 
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
     targets = opts.get("targets")
-    if targets and hil_config.kind not in targets:
-        pytest.skip(f"runs on {', '.join(targets)}, not on {hil_config.kind}")
-    if hil_config.kind == "hardware" and not hil_config.arm:
-        pytest.skip(f"{hil_config.target} may be a real aircraft: add --hil-arm to fly it")
+    kind = target_kind(hil_target)
+    if targets and kind not in targets:
+        pytest.skip(f"runs on {', '.join(targets)}, not on {kind}")
+    if kind == "hardware" and not hil_config.arm:
+        pytest.skip(f"{hil_target} may be a real aircraft: add --hil-arm to fly it")
     name = re.sub(r"[^\w.-]+", "_", request.node.nodeid).strip("_")
     record_dir = hil_config.record_root / name
     record = _TestRecord(record_dir)
     request.node.stash[_RECORD] = record
     request.node.user_properties.append(("hil_record", str(record_dir)))
     link_name = opts.get("link") or hil_config.link
-    config = {"test": request.node.nodeid, "target": hil_config.target, "profile": hil_profile, "link": link_name,
+    config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
               "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
     async with contextlib.AsyncExitStack() as stack:
-        vehicle = await stack.enter_async_context(_bring_up(hil_config, hil_profile, opts.get("params", {}),
-                                                            link_name, request))
-        recorder = stack.enter_context(TrialRecorder(record_dir, config=config, target=hil_config.target))
+        vehicle = await stack.enter_async_context(_bring_up(hil_target, hil_config.speed, hil_profile,
+                                                            opts.get("params", {}), link_name, request))
+        recorder = stack.enter_context(TrialRecorder(record_dir, config=config, target=hil_target))
         vehicle.hil_recorder = recorder
         telemetry = asyncio.get_running_loop().create_task(_record_telemetry(vehicle, recorder))
         await vehicle.wait_armable(timeout=30.0)
@@ -176,13 +191,14 @@ async def _make_safe(vehicle) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _bring_up(cfg: HilConfig, profile: str, params: dict, link_name: str | None, request):
+async def _bring_up(target: str, speed: float, profile: str, params: dict, link_name: str | None, request):
     """Start (or reach) the target and yield a connected Vehicle; stop everything after."""
     from bridges.lockstep_vehicle import LockstepVehicle
     from hil.targets import SimProcessOptions, builtin_vehicle
     from px4.sim.realtime import SimOptions, build_vehicle
 
-    if cfg.kind == "lockstep":
+    kind = target_kind(target)
+    if kind == "lockstep":
         from profiles.link import load_link_profile
 
         autopilot, _ = build_vehicle(SimOptions(profile=profile, params=params))
@@ -192,29 +208,29 @@ async def _bring_up(cfg: HilConfig, profile: str, params: dict, link_name: str |
                 request.node.stash[_LINK] = LinkUnderTest(link_name, rows=vehicle.link.rows)
             yield vehicle
         return
-    if cfg.kind == "px4-sitl":
+    if kind == "px4-sitl":
         from profiles.vehicle import load_vehicle_profile
         from px4.sih import sitl_params
         from px4.sitl import Px4NotFound, SitlOptions, px4_sitl
-        instance = int(cfg.target.split(":")[1]) if ":" in cfg.target else None
+        instance = int(target.split(":")[1]) if ":" in target else None
         try:
-            target = px4_sitl(SitlOptions(instance=instance, speed=cfg.speed,
-                                          params={**sitl_params(load_vehicle_profile(profile)), **params}))
-            sitl = await target.__aenter__()
+            sitl_run = px4_sitl(SitlOptions(instance=instance, speed=speed,
+                                            params={**sitl_params(load_vehicle_profile(profile)), **params}))
+            sitl = await sitl_run.__aenter__()
         except Px4NotFound as exc:
             pytest.skip(str(exc))
         try:
-            async with _connected(sitl.url, cfg.speed, link_name, request) as vehicle:
+            async with _connected(sitl.url, speed, link_name, request) as vehicle:
                 yield vehicle
         finally:
-            await target.__aexit__(None, None, None)
+            await sitl_run.__aexit__(None, None, None)
         return
-    if cfg.kind == "sim":
-        async with builtin_vehicle(SimProcessOptions(profile=profile, speed=cfg.speed, params=params)) as sim:
-            async with _connected(sim.url, cfg.speed, link_name, request) as vehicle:
+    if kind == "sim":
+        async with builtin_vehicle(SimProcessOptions(profile=profile, speed=speed, params=params)) as sim:
+            async with _connected(sim.url, speed, link_name, request) as vehicle:
                 yield vehicle
         return
-    async with _connected(cfg.target, 1.0, link_name, request) as vehicle:
+    async with _connected(target, 1.0, link_name, request) as vehicle:
         yield vehicle
 
 
@@ -299,8 +315,9 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
 @pytest.fixture
 def hil_mission(hil_vehicle):
     """`await hil_mission(path)`: fly a waypoint mission file on the vehicle; returns (outcome, reason, summary)."""
-    from hil.fly import fly_mission, vehicle_time
-    from hil.record import read_table
+    from hil.fly import fly_mission
+    from records.clock import vehicle_time
+    from records.record import read_table
     from missions.waypoint import load_mission
     from reports.trial_summary import summarize_trial
 
@@ -317,14 +334,14 @@ def hil_mission(hil_vehicle):
 
 
 @pytest_asyncio.fixture
-async def hil_faults(hil_config: HilConfig, hil_vehicle):
+async def hil_faults(hil_config: HilConfig, hil_target: str, hil_vehicle):
     """A fault injector with its monitor: `await hil_faults.inject_and_verify(spec)` -> a FaultVerdict."""
     from bridges.failure import FailureInjector
     from hil.fault_monitor import FaultMonitor
 
-    if hil_config.kind == "hardware" and not hil_config.allow_hardware_faults:
+    if target_kind(hil_target) == "hardware" and not hil_config.allow_hardware_faults:
         pytest.skip("fault injection on a connection-string target needs --allow-hardware-faults")
-    if hil_config.kind == "lockstep":
+    if target_kind(hil_target) == "lockstep":
         pytest.skip("faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link")
     async with FailureInjector(hil_vehicle) as injector:
         async with FaultMonitor(hil_vehicle, injector, hil_vehicle.hil_recorder) as monitor:

@@ -19,8 +19,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator
 
@@ -28,16 +26,18 @@ import pandas as pd
 
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import land_and_wait, vehicle_time
+from hil.fly import land_and_wait
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
-from hil.record import TrialRecorder, read_table
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
-from missions.scenes import DEFAULT_CLEARANCE, generate
+from missions.scenes import DEFAULT_CLEARANCE, scene_for
 from onboard.task import NavTask, task_for_scene
 from profiles.link import load_link_profile
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from records.atomic import write_file_atomically
+from records.clock import vehicle_time
+from records.record import TrialRecorder, read_table
 from reports.metrics import Trajectory, timing_summary, trial_metrics
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
@@ -45,12 +45,6 @@ LOCKSTEP_TELEMETRY_HZ = 100.0
 PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
 STATE_FIELDS = tuple(field.name for field in dataclasses.fields(VehicleState))
 ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
-
-
-@lru_cache(maxsize=4)
-def scene_for(name: str, config: int) -> Scene:
-    """The scene of a trial; a few kept per process because campaigns run scene by scene."""
-    return generate(name, config)
 
 
 def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
@@ -72,9 +66,7 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
              "difficulty_aol": float(difficulty["aol"]), "guide_length_m": float(difficulty["path_length"]),
              "shortest_length_m": float(shortest)}
     cache_dir.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(facts))
-    os.replace(temporary, path)
+    write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(facts)))
     return facts
 
 

@@ -1,4 +1,4 @@
-"""FlightBench's task-difficulty metrics (seed 001, Sec. 3.1.1, Eqs. 1-4) on a guide path through a scene.
+"""FlightBench's task-difficulty metrics (Sec. 3.1.1, Eqs. 1-4) on a guide path through a scene.
 
 * Traversability Obstruction, TO (Eqs. 1-2): cover the guide path with a chain of free spheres
   (a flight corridor); TO = (1 / N_T) * sum over the smaller half of the radii of R / r_i. Narrow

@@ -1,7 +1,7 @@
 """Fault schedules: which failure to inject, when, for how long and how badly.
 
 A mission's `faults:` block (or a fault profile file holding one) is a list of UAVBench-style
-fault tuples (seed 002, Sec. III-A6: start time, type, duration, severity) plus the component they
+fault tuples (UAVBench, Sec. III-A6: start time, type, duration, severity) plus the component they
 hit::
 
     faults:
@@ -38,8 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from missions.validation import (Field, MissionError, Problems, choice, integer, is_number, number, read_fields,
-                                 read_yaml)
+from config.errors import ConfigError
+from config.fields import (
+    Field,
+    Problems,
+    choice,
+    integer,
+    is_number,
+    number,
+    read_fields,
+)
+from config.loading import load_yaml
 
 PX4_TYPES = ("off", "stuck", "garbage", "wrong", "slow", "delayed", "intermittent")
 SIM_TYPES = ("degraded", "steady", "gust")
@@ -68,10 +77,6 @@ _FAULT_FIELDS: dict[str, Field] = {
     "severity": number("0 = none .. 1 = complete failure", at_least=0, at_most=1, required=False, default=1.0),
     "stall_ms": number("how long the planner stalls, ms", above=0, required=False),
 }
-
-
-class FaultScheduleError(MissionError):
-    """A fault schedule is invalid; `problems` holds one ``SOURCE: FIELD.PATH: expected ...`` line each."""
 
 
 @dataclass(frozen=True)
@@ -130,31 +135,28 @@ class FaultSpec:
 
 
 def parse_faults(entries: Any, source: str = "<faults>") -> tuple[FaultSpec, ...]:
-    """Validate a list of fault mappings; raise `FaultScheduleError` listing every problem.
+    """Validate a list of fault mappings; raise `ConfigError` listing every problem.
 
     The faults come back in order of their earliest start.
     """
     problems = Problems(source)
     if not isinstance(entries, list):
         problems.invalid("faults", "a list of faults, each {start_s, type, target, duration_s, severity}", entries)
-        raise FaultScheduleError(problems.lines)
+        raise ConfigError(problems.lines)
     faults = [spec for index, entry in enumerate(entries)
               if (spec := _read_fault(entry, f"faults[{index}]", problems)) is not None]
     if problems.lines:
-        raise FaultScheduleError(problems.lines)
+        raise ConfigError(problems.lines)
     return tuple(sorted(faults, key=lambda f: f.start_s))
 
 
 def load_fault_profile(path: str | Path) -> tuple[FaultSpec, ...]:
-    """A fault profile file: a mapping with a ``faults:`` list; raises FaultScheduleError."""
-    try:
-        data = read_yaml(path, "fault profile (YAML with a faults: list)")
-    except MissionError as error:
-        raise FaultScheduleError(list(error.problems)) from None
+    """A fault profile file: a mapping with a ``faults:`` list; raises ConfigError."""
+    data = load_yaml(path, "fault profile (YAML with a faults: list)")
     if not isinstance(data, dict) or "faults" not in data:
         problems = Problems(str(path))
         problems.invalid("faults", "a mapping with a 'faults' list", data)
-        raise FaultScheduleError(problems.lines)
+        raise ConfigError(problems.lines)
     return parse_faults(data["faults"], str(path))
 
 

@@ -10,7 +10,7 @@ A benchmark mission file (examples in `missions/examples/benchmark/`)::
     speed_cap: 4.0                 # m/s          (defaults: FLYINGTRUST's 4 m/s, 2 m, 90 s)
     success_radius: 2.0            # m
     time_budget: 90                # s
-    airspace:                      # UAVBench's airspace block (seed 002)
+    airspace:                      # UAVBench's airspace block
       altitude: {min: 0.3, max: 3}     # m above ground; default: ground to the scene's ceiling
       geofence: [[0, -20], [60, -20], [60, 20], [0, 20]]   # [north, east] polygon; default: none
       no_fly: [{north: 20, east: 5, radius: 3, alt_min: 0, alt_max: 10}]
@@ -25,7 +25,7 @@ goal); survey `survey: {north: [n0, n1], east: [e0, e1], alt, spacing}`; orbit `
 east, alt, radius, laps, clockwise}`; inspection `inspection: {north, east, standoff, alt,
 clockwise}`; precision_landing `landing: {north, east, alt, hover_alt, hover_s}`.
 
-Validation (UAVBench's rules, seed 002 Sec. III-C) reports every problem as
+Validation (UAVBench's rules, Sec. III-C) reports every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``: structure and ranges of every field; start, goal
 and every route point inside the altitude band and the geofence, outside no-fly cylinders and
 outside obstacles; comms-loss windows starting at t >= 0 and within the time budget; the fault
@@ -36,17 +36,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from missions import templates
-from missions.faults import FaultScheduleError, parse_faults
-from missions.geometry import Scene
-from missions.templates import MISSION_TYPES, RoutePoint
-from missions.validation import (
+from config.errors import ConfigError
+from config.fields import (
     Field,
     Invalid,
     Problems,
@@ -56,12 +52,16 @@ from missions.validation import (
     is_number,
     number,
     read_fields,
-    read_yaml,
     text,
 )
+from config.loading import load_yaml
+from missions import templates
+from missions.faults import parse_faults
+from missions.geometry import Scene
+from missions.templates import MISSION_TYPES, RoutePoint
 from missions.waypoint import MAX_ALTITUDE_M, Waypoint, WaypointMission
 
-# FLYINGTRUST's trial settings (seed 000, Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
+# FLYINGTRUST's trial settings (Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
 DEFAULT_SPEED_CAP, DEFAULT_SUCCESS_RADIUS, DEFAULT_TIME_BUDGET = 4.0, 2.0, 90.0
 
 # The block each mission type reads its task from (point_to_point and multi_waypoint may default to the scene).
@@ -82,13 +82,8 @@ class SceneRef:
         if self.file is not None:
             from missions.export import load_scene
             return load_scene(Path(self.file))
-        return _generated(self.generator, self.seed)
-
-
-@lru_cache(maxsize=32)
-def _generated(name: str, seed: int) -> Scene:
-    from missions.scenes import generate
-    return generate(name, seed)
+        from missions.scenes import scene_for
+        return scene_for(self.generator, self.seed)
 
 
 @dataclass(frozen=True)
@@ -140,7 +135,7 @@ class CommsLossWindow:
 
 @dataclass(frozen=True)
 class Termination:
-    """When a trial ends besides the time budget (UAV-ON, seed 003: stop, collision, step limit)."""
+    """When a trial ends besides the time budget (UAV-ON: stop, collision, step limit)."""
 
     stop_on_collision: bool = True
     stop_on_geofence: bool = True
@@ -216,7 +211,7 @@ def point_in_polygon(point: np.ndarray, polygon: np.ndarray) -> bool:
 
 def load_benchmark_mission(path: str | os.PathLike[str], seed: int | None = None) -> BenchmarkMission:
     """Read and validate a benchmark mission file; `seed` replaces the scene's seed (suites use this)."""
-    return parse_benchmark_mission(read_yaml(path, "benchmark mission file"), str(path), Path(path).parent, seed)
+    return parse_benchmark_mission(load_yaml(path, "benchmark mission file"), str(path), Path(path).parent, seed)
 
 
 def _pair(meaning: str) -> Field:
@@ -317,7 +312,7 @@ def _list_of(mapping: dict, key: str, fields: dict[str, Field], problems: Proble
 
 def parse_benchmark_mission(mapping: Any, source: str = "<string>", base_dir: Path | None = None,
                             seed: int | None = None) -> BenchmarkMission:
-    """Validate a parsed benchmark mission; raise one `MissionError` listing every problem."""
+    """Validate a parsed benchmark mission; raise one `ConfigError` listing every problem."""
     problems = Problems(source)
     if not isinstance(mapping, dict):
         problems.invalid("<top level>", "a mapping of mission fields", mapping)
@@ -469,7 +464,7 @@ def _read_faults(mapping: dict, problems: Problems) -> tuple:
         return ()
     try:
         return tuple(parse_faults(mapping["faults"]))
-    except FaultScheduleError as error:
+    except ConfigError as error:
         for line in error.problems:
             # Re-home each problem in this file: keep its field path (from "faults") and message.
             found = [i for i in (line.find("faults["), line.find("faults:")) if i >= 0]

@@ -3,7 +3,7 @@
 The camera is a pinhole looking along the body x axis (forward) with image right along body y and
 image down along body z (FRD), so its rays are ``(1, u, v)`` in the body frame and the parameter
 ``t`` of a hit along such a ray *is* the depth (distance along the optical axis), as a depth
-camera reports it. Defaults are FlightBench's (seed 001, Table 9): 4 m range, 90 x 75 deg field
+camera reports it. Defaults are FlightBench's (Table 9): 4 m range, 90 x 75 deg field
 of view, 30 Hz.
 
 Rays are intersected analytically with cylinders (side and caps) and boxes (slabs), after culling

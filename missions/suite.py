@@ -22,8 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from missions.schema import BenchmarkMission, load_benchmark_mission, parse_benchmark_mission
-from missions.validation import Field, Invalid, Problems, mapping_entries, number, read_fields, read_yaml, text
+from config.fields import (
+    Field,
+    Invalid,
+    Problems,
+    mapping_entries,
+    number,
+    read_fields,
+    text,
+)
+from config.loading import load_yaml
+from missions.schema import (
+    BenchmarkMission,
+    load_benchmark_mission,
+    parse_benchmark_mission,
+)
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 
@@ -47,7 +60,7 @@ class Suite:
     source: str
 
     def missions(self) -> Iterator[tuple[int, int | None, BenchmarkMission]]:
-        """Every (entry, seed) as a validated mission; raises `MissionError` on the first bad one.
+        """Every (entry, seed) as a validated mission; raises `ConfigError` on the first bad one.
 
         The seed is None for a mission entry without seeds (the mission keeps its own scene seed).
         """
@@ -86,7 +99,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     if path.suffix not in (".yaml", ".yml") and not path.exists():
         path = SUITES_DIR / f"{path}.yaml"
     source = str(path)
-    mapping = read_yaml(path, "suite file")
+    mapping = load_yaml(path, "suite file")
     problems = Problems(source)
     if not isinstance(mapping, dict):
         problems.invalid("<top level>", "a mapping with name, entries", mapping)

@@ -1,6 +1,6 @@
 """Mission templates: the route each mission type flies, as points labelled with their stage.
 
-The multi-stage tasks follow HUGE-Bench (seed 004, Sec. 3): a short instruction implies a fixed
+The multi-stage tasks follow HUGE-Bench (Sec. 3): a short instruction implies a fixed
 sequence of sub-tasks, and the stage labels let the recorder and the reports say which sub-task a
 trial was in when it ended (TCR, collisions per stage):
 

@@ -14,7 +14,7 @@ A mission file looks like this (see `missions/examples/`)::
       - {north: 10, east: 10, alt: 5, hold: 1.0, yaw: 90}   # optional hold (s) and yaw (deg)
 
 Positions are converted to local NED at load (down = -alt), the frame the rest of the harness uses.
-A bad file raises one `MissionError` listing every problem, one line each, in the form
+A bad file raises one `ConfigError` listing every problem, one line each, in the form
 ``FILE: FIELD.PATH: expected WHAT, got VALUE`` (waypoint indices count from 0).
 """
 
@@ -26,20 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from missions.validation import (
+from config.errors import ConfigError
+from config.fields import (
     Field,
-    MissionError,
     Problems,
     choice,
     flag,
     mapping_entries,
     number,
     read_fields,
-    read_yaml,
     text,
 )
+from config.loading import load_yaml
 
-__all__ = ["MissionError", "Waypoint", "WaypointMission", "load_mission", "parse_mission"]
+__all__ = ["Waypoint", "WaypointMission", "load_mission", "parse_mission"]
 
 MODES = ("mission", "offboard")
 
@@ -93,20 +93,20 @@ class WaypointMission:
 
 
 def load_mission(path: str | os.PathLike[str]) -> WaypointMission:
-    """Read and validate a mission file; raise `MissionError` naming the file on any problem."""
-    return parse_mission(read_yaml(path, "mission file"), str(path))
+    """Read and validate a mission file; raise `ConfigError` naming the file on any problem."""
+    return parse_mission(load_yaml(path, "mission file"), str(path))
 
 
 def parse_mission(mapping: Any, source: str = "<string>") -> WaypointMission:
     """Validate an already-parsed mission mapping (e.g. from a campaign file).
 
-    Every problem is collected first and raised together as one `MissionError`, so a user fixes a
+    Every problem is collected first and raised together as one `ConfigError`, so a user fixes a
     file in one pass; nothing partially validated is ever returned.
     """
     problems = Problems(source)
     if not isinstance(mapping, dict):
         problems.invalid("<top level>", "a mapping of mission fields", mapping)
-        raise MissionError(problems.lines)
+        raise ConfigError(problems.lines)
 
     values = read_fields(mapping, _MISSION_FIELDS, "", problems, nested=("waypoints",))
     waypoints = _read_waypoints(mapping, problems)

@@ -3,7 +3,7 @@
 Rows are T_map, T_plan, T_ctrl and T_tot (plus sense and link, which FlightBench leaves out but a
 harness user wants next to them); for each run the columns are mean, p50, p99 and max in ms. With
 two or more runs, a last column gives each run's mean over the first run's: the per-stage
-slowdown `hil profile A B --save NAME` turns into a compute profile.
+slowdown `hil timing A B --save NAME` turns into a compute profile.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hil.record import read_table
+from records.record import read_table
 from onboard.timing import TOTAL, StageStats, summarize
 
 ROWS = (("map", "T_map"), ("plan", "T_plan"), ("control", "T_ctrl"), (TOTAL, "T_tot"), ("sense", "sense"),

@@ -5,7 +5,7 @@ have their own origin. A `NavTask` is always in the vehicle's frame, and `home_i
 home lies in the scene, so the sensor and the collision check can convert (``scene = local +
 home_in_scene``). Planners get the task but never the scene: they learn obstacles from the sensor.
 
-Defaults are FLYINGTRUST's (seed 000, Sec. III-C): 4 m/s speed cap, 1.5 min budget, success within
+Defaults are FLYINGTRUST's (Sec. III-C): 4 m/s speed cap, 1.5 min budget, success within
 2 m of the goal.
 """
 

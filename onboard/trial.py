@@ -1,6 +1,6 @@
 """One onboard navigation trial: take off, run the planner to the goal, judge it, land.
 
-This is what `hil onboard` and the onboard benchmarks fly. The judging is FLYINGTRUST's (seed 000,
+This is what `hil onboard` and the onboard benchmarks fly. The judging is FLYINGTRUST's (
 Sec. III-C): success when the vehicle comes within the goal radius inside the time budget without
 touching an obstacle; a collision is any telemetry sample where the vehicle's sphere (profile
 radius) meets the scene. The collision test is `missions.geometry.Scene.collides`, the one checker
@@ -23,6 +23,7 @@ from onboard.runtime import DEFAULT_RATE_HZ, RuntimeResult, run_planner
 from onboard.sensing import SceneSensor
 from onboard.task import NavTask
 from profiles.compute import ComputeProfile
+from records.clock import vehicle_seconds
 
 LAND_TIMEOUT_S = 60.0
 
@@ -101,8 +102,7 @@ async def fly_task(vehicle, planner: Planner, task: NavTask, *, scene: Scene | N
             task_.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task_
-    flight_time = (vehicle.state.t_ns - clock_start) / 1e9 * (1.0 if math.isinf(vehicle.speed_factor)
-                                                              else vehicle.speed_factor)
+    flight_time = vehicle_seconds(vehicle.state.t_ns - clock_start, vehicle.speed_factor)
     if not judge.outcome:
         judge._end("planner_done", f"the planner stopped {judge.final_distance:.2f} m from the goal")
     if land:

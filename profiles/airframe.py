@@ -1,7 +1,7 @@
 """From a real airframe to FLYINGTRUST's capability numbers (the inverse of a profile).
 
 A user who knows the hardware (mass, frame, motors and propellers, inertia) gets the three numbers
-FLYINGTRUST describes a platform by (seed 000, Sec. III-A, Eq. 11): ``TWR_max``, ``alpha_xy_max``
+FLYINGTRUST describes a platform by (Sec. III-A, Eq. 11): ``TWR_max``, ``alpha_xy_max``
 and ``alpha_z_max``. The model is the paper's:
 
 * rotor thrust ``f = c_T w^2`` (Eq. 1), so ``TWR_max = 4 f_max / (m g)`` (Eq. 2);

@@ -4,14 +4,14 @@ A profile (profiles/compute/*.yaml) gives one slowdown factor per compute stage:
 
     name: jetson_orin_nx
     description: NVIDIA Jetson Orin NX 16 GB vs the desktop FlightBench measured on
-    source: FlightBench (seed 001) Table 5, per-stage geometric mean of onboard / desktop times
+    source: FlightBench Table 5, per-stage geometric mean of onboard / desktop times
     factors: {map: 5.17, plan: 3.45, control: 5.71}
 
 The runtime multiplies each stage's measured time by its factor and holds the planner's command
 back for the emulated time before it takes effect (onboard.emulation). ``desktop`` is factor 1:
 the planner's own time is felt by the loop, nothing more. `derive_from_table5` shows where the
 Jetson factors come from; `profile_from_runs` makes a user profile from two measured runs (what
-`hil profile A B --save NAME` writes).
+`hil timing A B --save NAME` writes).
 
 A bad file raises one `ComputeProfileError` naming the file, the field and what was expected.
 """
@@ -25,12 +25,14 @@ from typing import Any, Mapping
 
 import yaml
 
-from missions.validation import MissionError, Problems, number, read_fields, read_yaml, text
+from config.errors import ConfigError
+from config.fields import Problems, number, read_fields, text
+from config.loading import load_yaml
 
 COMPUTE_DIR = Path(__file__).resolve().parent / "compute"
 STAGE_KEYS = ("map", "plan", "control")
 
-# FlightBench (seed 001) Table 5, milliseconds: method -> (desktop map, plan, ctrl, tot;
+# FlightBench Table 5, milliseconds: method -> (desktop map, plan, ctrl, tot;
 # onboard map, plan, ctrl, tot). None where the paper prints "-". SBMT (no onboard figures) is left out.
 FLIGHTBENCH_TABLE5: dict[str, tuple[float | None, ...]] = {
     "LMT": (1.607, 1.167, None, 2.773, 2.768, 10.445, None, 13.213),
@@ -107,8 +109,8 @@ def load_compute_profile(name_or_path: str | Path) -> ComputeProfile:
     if not path.exists():
         raise ComputeProfileError([f"{path}: no such compute profile (shipped: {', '.join(list_compute_profiles())})"])
     try:
-        data = read_yaml(path, "compute profile")
-    except MissionError as exc:
+        data = load_yaml(path, "compute profile")
+    except ConfigError as exc:
         raise ComputeProfileError(list(exc.problems)) from None
     return parse_compute_profile(data, str(path))
 

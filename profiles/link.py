@@ -1,4 +1,5 @@
-"""Link profiles: YAML files describing what a link does to MAVLink frames (see profiles/links/).
+"""Link profiles: what a link does to MAVLink frames (the types), and the YAML files that describe them
+(profiles/links/). The model that applies a profile to frames is bridges/impairment.py.
 
 A profile looks like this::
 
@@ -23,7 +24,7 @@ messages. Latency kinds: fixed (ms), uniform (min_ms, max_ms), normal (ms, std_m
 (trace_ms: list, or trace_file: a text file of one value per line, relative to the profile), each
 with optional jitter_ms. Probabilities are in [0, 1].
 
-A bad file raises one `LinkProfileError` listing every problem, one per line, as
+A bad file raises one `ConfigError` listing every problem, one per line, as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Nothing half-loaded is ever returned.
 """
 
@@ -31,14 +32,104 @@ from __future__ import annotations
 
 import difflib
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 from pymavlink.dialects.v20 import all as dialect
 
-from bridges.impairment import (DIRECTIONS, LATENCY_KINDS, LOSS_MODELS, DirectionSpec, FrameImpairment, Latency,
-                                LinkSpec, Loss)
+from config.errors import ConfigError
+from config.loading import load_yaml
+
+LATENCY_KINDS = ("fixed", "uniform", "normal", "trace")
+LOSS_MODELS = ("bernoulli", "gilbert_elliott")
+DIRECTIONS = ("to_vehicle", "to_onboard")
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One-way delay in milliseconds, drawn per frame; never below zero."""
+
+    kind: str = "fixed"  # fixed | uniform | normal | trace
+    ms: float = 0.0  # fixed: the delay; normal: the mean
+    min_ms: float = 0.0  # uniform
+    max_ms: float = 0.0  # uniform
+    std_ms: float = 0.0  # normal
+    trace_ms: tuple[float, ...] = ()  # trace: used in order, cycled
+    jitter_ms: float = 0.0  # added uniform +-jitter_ms on top of any kind
+
+    @property
+    def mean_ms(self) -> float:
+        """The configured mean (before clipping at zero), for reports."""
+        if self.kind == "uniform":
+            return 0.5 * (self.min_ms + self.max_ms)
+        if self.kind == "trace":
+            return sum(self.trace_ms) / len(self.trace_ms) if self.trace_ms else 0.0
+        return self.ms
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Frame loss. Gilbert-Elliott: in the good state frames are lost with `loss_good`, in the bad
+    state with `loss_bad`; after each frame the state flips with `p_good_bad` / `p_bad_good`."""
+
+    model: str = "bernoulli"
+    rate: float = 0.0  # bernoulli
+    p_good_bad: float = 0.0
+    p_bad_good: float = 1.0
+    loss_good: float = 0.0
+    loss_bad: float = 1.0
+
+    @property
+    def mean_rate(self) -> float:
+        """Long-run fraction of frames lost."""
+        if self.model == "bernoulli":
+            return self.rate
+        total = self.p_good_bad + self.p_bad_good
+        bad = self.p_good_bad / total if total > 0 else 0.0
+        return bad * self.loss_bad + (1.0 - bad) * self.loss_good
+
+
+@dataclass(frozen=True)
+class FrameImpairment:
+    """What may happen to each frame, independently of the others."""
+
+    latency: Latency = Latency()
+    loss: Loss = Loss()
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    reorder_ms: float = 0.0
+    corrupt: float = 0.0
+    corrupt_bytes: int = 1
+
+
+@dataclass(frozen=True)
+class DirectionSpec:
+    """One direction of a link."""
+
+    frames: FrameImpairment = FrameImpairment()
+    by_message: Mapping[int, FrameImpairment] = field(default_factory=dict)
+    bandwidth_bps: float = 0.0  # 0: unlimited
+    bits_per_byte: float = 10.0  # 8N1 UART framing: a start and a stop bit per byte
+    queue_limit_ms: float = 0.0  # 0: unlimited
+    preserve_order: bool = False
+    outages: tuple[tuple[float, float], ...] = ()  # (start, end) seconds after t0
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Both directions of a link plus how unparseable bytes are treated."""
+
+    name: str = "clean"
+    to_vehicle: DirectionSpec = DirectionSpec()
+    to_onboard: DirectionSpec = DirectionSpec()
+    malformed: str = "pass"  # pass | drop
+    crc_check: bool = True
+    seed: int = 0
+
+    def direction(self, name: str) -> DirectionSpec:
+        return self.to_vehicle if name == "to_vehicle" else self.to_onboard
+
 
 LINKS_DIR = Path(__file__).resolve().parent / "links"
 _TOP_KEYS = ("name", "description", "seed", "malformed", "crc_check", "both") + DIRECTIONS
@@ -50,14 +141,6 @@ _LOSS_KEYS = ("model", "rate", "p_good_bad", "p_bad_good", "loss_good", "loss_ba
 _MSG_IDS = {cls.msgname: msgid for msgid, cls in dialect.mavlink_map.items()}
 
 
-class LinkProfileError(ValueError):
-    """A link profile is invalid. `problems` holds one line per error."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
-
-
 def link_profile_path(name_or_path: str | Path) -> Path:
     """A profile name (e.g. "wifi") from profiles/links/, or a path to a YAML file."""
     path = Path(name_or_path)
@@ -67,16 +150,13 @@ def link_profile_path(name_or_path: str | Path) -> Path:
 
 
 def load_link_profile(name_or_path: str | Path) -> LinkSpec:
-    """Load and validate a link profile; raise LinkProfileError naming every problem."""
+    """Load and validate a link profile; raise ConfigError naming every problem."""
     path = link_profile_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+    if not path.exists():
         known = ", ".join(sorted(p.stem for p in LINKS_DIR.glob("*.yaml")))
-        raise LinkProfileError([f"{path}: cannot read link profile: {exc.strerror} (built-in profiles: {known})"]) from None
-    except yaml.YAMLError as exc:
-        raise LinkProfileError([f"{path}: not valid YAML: {exc}"]) from None
-    return parse_link_profile(data, source=str(path), base_dir=path.parent)
+        raise ConfigError([f"{path}: expected a link profile name or file, got none there (built-in profiles: "
+                           f"{known})"])
+    return parse_link_profile(load_yaml(path, "link profile"), source=str(path), base_dir=path.parent)
 
 
 def parse_link_profile(data: Any, source: str = "<string>", base_dir: Path = Path(".")) -> LinkSpec:
@@ -108,7 +188,7 @@ class _Parser:
 
     def profile(self, data: Any) -> LinkSpec:
         if not isinstance(data, Mapping):
-            raise LinkProfileError([f"{self.source}: expected a mapping of profile fields, got {type(data).__name__}"])
+            raise ConfigError([f"{self.source}: expected a mapping of profile fields, got {type(data).__name__}"])
         self.unknown_keys(data, _TOP_KEYS, "")
         name = data.get("name", Path(self.source).stem)
         if not isinstance(name, str) or not name:
@@ -139,10 +219,10 @@ class _Parser:
             if own[direction]:
                 self.direction(own[direction], direction)
         if self.problems:
-            raise LinkProfileError(self.problems)
+            raise ConfigError(self.problems)
         directions = {d: self.direction(_merge(both, own[d]), d) for d in DIRECTIONS}
         if self.problems:
-            raise LinkProfileError(self.problems)
+            raise ConfigError(self.problems)
         return LinkSpec(name=name, to_vehicle=directions["to_vehicle"], to_onboard=directions["to_onboard"],
                         malformed=malformed, crc_check=crc_check, seed=seed)
 

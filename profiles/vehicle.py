@@ -1,6 +1,6 @@
 """A quadrotor as FLYINGTRUST describes it, and the rigid body that reproduces it.
 
-A profile is the capability vector of FLYINGTRUST (seed 000, Sec. III-A, Eq. 11) plus mass:
+A profile is the capability vector of FLYINGTRUST (Sec. III-A, Eq. 11) plus mass:
 ``P = [TWR_max, alpha_xy_max, alpha_z_max]``. :meth:`VehicleProfile.physical` turns it into the
 physical parameters of a simulated quadrotor that reproduces those three numbers exactly, using the
 paper's model:
@@ -45,7 +45,9 @@ Where profiles live: ``profiles/vehicles/*.yaml``. A file is either one profile 
 file name) or a library, a mapping whose ``profiles`` is a list (``flyingtrust.yaml``: all 36
 platforms of Table I, found by each entry's ``name``). Names match regardless of case, spaces and
 underscores. Instead of the three numbers a profile may give a ``physical:`` block (mass, frame,
-rotors, inertia; see :mod:`profiles.airframe`) from which they are computed.
+rotors, inertia; see :mod:`profiles.airframe`) from which they are computed. An optional
+``sensors:`` block gives the rates and noise of what PX4 reads when it flies on the harness's
+physics (:mod:`profiles.sensors`; PX4-like defaults otherwise).
 """
 
 from __future__ import annotations
@@ -53,13 +55,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
 from profiles.airframe import GRAVITY, LAYOUTS, Airframe, is_finite_number, moment_arm_factor
+from profiles.sensors import SensorProfile, sensor_profile_from_mapping
 from profiles.airframe import torque_max as frame_torque_max
 
 ARM_LENGTH_AT_1KG = 0.17  # m, hub to rotor; see the module docstring
@@ -239,6 +242,7 @@ _RULES: dict[str, tuple[bool, Any, str]] = {
                    "a hub-to-rotor distance in m, > 0 and <= 5"),
     "torque_per_thrust": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 1.0),
                           "a rotor reaction torque per newton of thrust in m (c_M / c_T), > 0 and <= 1"),
+    "sensors": (False, lambda v: isinstance(v, SensorProfile), "a mapping of sensor settings (profiles/sensors.py)"),
 }
 # Fields a `physical:` block supplies; a file giving both would say the same thing twice.
 _FROM_PHYSICAL = ("mass", "twr_max", "alpha_xy_max", "alpha_z_max", "layout")
@@ -277,6 +281,7 @@ class VehicleProfile:
     drag: float = DRAG_PER_MASS  # 1/s: drag deceleration per m/s of airspeed
     arm_length: float | None = None  # m; None: by geometric similarity (arm_length_for_mass)
     torque_per_thrust: float | None = None  # m (c_M / c_T); None: from the propeller that fits the arm
+    sensors: SensorProfile = field(default_factory=SensorProfile)  # what PX4 reads on the harness's physics
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -338,6 +343,11 @@ def profile_from_mapping(data: Mapping[str, Any], source: str) -> VehicleProfile
         capability = frame.capability()
         values.update(mass=frame.mass, layout=frame.layout, twr_max=capability.twr_max,
                       alpha_xy_max=capability.alpha_xy_max, alpha_z_max=capability.alpha_z_max)
+    if "sensors" in values:
+        try:
+            values["sensors"] = sensor_profile_from_mapping(values["sensors"], f"{source}: sensors")
+        except ValueError as exc:
+            raise ProfileError(str(exc)) from None
     _check_fields(values, source)
     return VehicleProfile(**values)
 

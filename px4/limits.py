@@ -3,7 +3,8 @@
 The field case: one real drone flies trials for many FLYINGTRUST profiles. Its motors cannot be
 made weaker, but PX4's controllers can be told not to use what the weaker profile would not have.
 :func:`cap_plan` maps a target profile onto PX4 parameters, never loosening a limit the vehicle
-already has; :func:`limits_applied` sets them over MAVLink for a block and always restores them.
+already has; a Vehicle's ``params_changed(plan.params)`` sets them for a block and always restores
+them (journaled on hardware).
 
 What each limit emulates (``g`` gravity, ``TWR``, ``alpha`` the target's numbers):
 
@@ -34,13 +35,10 @@ is noted in :attr:`CapPlan.notes` and that limit is left alone.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import AsyncIterator, Mapping, Protocol
+from typing import Mapping
 
-from bridges.vehicle import Vehicle
 from profiles.airframe import GRAVITY
 from profiles.vehicle import VehicleProfile
 from px4.params import SPEC_BY_NAME
@@ -121,51 +119,3 @@ def cap_plan(target: VehicleProfile, vehicle: VehicleProfile, current: Mapping[s
             value = spec.min
         params[name] = value
     return CapPlan(target.name, vehicle.name, params, tuple(notes))
-
-
-class ParamJournal(Protocol):
-    """Somewhere durable to keep original values while caps are on (hil.param_journal.ParamJournal fits).
-
-    ``record`` is called with each original before anything changes; ``forget`` once a read-back
-    shows that parameter restored. Whatever a journal still holds at start-up a previous run did
-    not restore.
-    """
-
-    def record(self, name: str, original: float) -> None: ...
-
-    def forget(self, name: str) -> None: ...
-
-
-@contextlib.asynccontextmanager
-async def limits_applied(vehicle: Vehicle, plan: CapPlan,
-                         journal: ParamJournal | None = None) -> AsyncIterator[dict[str, float]]:
-    """Set ``plan.params`` on the vehicle for a block; the originals come back however it ends.
-
-    Yields the original values. ``params_changed`` does the setting and restoring; the journal (if
-    any) has every original before the first change, and lets go of each only once a read-back
-    shows it on the vehicle again, so a restore that failed leaves it in the journal.
-    """
-    saved: dict[str, float] = {}
-    if journal is not None:
-        saved = {name: await vehicle.get_param(name) for name in plan.params}
-        for name, value in saved.items():
-            journal.record(name, value)
-    try:
-        async with vehicle.params_changed(plan.params) as originals:
-            yield originals
-    finally:
-        if journal is not None:
-            # Shielded like the restore itself, so a cancelled trial still settles the journal.
-            await asyncio.shield(_forget_restored(vehicle, saved, journal))
-
-
-async def _forget_restored(vehicle: Vehicle, saved: Mapping[str, float], journal: ParamJournal) -> None:
-    for name, value in saved.items():
-        # PX4 stores float32: compare at that precision.
-        if math.isclose(await vehicle.get_param(name), value, rel_tol=1e-6, abs_tol=1e-9):
-            journal.forget(name)
-
-
-async def read_current(vehicle: Vehicle) -> dict[str, float]:
-    """The vehicle's present values of every parameter a cap plan may change."""
-    return {name: await vehicle.get_param(name) for name in CAP_PARAMS}

@@ -95,3 +95,46 @@ def mode_from_set_mode(main: int, sub: int) -> FlightMode | None:
     elif sub == 0:
         sub = AUTO_MISSION  # PX4 reads AUTO without a sub mode as Mission
     return _BY_PAIR.get((int(main), int(sub)))
+
+
+# MAV_STANDARD_MODE values (MAVLink standard modes protocol)
+STANDARD_NONE, STANDARD_POSITION_HOLD, STANDARD_ORBIT, STANDARD_CRUISE = 0, 1, 2, 3
+STANDARD_ALTITUDE_HOLD, STANDARD_SAFE_RECOVERY, STANDARD_MISSION, STANDARD_LAND, STANDARD_TAKEOFF = 4, 5, 6, 7, 8
+# MAV_MODE_PROPERTY flags
+MODE_ADVANCED, MODE_NOT_USER_SELECTABLE = 1, 2
+
+
+def _custom(main: int, sub: int = 0) -> int:
+    return (main << 16) | (sub << 24)
+
+
+# AVAILABLE_MODES as PX4 v1.16.1 SITL (multicopter) answers REQUEST_MESSAGE(435), in its order:
+# (standard_mode, custom_mode, properties, mode_name). PX4 names only the modes without a standard
+# mode; the last eight are the slots of external (ROS 2) modes, none registered. Measured from the binary.
+AVAILABLE_MODES: tuple[tuple[int, int, int, str], ...] = (
+    (STANDARD_NONE, _custom(MAIN_MANUAL), MODE_ADVANCED, "Manual"),
+    (STANDARD_ALTITUDE_HOLD, _custom(MAIN_ALTCTL), 0, ""),
+    (STANDARD_POSITION_HOLD, _custom(MAIN_POSCTL), 0, ""),
+    (STANDARD_MISSION, _custom(MAIN_AUTO, AUTO_MISSION), MODE_ADVANCED, ""),
+    (STANDARD_NONE, _custom(MAIN_AUTO, AUTO_LOITER), MODE_ADVANCED, "Hold"),
+    (STANDARD_SAFE_RECOVERY, _custom(MAIN_AUTO, AUTO_RTL), MODE_ADVANCED, ""),
+    (STANDARD_NONE, _custom(MAIN_POSCTL, 2), MODE_ADVANCED, "Position Slow"),
+    (STANDARD_NONE, _custom(MAIN_ACRO), MODE_ADVANCED, "Acro"),
+    (STANDARD_NONE, _custom(10), MODE_ADVANCED | MODE_NOT_USER_SELECTABLE, "Termination"),
+    (STANDARD_NONE, _custom(MAIN_OFFBOARD), MODE_ADVANCED, "Offboard"),
+    (STANDARD_NONE, _custom(MAIN_STABILIZED), MODE_ADVANCED, "Stabilized"),
+    (STANDARD_TAKEOFF, _custom(MAIN_AUTO, AUTO_TAKEOFF), MODE_ADVANCED, ""),
+    (STANDARD_LAND, _custom(MAIN_AUTO, AUTO_LAND), MODE_ADVANCED, ""),
+    (STANDARD_NONE, _custom(MAIN_AUTO, AUTO_FOLLOW_TARGET), MODE_ADVANCED, "Follow Target"),
+    (STANDARD_NONE, _custom(MAIN_AUTO, AUTO_PRECLAND), MODE_ADVANCED, "Precision Landing"),
+    (STANDARD_ORBIT, _custom(MAIN_POSCTL, 1), MODE_ADVANCED, ""),
+    (STANDARD_NONE, _custom(MAIN_AUTO, 10), MODE_ADVANCED, "VTOL Takeoff"),
+) + tuple((STANDARD_NONE, _custom(MAIN_AUTO, sub), MODE_NOT_USER_SELECTABLE, "(Mode not available)")
+          for sub in range(11, 19))
+
+_STANDARD_BY_CUSTOM = {custom: standard for standard, custom, _, _ in AVAILABLE_MODES}
+
+
+def standard_mode(custom_mode: int) -> int:
+    """CURRENT_MODE.standard_mode for a HEARTBEAT.custom_mode (0 where PX4 has no standard mode)."""
+    return _STANDARD_BY_CUSTOM.get(custom_mode, STANDARD_NONE)

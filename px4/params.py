@@ -1,16 +1,24 @@
-"""The built-in vehicle's parameter table: PX4 names, types and v1.14 defaults.
+"""The built-in vehicle's parameter table: every parameter of PX4 v1.16.1 SITL, with PX4's types and values.
 
 Everything a client may read or set over the MAVLink parameter protocol lives here, so that the
 same name means the same thing on the built-in vehicle, on PX4 SITL and on a real PX4 flight
-controller. Physical parameters use the names of PX4's SIH simulator (SIH_*); they are filled from
-the vehicle profile when the vehicle is built.
+controller. The table is PX4 v1.16.1 SIH's as measured right after boot (px4/reference/): a
+ground station sees the same ~900 names, types and values. The parameters the built-in vehicle
+acts on are `SPECS` below, with their units, ranges and meaning; the rest are stored and echoed
+like PX4 does, and mean nothing to the vehicle. Physical parameters use the names of PX4's SIH
+simulator (SIH_*); they are filled from the vehicle profile when the vehicle is built.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+from px4.crc32 import crc32part
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,7 @@ def _i(name: str, default: int, lo: float = -math.inf, hi: float = math.inf, uni
     return ParamSpec(name, float(default), True, lo, hi, unit, doc)
 
 
-# Grouped as PX4 groups them. Defaults are PX4 v1.14's (../shared/reference/README.md where measured).
+# Grouped as PX4 groups them. Defaults are PX4 v1.16.1 SITL's after boot (px4/reference/; a test holds them to it).
 SPECS: tuple[ParamSpec, ...] = (
     # --- multicopter position control (mc_pos_control) ---
     _f("MPC_XY_CRUISE", 5.0, 0.0, 20.0, "m/s", "horizontal speed in auto modes"),
@@ -71,11 +79,11 @@ SPECS: tuple[ParamSpec, ...] = (
     _f("MC_YAWRATE_MAX", 200.0, 0.0, 1800.0, "deg/s", "maximum yaw rate"),
     # --- navigator, commander ---
     _f("MIS_TAKEOFF_ALT", 2.5, 0.0, 1000.0, "m", "default takeoff altitude above home"),
-    _f("NAV_ACC_RAD", 10.0, 0.05, 200.0, "m", "acceptance radius when a mission item gives none"),
+    _f("NAV_ACC_RAD", 2.0, 0.05, 200.0, "m", "acceptance radius when a mission item gives none"),
     _f("NAV_MC_ALT_RAD", 0.8, 0.05, 200.0, "m", "waypoint altitude acceptance"),
-    _f("RTL_RETURN_ALT", 60.0, 0.0, 150.0, "m", "return altitude above home"),
+    _f("RTL_RETURN_ALT", 30.0, 0.0, 150.0, "m", "return altitude above home"),
     _f("RTL_DESCEND_ALT", 10.0, 2.0, 100.0, "m", "altitude to descend to before landing at home"),
-    _f("RTL_CONE_ANG", 45.0, 0.0, 90.0, "deg", "return altitude cone: close to home the vehicle climbs less"),
+    _i("RTL_CONE_ANG", 45, 0.0, 90.0, "deg", "return altitude cone: close to home the vehicle climbs less"),
     _f("COM_OF_LOSS_T", 1.0, 0.0, 60.0, "s", "offboard setpoint timeout before failsafe"),
     _i("COM_OBL_RC_ACT", 0, 0, 7, "", "offboard loss action: 0 position 1 altitude 2 manual (without RC these fall back to RTL) 3 RTL 4 land 5 hold 6 terminate 7 disarm"),
     _i("GF_ACTION", 2, 0, 5, "", "geofence breach action: 0 none 1 warning 2 hold 3 return 4 terminate 5 land"),
@@ -109,7 +117,7 @@ SPECS: tuple[ParamSpec, ...] = (
     _f("SIH_T_TAU", 0.05, 0.0, 1.0, "s", "motor time constant"),
     _f("SIH_KDV", 1.0, 0.0, 10.0, "N/(m/s)", "linear drag"),
     _f("SIH_KDW", 0.025, 0.0, 10.0, "N m/(rad/s)", "angular damping"),
-    _f("SIH_LOC_H0", 32.34, -420.0, 8848.0, "m", "home altitude AMSL"),
+    _f("SIH_LOC_H0", 489.4, -420.0, 8848.0, "m", "home altitude AMSL"),
     _f("SIH_LOC_LAT0", 47.397742, -90.0, 90.0, "deg", "home latitude"),
     _f("SIH_LOC_LON0", 8.545594, -180.0, 180.0, "deg", "home longitude"),
     # === Flight behaviour as PX4 v1.16.1 (issue 18): takeoff, trajectories, landing. Defaults are ===
@@ -142,19 +150,55 @@ SPECS: tuple[ParamSpec, ...] = (
 )
 
 SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
+REFERENCE = Path(__file__).resolve().parent / "reference" / "px4_v1.16.1_sih_parameters.json"
+HASH_CHECK = "_HASH_CHECK"  # the list's last PARAM_VALUE: a hash of every value, for a client's cache
+MAV_PARAM_TYPE_INT32 = 6
+MAV_PARAM_TYPE_REAL32 = 9
 
 
 class ParamError(ValueError):
     """A parameter name is unknown or a value is out of its range."""
 
 
-class ParamStore:
-    """The vehicle's parameter values, in a fixed order (MAVLink parameters are also read by index)."""
+@dataclass(frozen=True)
+class Px4Table:
+    """PX4's parameter list as measured: (name, is INT32, value) in PX4's order, and the volatile names."""
 
-    def __init__(self, specs: tuple[ParamSpec, ...] = SPECS, overrides: Mapping[str, float] | None = None):
-        self._specs = {s.name: s for s in specs}
-        self._names = [s.name for s in specs]
-        self._values = {s.name: s.default for s in specs}
+    parameters: tuple[tuple[str, bool, float], ...]
+    volatile: frozenset[str]
+
+
+def load_px4_table(path: Path = REFERENCE) -> Px4Table:
+    """The measured table (px4/reference/); ParamError naming the file when it is unreadable."""
+    try:
+        data = json.loads(path.read_text())
+        rows = tuple((str(name), int(kind) == MAV_PARAM_TYPE_INT32, float(value))
+                     for name, kind, value in data["parameters"])
+        return Px4Table(rows, frozenset(data.get("volatile", ())))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ParamError(f"{path}: expected PX4's measured parameter table "
+                         f"({{'parameters': [[name, type, value], ...]}}): {exc}") from None
+
+
+PX4_TABLE = load_px4_table()
+NO_TABLE = Px4Table((), frozenset())
+
+
+class ParamStore:
+    """The vehicle's parameter values, in PX4's order (MAVLink parameters are also read by index).
+
+    Parameters with a spec keep their range and meaning; the others of PX4's table take any finite
+    value of their type and are only stored.
+    """
+
+    def __init__(self, specs: Iterable[ParamSpec] = SPECS, overrides: Mapping[str, float] | None = None,
+                 table: Px4Table = PX4_TABLE):
+        self._specs = {s.name: s for s in table_specs(table)}
+        self._specs.update({s.name: s for s in specs})
+        self._names = sorted(self._specs)  # PX4 lists its parameters sorted by name
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self._values = {name: spec.default for name, spec in self._specs.items()}
+        self.volatile = table.volatile
         self.version = 0  # bumped on every change, so controllers can re-read cheaply
         for name, value in (overrides or {}).items():
             self.set(name, value)
@@ -177,8 +221,15 @@ class ParamStore:
         except KeyError:
             raise ParamError(f"unknown parameter {name!r}") from None
 
+    def implemented(self, name: str) -> bool:
+        """Whether the built-in vehicle acts on this parameter (it has a spec), rather than only storing it."""
+        return name in SPEC_BY_NAME
+
     def index(self, name: str) -> int:
-        return self._names.index(name)
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ParamError(f"unknown parameter {name!r}") from None
 
     def name_at(self, index: int) -> str:
         return self._names[index]
@@ -198,3 +249,20 @@ class ParamStore:
 
     def as_dict(self) -> dict[str, float]:
         return dict(self._values)
+
+    def hash_check(self) -> int:
+        """PX4's _HASH_CHECK: CRC-32 over each non-volatile parameter's name and 4 value bytes, in order."""
+        crc = 0
+        for name in self._names:
+            if name in self.volatile:
+                continue
+            value = self._values[name]
+            raw = struct.pack("<i", int(value)) if self._specs[name].is_int else struct.pack("<f", value)
+            crc = crc32part(name.encode() + raw, crc)
+        return crc
+
+
+def table_specs(table: Px4Table) -> list[ParamSpec]:
+    """Specs for the parameters of PX4's table: PX4's type and value, no range, no meaning here."""
+    return [ParamSpec(name, value, is_int, doc="stored and echoed as PX4 v1.16.1 has it")
+            for name, is_int, value in table.parameters]

@@ -1,7 +1,9 @@
 """A vehicle profile as PX4 SIH parameters, so that PX4 SITL flies the profile's capability.
 
-How PX4's SIH (src/modules/simulation/simulator_sih/sih.cpp, quadcopter case) turns actuator
-outputs into forces, as read from its source:
+How PX4's SIH (src/modules/simulation/simulator_sih/sih.cpp, quadcopter case; the same equations
+in v1.14.0 and v1.16.1, which moved the integration to an ECEF frame) turns actuator outputs into
+forces, as read from its source (Sih::read_motors, generate_force_and_torques,
+equations_of_motion):
 
 * each motor output ``u_i`` in [0, 1] passes a first-order lag with time constant SIH_T_TAU
   (explicit Euler at the simulator step), and the thrust is *linear* in the lagged ``u_i``:
@@ -17,7 +19,13 @@ outputs into forces, as read from its source:
 
 So the profile's three numbers come out of SIH exactly when SIH gets the rigid body that
 :meth:`profiles.vehicle.VehicleProfile.physical` derives: ``4 T_MAX / (m g) = TWR_max``,
-``2 L_ROLL T_MAX / I_xx = alpha_xy_max``, ``2 Q_MAX / I_zz = alpha_z_max``.
+``2 L_ROLL T_MAX / I_xx = alpha_xy_max``, ``2 Q_MAX / I_zz = alpha_z_max``. Measured on the
+shipped v1.14.0 and v1.16.1 binaries (px4/sih_check.py, benchmarks/sih_profiles.py): every
+number within 0.5 % for the profiles of Table I. The mapping of the three numbers was right all
+along; what read 3.13 m/s^2 for a 3.92 m/s^2 profile (2.00kg-T-MOTOR) was the way it was read:
+the peak of the estimator's filtered acceleration during a velocity-controlled climb, where PX4's
+allocator holds the motors at about 0.95 of full (attitude margin, MC_AIRMODE 0) and SIH_KDV's
+drag grows with the climb speed. px4/sih_check.py explains and measures it properly.
 
 Expected error, steady state: none from the model; PX4 stores parameters as float32 (relative
 rounding 6e-8), and newer SIH versions use the Somigliana gravity at SIH_LOC_LAT0 (9.808 m/s^2 at
@@ -26,6 +34,16 @@ about 0.02 %. Transients differ slightly from the built-in vehicle: SIH lags the
 built-in vehicle the rotor speed (thrust ~ speed^2), so a thrust step rises a little faster on the
 built-in vehicle for the same time constant.
 
+Motor lag. SIH advances its lag only by explicit Euler at its simulation step ``dt``
+(sih.cpp, read_motors: ``u += dt / SIH_T_TAU * (u_sp - u)``); ``dt`` is
+``1 / min(IMU_GYRO_RATEMAX, IMU_INTEG_RATE)`` in lockstep (sih.cpp, lockstep_loop), 4 ms with
+the SITL defaults (800 and 250 Hz; measured: actuator_motors every 4 ms on v1.14.0 and v1.16.1).
+Taken literally, a 30 ms profile lag would become a 28 ms one (the Euler pole ``1 - dt/tau``
+against ``exp(-dt/tau)``), and a lag shorter than ``dt/2`` would diverge. So SIH_T_TAU is set to
+``dt / (1 - exp(-dt / tau))``: SIH's discrete lag then equals the continuous first-order lag at
+every step, for any tau (tau -> 0 gives SIH_T_TAU = dt, a step with no lag, the best a 4 ms
+simulator can do).
+
 Controller parameters. PX4's rate controller outputs *normalized* torque (1 = all the torque the
 rotors have), so the same MC_*RATE_* gains give a loop gain proportional to the vehicle's angular
 acceleration. The SIH airframe's gains are tuned for SIH's default vehicle (alpha_xy 80, alpha_z
@@ -33,9 +51,32 @@ acceleration. The SIH airframe's gains are tuned for SIH's default vehicle (alph
 would crawl. The gain multipliers MC_ROLLRATE_K / MC_PITCHRATE_K / MC_YAWRATE_K are scaled by
 ``alpha_default / alpha_profile`` so that every profile keeps the default loop bandwidth, and
 MPC_THR_HOVER starts at the profile's true hover thrust ``1 / TWR_max`` (PX4 then refines it).
+The control allocator needs nothing from the profile: for a symmetric quad-X the pseudo-inverse
+it builds from CA_ROTOR*_PX/PY (0.15 m in v1.14's SIH airframe, 1 m in v1.16's) is normalized
+per axis (ControlAllocationPseudoInverse::normalizeControlAllocationMatrix), so arm length cancels
+and a full roll command saturates one side whatever the geometry parameters say; measured: the
+same profile gives the same identified torques on both releases (px4/sih_check.py).
+
+What SIH cannot reproduce (``ValueError`` naming the profile, the limit and PX4's reason):
+
+* a layout other than quad-X: SIH's quadcopter torques are written for quad-X only;
+* hover thrust ``1 / TWR_max`` outside [0.12, 0.8], i.e. TWR_max outside [1.25, 8.33]:
+  MPC_THR_HOVER is documented for 0.1-0.8 (mc_pos_control/multicopter_position_control_params.c)
+  and MulticopterPositionControl::parameters_update constrains it to [MPC_THR_MIN, MPC_THR_MAX]
+  ("Hover thrust has been constrained by min/max"); with MPC_THR_MIN at its default 0.12, a vehicle
+  whose hover thrust is lower cannot even descend at PX4's minimum collective thrust;
+* an angular acceleration whose gain multiplier falls outside MC_*RATE_K's range 0.01-5
+  (mc_rate_control_params.c): alpha_xy outside [16, 8000] rad/s^2 or alpha_z outside
+  [1.33, 667] rad/s^2; PX4's rate loop cannot be brought to the default bandwidth there.
+
+SIH also clamps body rates at +-6 pi rad/s (sih.cpp, equations_of_motion). A profile has no rate
+limit, so nothing is refused for it, but an agile profile's peak angular acceleration can only be
+measured by identification (px4/sih_check.py), not read off a flight.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -45,8 +86,11 @@ from px4.params import SPEC_BY_NAME
 
 # PX4's ranges for the gain multipliers (mc_rate_control_params.c: @min 0.01 @max 5.0).
 RATE_K_RANGE = (0.01, 5.0)
-# MPC_THR_HOVER's range in PX4 (mc_pos_control_params.c).
-THR_HOVER_RANGE = (0.1, 0.8)
+# MPC_THR_HOVER: @max 0.8 (multicopter_position_control_params.c); below MPC_THR_MIN (default
+# 0.12) MulticopterPositionControl::parameters_update constrains it.
+THR_HOVER_RANGE = (0.12, 0.8)
+# SIH's simulation step with the SITL defaults: 1 / min(IMU_GYRO_RATEMAX 800, IMU_INTEG_RATE 250).
+SIH_STEP_S = 0.004
 
 
 def sih_default_capability() -> Capability:
@@ -72,30 +116,59 @@ def sih_capability(params: dict[str, float]) -> Capability:
     )
 
 
+def sih_motor_tau(tau: float, step: float = SIH_STEP_S) -> float:
+    """SIH_T_TAU that makes SIH's explicit-Euler lag equal a continuous lag ``tau`` at every step."""
+    return step / (1.0 - math.exp(-step / tau))
+
+
 def sih_params(profile: VehicleProfile) -> dict[str, float]:
     """SIH_* parameters of the rigid body that reproduces ``profile`` (see the module docstring)."""
     if profile.layout != "cross":
-        # SIH's quadcopter is quad-X only; a plus frame would need SIH's torque formulas changed.
-        raise ValueError(f"profile {profile.name!r}: PX4 SIH simulates the cross (quad-X) layout only, "
-                         f"not {profile.layout!r}")
-    return profile.physical().to_sih_params()
+        raise ValueError(f"profile {profile.name!r}: PX4 SIH simulates the cross (quad-X) layout only, not "
+                         f"{profile.layout!r} (sih.cpp, generate_force_and_torques: quad-X torques)")
+    params = profile.physical().to_sih_params()
+    params["SIH_T_TAU"] = sih_motor_tau(profile.motor_tau)
+    return params
+
+
+def _refuse_outside(profile: VehicleProfile, what: str, value: float, lo: float, hi: float, reason: str) -> None:
+    if not lo <= value <= hi:
+        raise ValueError(f"profile {profile.name!r}: {what} {value:.4g} is outside [{lo:.4g}, {hi:.4g}]; "
+                         f"PX4 SITL SIH cannot fly it: {reason}")
 
 
 def controller_params(profile: VehicleProfile) -> dict[str, float]:
-    """PX4 controller parameters that suit the profile's vehicle (hover thrust, rate-loop gain)."""
+    """PX4 controller parameters that suit the profile's vehicle (hover thrust, rate-loop gain).
+
+    ValueError when PX4's parameter ranges cannot fit the profile (see the module docstring).
+    """
     reference = sih_default_capability()
     lo, hi = RATE_K_RANGE
-    k_xy = min(max(reference.alpha_xy_max / profile.alpha_xy_max, lo), hi)
-    k_z = min(max(reference.alpha_z_max / profile.alpha_z_max, lo), hi)
-    hover = min(max(1.0 / profile.twr_max, THR_HOVER_RANGE[0]), THR_HOVER_RANGE[1])
+    hover = 1.0 / profile.twr_max
+    _refuse_outside(profile, "TWR_max", profile.twr_max, 1.0 / THR_HOVER_RANGE[1], 1.0 / THR_HOVER_RANGE[0],
+                    f"its hover thrust 1/TWR_max = {hover:.3f} must lie in MPC_THR_HOVER's "
+                    f"{THR_HOVER_RANGE[0]}-{THR_HOVER_RANGE[1]} (multicopter_position_control_params.c @max 0.8; "
+                    "MulticopterPositionControl::parameters_update constrains it to MPC_THR_MIN 0.12 and above, "
+                    "and a lower hover thrust cannot descend at PX4's minimum collective thrust)")
+    k_range = "MC_ROLLRATE_K/MC_PITCHRATE_K/MC_YAWRATE_K accept 0.01-5 (mc_rate_control_params.c)"
+    _refuse_outside(profile, "alpha_xy_max (rad/s^2)", profile.alpha_xy_max, reference.alpha_xy_max / hi,
+                    reference.alpha_xy_max / lo, f"the rate-loop gain multiplier that keeps PX4's default "
+                    f"bandwidth is {reference.alpha_xy_max:.0f}/alpha_xy_max, and {k_range}")
+    _refuse_outside(profile, "alpha_z_max (rad/s^2)", profile.alpha_z_max, reference.alpha_z_max / hi,
+                    reference.alpha_z_max / lo, f"the yaw-rate gain multiplier that keeps PX4's default "
+                    f"bandwidth is {reference.alpha_z_max:.3g}/alpha_z_max, and {k_range}")
+    k_xy = reference.alpha_xy_max / profile.alpha_xy_max
     return {
         "MPC_THR_HOVER": hover,
         "MC_ROLLRATE_K": k_xy,
         "MC_PITCHRATE_K": k_xy,
-        "MC_YAWRATE_K": k_z,
+        "MC_YAWRATE_K": reference.alpha_z_max / profile.alpha_z_max,
     }
 
 
 def sitl_params(profile: VehicleProfile) -> dict[str, float]:
-    """Everything PX4 SITL SIH needs to fly ``profile``: SIH_* plus controller parameters."""
+    """Everything PX4 SITL SIH needs to fly ``profile``: SIH_* plus controller parameters.
+
+    ValueError naming the profile, the limit and PX4's reason when SIH cannot reproduce it.
+    """
     return {**sih_params(profile), **controller_params(profile)}

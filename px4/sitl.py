@@ -19,11 +19,12 @@ One trial, one PX4:
   (`px4-param`, ...) by name from PATH, and PX4 puts the directory it was started from first on
   PATH. Builds copied without their symlinks (archives, CI artefacts) keep each client as a
   three-byte file that says "px4"; the harness's own `bin/` works for both;
-* the vehicle's parameters set before any module starts, so SIH, the estimator and the
-  controllers start as the profile's vehicle: PX4 v1.14's rcS sources `px4-rc.params` from PATH
-  after the airframe's defaults (the harness writes one into its `bin/`); v1.16 dropped that hook
-  and sets every `PX4_PARAM_<NAME>` environment variable instead. Both are given; each release
-  uses its own;
+* the vehicle's parameters set after the airframe's defaults and before any module starts, so
+  SIH, the estimator and the controllers start as the profile's vehicle. PX4's rcS sources
+  `px4-rc.simulator` from PATH right after the airframe file; the harness's `bin/` holds one that
+  sets the parameters and then runs PX4's own (v1.14 and v1.16 alike; v1.16's PX4_PARAM_<NAME>
+  variables come before the airframe, whose `param set-default` then overrides any value that
+  equals PX4's compiled default, so they are not used);
 * an instance number ``N`` no other process uses. PX4's start-up scripts derive everything from
   it: MAV_SYS_ID = 1 + N; the offboard/API link listens on UDP 14580+N and sends to 14540+N; the
   GCS link listens on 18570+N; its client socket and lock are /tmp/px4-sock-N and /tmp/px4_lock-N,
@@ -281,10 +282,8 @@ def sitl_command(build: Px4Build, workdir: Path, instance: int) -> list[str]:
     return [str(workdir / "bin" / "px4"), "-d", "-i", str(instance), "-w", str(workdir), str(build.etc)]
 
 
-def sitl_environment(airframe: Airframe, speed: float, params: Mapping[str, float] | None = None,
-                     base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The environment that selects the airframe, headless, at ``speed`` times real time, with
-    ``params`` as PX4_PARAM_<NAME> variables (read by v1.16's rcS)."""
+def sitl_environment(airframe: Airframe, speed: float, base: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment that selects the airframe, headless, at ``speed`` times real time."""
     if not (math.isfinite(speed) and speed > 0):
         raise ValueError(f"speed factor must be a finite number > 0, got {speed}")
     env = {k: v for k, v in base.items() if not k.startswith(("PX4_SIM", "PX4_SYS_AUTOSTART", "PX4_PARAM_"))}
@@ -294,7 +293,6 @@ def sitl_environment(airframe: Airframe, speed: float, params: Mapping[str, floa
     if speed != 1.0:
         # rcS also lengthens the data-link, RC and offboard loss timeouts by this factor.
         env["PX4_SIM_SPEED_FACTOR"] = repr(float(speed))
-    env.update({f"PX4_PARAM_{name}": text for name, text in _param_texts(params or {})})
     return env
 
 
@@ -313,9 +311,11 @@ def _param_texts(params: Mapping[str, float]) -> list[tuple[str, str]]:
 
 
 def params_script(params: Mapping[str, float]) -> str:
-    """`px4-rc.params`: one `param set` per parameter, in PX4's shell syntax; ValueError on a bad one."""
-    lines = ["# parameters set by the harness, after the airframe's defaults"]
+    """The harness's `px4-rc.simulator`: one `param set` per parameter in PX4's shell syntax, then PX4's
+    own script; ValueError on a bad parameter."""
+    lines = ["# Sourced by rcS after the airframe file: the harness's parameters, then PX4's simulator start."]
     lines += [f"param set {name} {text}" for name, text in _param_texts(params)]
+    lines.append('. "${R}etc/init.d-posix/px4-rc.simulator"')
     return "\n".join(lines) + "\n"
 
 
@@ -329,7 +329,7 @@ def prepare_workdir(build: Px4Build, workdir: Path, params: Mapping[str, float])
         (bin_dir / "px4-alias.sh").symlink_to(alias.resolve())
     for name in build.clients():
         (bin_dir / name).symlink_to("px4")
-    (bin_dir / "px4-rc.params").write_text(params_script(params))
+    (bin_dir / "px4-rc.simulator").write_text(params_script(params))
 
 
 def find_ulogs(workdir: Path) -> list[Path]:
@@ -430,7 +430,8 @@ async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIt
     """
     build = Px4Build.locate(options.px4_dir)
     airframe = build.airframe(options.airframe)
-    env = sitl_environment(airframe, options.speed, options.params)  # refuses a bad parameter
+    env = sitl_environment(airframe, options.speed)
+    params_script(options.params)  # refuse a bad parameter before anything starts
     with claimed_instance(options.instance) as ports:
         workdir = Path(tempfile.mkdtemp(prefix=f"px4-sitl-{ports.instance}-"))
         try:

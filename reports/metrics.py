@@ -2,13 +2,13 @@
 
 Per trial (`trial_metrics`, from the flown trajectory in the scene frame):
 
-* FlightBench (seed 001, Sec. 3.3): average speed (1/T) int |v| dt; average acceleration
+* FlightBench (Sec. 3.3): average speed (1/T) int |v| dt; average acceleration
   (1/L) int |a|^2 dt; average jerk (1/L) int |j|^2 dt; average curvature (1/L) int kappa |v| dt with
   kappa = |v x a| / |v|^3; computation time (from the planner's timing table, `timing_summary`);
   Progress (Sec. 4.4): the fraction of the reference path completed before the first collision.
-* Goal distances for UAV-ON (seed 003): final distance d_i, closest approach min_t d_{i,t}, flown
+* Goal distances for UAV-ON: final distance d_i, closest approach min_t d_{i,t}, flown
   path length p_i and shortest path length l_i.
-* HUGE-Bench (seed 004) TCR@delta: the fraction of reference-trajectory points within delta metres
+* HUGE-Bench TCR@delta: the fraction of reference-trajectory points within delta metres
   of the flown path (a polyline).
 * Safety: minimum clearance (obstacle distance minus the vehicle radius), seconds outside the
   geofence rectangle and seconds above the flight ceiling.

@@ -1,6 +1,6 @@
 """The report's figures, each a function returning PNG bytes (matplotlib, no display needed).
 
-Figure numbers refer to FLYINGTRUST (seed 000): Fig. 9 per-scenario success with CIs, Fig. 10
+Figure numbers refer to FLYINGTRUST: Fig. 9 per-scenario success with CIs, Fig. 10
 success against each capability number, Figs. 12-16 platform x scenario heatmaps.
 """
 

@@ -198,7 +198,7 @@ def _flakiness_section(results: pd.DataFrame) -> list[Block]:
 
 
 def _track_section(results: pd.DataFrame) -> list[Block]:
-    from hil.trial import scene_for
+    from missions.scenes import scene_for
 
     blocks: list[Block] = [Heading("Flown tracks")]
     for (scene_name, config), rows in list(results.groupby(["scene", "config"], sort=True))[:TRACK_SCENES]:
@@ -217,7 +217,7 @@ def _track_section(results: pd.DataFrame) -> list[Block]:
 
 
 def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block]:
-    from hil.trial import scene_for
+    from missions.scenes import scene_for
 
     reference = targets[0]
     blocks: list[Block] = [Heading("Simulation versus hardware"),

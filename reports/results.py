@@ -10,10 +10,11 @@ them, so it can never disagree with the records.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
+
+from records.atomic import write_file_atomically
 
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
@@ -42,10 +43,7 @@ def write_results(campaign_dir: Path) -> pd.DataFrame:
     table = collect_results(campaign_dir)
     for name, write in ((RESULTS_PARQUET, lambda p: table.to_parquet(p, index=False)),
                         (RESULTS_CSV, lambda p: table.to_csv(p, index=False))):
-        final = Path(campaign_dir) / name
-        temporary = final.with_name(final.name + ".tmp")
-        write(temporary)
-        os.replace(temporary, final)
+        write_file_atomically(Path(campaign_dir) / name, write)
     return table
 
 

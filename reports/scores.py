@@ -1,4 +1,4 @@
-"""FLYINGTRUST's composite score (seed 000, Sec. III-C, Eqs. 12-19).
+"""FLYINGTRUST's composite score (Sec. III-C, Eqs. 12-19).
 
 For each algorithm a, with success rates S_{a,s,m} per scenario s and platform m:
 

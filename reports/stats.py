@@ -1,7 +1,7 @@
 """Confidence intervals and flakiness.
 
 Every rate and mean a report shows carries a 95 % percentile-bootstrap interval with B = 1000
-resamples (FLYINGTRUST, seed 000, Sec. IV-B, after Efron and Tibshirani). The resampling is seeded,
+resamples (FLYINGTRUST, Sec. IV-B, after Efron and Tibshirani). The resampling is seeded,
 so a report rendered twice from the same results shows the same intervals.
 """
 

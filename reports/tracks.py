@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hil.record import read_table
+from records.record import read_table
 from reports.results import TRIALS_DIR
 
 DTW_POINTS = 150  # tracks are resampled to at most this many points before DTW (cost is quadratic)

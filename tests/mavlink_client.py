@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 from pymavlink import mavutil
@@ -9,34 +10,66 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from px4.modes import FlightMode, decode_custom_mode
 
+# A ground station beats at 1 Hz; faster here, for vehicles at a speed factor (PX4 stops sending
+# STATUSTEXT to a link whose GCS heartbeat it has not seen for a while, in its own clock).
+BEAT_S = 0.2
+
 
 class Client:
     """A blocking pymavlink connection with the few helpers these tests need."""
 
-    def __init__(self, url: str):
-        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:"), source_system=245,
-                                               source_component=190, dialect="common")
+    def __init__(self, url: str, dialect: str = "common"):
+        """`url`: udpin://HOST:PORT (listen; the vehicle sends here) or udpout:HOST:PORT (the vehicle listens)."""
+        self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:").replace("udpout://", "udpout:"),
+                                               source_system=245, source_component=190, dialect=dialect)
         self.texts: list[str] = []
         # Sticks (pitch, roll, throttle, yaw: -1..1, throttle 0..1) sent as MANUAL_CONTROL at 20 Hz while
         # this client waits, as a ground-station joystick does; None sends nothing (no RC).
         self.sticks: tuple[float, float, float, float] | None = None
         self._sticks_sent = 0.0
-        self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
-        self.heartbeat = self.conn.wait_heartbeat(timeout=10)
+        self._beat_sent = 0.0
+        # A vehicle at 4x streams ~2000 messages a second (PX4 v1.16's default set): a roomy buffer keeps
+        # a test that looks away for a moment from losing the replies that follow.
+        self.conn.port.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        # The vehicle may not listen yet, and a udpout peer learns of us only from what we send.
+        self.heartbeat = None
+        deadline = time.monotonic() + 10.0
+        while self.heartbeat is None and time.monotonic() < deadline:
+            self._beat()
+            self.heartbeat = self.conn.recv_match(type="HEARTBEAT", blocking=True, timeout=0.2)
         assert self.heartbeat is not None, "no HEARTBEAT from the vehicle"
+        self.target = (self.heartbeat.get_srcSystem(), self.heartbeat.get_srcComponent())
 
     def recv(self, kind: str, timeout: float, condition=lambda m: True):
-        deadline = time.monotonic() + timeout
+        """The first message of this kind that meets ``condition`` within ``timeout`` s, else None."""
+        for msg in self.stream(timeout, {kind}):
+            if condition(msg):
+                return msg
+        return None
+
+    def stream(self, seconds: float, kinds: set[str]):
+        """Yield every message of these kinds as it arrives, for at most ``seconds`` (stop early by breaking)."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
+            self._beat()
             self._send_sticks()
             msg = self.conn.recv_match(blocking=True, timeout=0.05)
             if msg is None:
                 continue
             if msg.get_type() == "STATUSTEXT":
                 self.texts.append(msg.text)
-            if msg.get_type() == kind and condition(msg):
-                return msg
-        return None
+            if msg.get_type() in kinds:
+                yield msg
+
+    def collect(self, seconds: float, kinds: set[str]) -> list:
+        """Every message of these kinds that arrives within ``seconds``, in arrival order."""
+        return list(self.stream(seconds, kinds))
+
+    def drain(self) -> None:
+        """Drop what is waiting (keeping its texts): what comes next answers what the test sends next."""
+        while (msg := self.conn.recv_match(blocking=False)) is not None:
+            if msg.get_type() == "STATUSTEXT":
+                self.texts.append(msg.text)
 
     def wait_armable(self, timeout: float = 5.0) -> None:
         """Wait for SYS_STATUS to report the pre-arm checks passing, as a ground station does."""
@@ -44,17 +77,23 @@ class Client:
                             lambda m: m.onboard_control_sensors_health & mavlink.MAV_SYS_STATUS_PREARM_CHECK)
         assert armable is not None, "vehicle never reported its pre-arm checks passing"
 
+    def _beat(self) -> None:
+        if time.monotonic() - self._beat_sent > BEAT_S:
+            self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
+            self._beat_sent = time.monotonic()
+
     def _send_sticks(self) -> None:
         if self.sticks is None or time.monotonic() - self._sticks_sent < 0.05:
             return
         pitch, roll, throttle, yaw = self.sticks
-        self.conn.mav.manual_control_send(1, int(pitch * 1000), int(roll * 1000), int(throttle * 1000),
+        self.conn.mav.manual_control_send(self.target[0], int(pitch * 1000), int(roll * 1000), int(throttle * 1000),
                                           int(yaw * 1000), 0)
         self._sticks_sent = time.monotonic()
 
     def command(self, command: int, *params: float) -> int:
         p = list(params) + [0.0] * (7 - len(params))
-        self.conn.mav.command_long_send(1, 1, command, 0, *p)
+        self.drain()
+        self.conn.mav.command_long_send(*self.target, command, 0, *p)
         ack = self.recv("COMMAND_ACK", 3.0, lambda m: m.command == command)
         assert ack is not None, f"no COMMAND_ACK for command {command}"
         return ack.result
@@ -70,7 +109,7 @@ class Client:
         return self.recv("LOCAL_POSITION_NED", timeout, lambda m: abs(-m.z - alt) <= tolerance)
 
     def position_setpoint(self, north: float, east: float, down: float) -> None:
-        self.conn.mav.set_position_target_local_ned_send(0, 1, 1, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
+        self.conn.mav.set_position_target_local_ned_send(0, *self.target, mavlink.MAV_FRAME_LOCAL_NED, 0x09F8,
                                                          north, east, down, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def close(self) -> None:

@@ -16,8 +16,9 @@ import psutil
 import pytest
 import yaml
 
-from hil.campaign import CampaignError, parse_campaign
-from hil.record import read_events
+from config.errors import ConfigError
+from hil.campaign import parse_campaign
+from records.record import read_events
 from reports.render import write_report
 from reports.results import load_results
 
@@ -56,13 +57,13 @@ def test_library_profiles_expand_to_the_flyingtrust_table():
 
 
 def test_a_bad_campaign_lists_every_problem():
-    with pytest.raises(CampaignError) as info:
+    with pytest.raises(ConfigError) as info:
         parse_campaign({"name": "x", "repeats": 0, "missions": [{"scene": "jungle", "configs": [12]}],
                         "profiles": ["no-such-profile"], "targets": ["moon"], "colour": "red"}, "c.yaml")
     text = str(info.value)
     for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
         assert f"c.yaml: {field}:" in text
-    with pytest.raises(CampaignError, match="sim-lockstep flies without fault profiles"):
+    with pytest.raises(ConfigError, match="sim-lockstep flies without fault profiles"):
         parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
     # A link profile is fine in lockstep: the same impairment model runs in simulated time.
     parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")
@@ -166,3 +167,14 @@ def test_a_trial_over_mavlink_through_the_link_proxy(tmp_path):
     assert row["link"] == "wifi" and row["t_plan_ms"] > 0
     kinds = [e["kind"] for e in read_events(out / "trials" / row["trial_id"])]
     assert "link_summary" in kinds and "onboard_finished" in kinds
+
+
+def test_a_profile_px4_cannot_fly_is_refused_for_px4_sitl_naming_px4s_reason(tmp_path):
+    rocket = tmp_path / "rocket.yaml"
+    rocket.write_text("name: rocket\ncategory: virtual\nmass: 1.0\ntwr_max: 12.0\nalpha_xy_max: 80.0\n"
+                      "alpha_z_max: 6.67\nlayout: cross\nmotor_tau: 0.03\n")
+    campaign = write_campaign(tmp_path / "c.yaml", profiles=["default", str(rocket)], targets=["sim", "px4-sitl"])
+    with pytest.raises(ConfigError, match=r"profiles\[1\]: not flyable on px4-sitl: .*rocket.*MPC_THR_HOVER"):
+        parse_campaign(yaml.safe_load(campaign.read_text()), str(campaign))
+    # The same profile is fine for the built-in vehicle alone.
+    parse_campaign({**yaml.safe_load(campaign.read_text()), "targets": ["sim"]}, str(campaign))

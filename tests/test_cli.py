@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from hil.record import read_events, read_manifest, read_table
+from records.record import read_events, read_manifest, read_table
 from px4.process import free_udp_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,3 +106,36 @@ async def test_sim_serves_mavsdk_and_stops_cleanly_on_ctrl_c():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+async def test_parameters_on_a_flight_controller_are_set_for_the_flight_and_restored(tmp_path):
+    """--params/--param on a connection-string target: journaled, set, and put back afterwards."""
+    from bridges.mavsdk_vehicle import connect
+    from hil.targets import SimProcessOptions, builtin_vehicle
+
+    params = tmp_path / "tuned.params"
+    # The flight controller's own fence, which the hardware checklist requires, comes from the file too.
+    params.write_text("# Vehicle-Id Component-Id Name Value Type\n1\t1\tMPC_XY_CRUISE\t7.5\t9\n1\t1\tCOM_OBL_RC_ACT\t3\t6\n"
+                      "1\t1\tGF_ACTION\t3\t6\n1\t1\tGF_MAX_HOR_DIST\t60\t9\n1\t1\tGF_MAX_VER_DIST\t40\t9\n")
+    check_port = free_udp_port()
+    async with builtin_vehicle(SimProcessOptions(speed=4.0, extra_links=[f"udpout://127.0.0.1:{check_port}"])) as fc:
+        env = {"PATH": "/usr/bin:/bin", "HIL_STATE_DIR": str(tmp_path / "state")}
+        result = subprocess.run([sys.executable, "-m", "hil", "fly", str(DEMO), "--target", fc.url, "--arm", "--dry-run",
+                                 "--params", str(params), "--param", "COM_OBL_RC_ACT=4", "--record-dir",
+                                 str(tmp_path / "r")], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        changed = [e for e in read_events(tmp_path / "r") if e["kind"] == "params_set"]
+        assert changed and changed[0]["params"] == {"MPC_XY_CRUISE": 7.5, "COM_OBL_RC_ACT": 4.0, "GF_ACTION": 3.0,
+                                                    "GF_MAX_HOR_DIST": 60.0, "GF_MAX_VER_DIST": 40.0}
+        assert changed[0]["originals"] == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0, "GF_ACTION": 2.0,
+                                           "GF_MAX_HOR_DIST": 0.0, "GF_MAX_VER_DIST": 0.0}
+        vehicle = await connect(f"udpin://127.0.0.1:{check_port}", timeout=10.0)
+        try:
+            assert await vehicle.get_param("MPC_XY_CRUISE") == 5.0
+            assert await vehicle.get_param("COM_OBL_RC_ACT") == 0.0
+            assert await vehicle.get_param("GF_MAX_HOR_DIST") == 0.0
+        finally:
+            await vehicle.close()
+    # The journal was written (its directory exists) and holds nothing left to restore.
+    journals = tmp_path / "state" / "param-journals"
+    assert journals.is_dir() and all(json.loads(j.read_text()) == {} for j in journals.glob("*.json"))

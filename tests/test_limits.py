@@ -1,18 +1,16 @@
-"""Capping a strong vehicle to fly as a weaker profile: the mapping, the always-restore, the error.
+"""Capping a strong vehicle to fly as a weaker profile: the mapping and the emulation error.
 
 The step-response bounds are the measured emulation error of benchmarks/capped_emulation.py with
 a margin: climb and horizontal acceleration are emulated (within 1 % and 5 %), attitude-change
 times approximately (within 20 % roll, 30 % yaw), peak angular acceleration not at all.
 """
 
-import asyncio
 import math
 
 import pytest
 
-from bridges.vehicle import VehicleBase
 from profiles.vehicle import GRAVITY, VehicleProfile, load_vehicle_profile
-from px4.limits import CAP_PARAMS, cap_plan, hover_angular_acceleration, limits_applied, read_current
+from px4.limits import CAP_PARAMS, cap_plan, hover_angular_acceleration
 from px4.params import ParamStore
 from px4.sim.step_response import measure, permissive_params
 
@@ -57,77 +55,6 @@ def test_bounds_below_px4_minimum_are_clamped_and_noted():
 def test_current_values_are_required():
     with pytest.raises(KeyError, match="MPC_THR_MAX"):
         cap_plan(WEAK, STRONG, {})
-
-
-class ParamVehicle(VehicleBase):
-    """Just a parameter table behind the Vehicle parameter API; `fail_on` makes one set fail once."""
-
-    url = "fake://params"
-
-    def __init__(self, fail_on: str | None = None):
-        super().__init__()
-        self.params = dict(DEFAULTS)
-        self.fail_on = fail_on
-
-    async def get_param(self, name):
-        return self.params[name]
-
-    async def set_param(self, name, value):
-        if name == self.fail_on:
-            self.fail_on = None
-            raise RuntimeError(f"{name}: link lost")
-        self.params[name] = value
-
-
-class Journal:
-    """In memory, with the interface of hil.param_journal.ParamJournal."""
-
-    def __init__(self):
-        self.held = {}
-
-    def record(self, name, original):
-        self.held.setdefault(name, original)
-
-    def forget(self, name):
-        self.held.pop(name, None)
-
-
-async def test_limits_applied_sets_then_restores_and_journals():
-    vehicle, journal = ParamVehicle(), Journal()
-    plan = cap_plan(WEAK, STRONG, await read_current(vehicle))
-    async with limits_applied(vehicle, plan, journal) as originals:
-        assert vehicle.params["MPC_THR_MAX"] == pytest.approx(1 / 3)
-        assert journal.held == originals == {name: DEFAULTS[name] for name in plan.params}
-    assert vehicle.params == DEFAULTS and journal.held == {}
-
-
-async def test_limits_restored_after_an_error_and_on_cancellation():
-    vehicle = ParamVehicle()
-    plan = cap_plan(WEAK, STRONG, DEFAULTS)
-    with pytest.raises(ZeroDivisionError):
-        async with limits_applied(vehicle, plan):
-            1 / 0
-    assert vehicle.params == DEFAULTS
-
-    async def trial():
-        async with limits_applied(vehicle, plan):
-            await asyncio.sleep(10)
-
-    task = asyncio.create_task(trial())
-    await asyncio.sleep(0.01)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert vehicle.params == DEFAULTS
-
-
-async def test_journal_keeps_originals_when_the_restore_fails():
-    vehicle, journal = ParamVehicle(), Journal()
-    plan = cap_plan(WEAK, STRONG, DEFAULTS)
-    with pytest.raises(RuntimeError, match="link lost"):
-        async with limits_applied(vehicle, plan, journal):
-            vehicle.fail_on = "MPC_THR_MAX"  # the restore of MPC_THR_MAX will fail
-    assert journal.held == {"MPC_THR_MAX": 1.0}  # the others were restored
 
 
 @pytest.mark.parametrize("strong, weak", [("0.75kg-Quadrotor-2", "2.00kg-T-MOTOR"),

@@ -12,10 +12,11 @@ from pymavlink.dialects.v10 import common as mavlink_v1
 from pymavlink.dialects.v20 import common as mavlink
 from scipy import stats
 
-from bridges.impairment import (DirectionModel, DirectionSpec, FrameImpairment, ImpairedChannel, Latency, Loss,
-                                direction_seed)
+from bridges.impairment import DirectionModel, ImpairedChannel, direction_seed
 from bridges.mavlink_frames import FrameSplitter
-from profiles.link import LINKS_DIR, LinkProfileError, load_link_profile, parse_link_profile
+from config.errors import ConfigError
+from profiles.link import (LINKS_DIR, DirectionSpec, FrameImpairment, Latency, Loss, load_link_profile,
+                           parse_link_profile)
 
 
 def _frames(count: int, seed: int = 0, v1: bool = False, signed: bool = False) -> list[bytes]:
@@ -169,7 +170,7 @@ def test_a_bad_profile_names_file_field_and_expectation(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("both:\n  latency: {kind: uniform, min_ms: 50, max_ms: 25}\n  loss: {rate: 1.5}\n"
                     "to_vehicle:\n  mesages: {}\n  messages: {NOT_A_MESSAGE: {loss: {rate: 0.1}}}\n")
-    with pytest.raises(LinkProfileError) as err:
+    with pytest.raises(ConfigError) as err:
         load_link_profile(path)
     text = str(err.value)
     assert f"{path}: both.latency.max_ms: expected a number >= min_ms" in text

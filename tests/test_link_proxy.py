@@ -13,12 +13,12 @@ import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 from scipy import stats
 
-from bridges.impairment import DirectionSpec, FrameImpairment, LinkSpec
+from profiles.link import DirectionSpec, FrameImpairment, LinkSpec
 from bridges.link_proxy import LinkProxy
 from bridges.mavsdk_vehicle import connect
 from bridges.ptypair import PtyPair
 from bridges.transport import open_transport
-from hil.record import read_manifest, read_table
+from records.record import read_manifest, read_table
 from hil.targets import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 
@@ -177,7 +177,7 @@ async def test_serial_to_udp_through_the_proxy_flies():
 
 async def test_at_a_speed_factor_the_link_runs_on_vehicle_time():
     """A simulator at 4x must feel the configured 40 ms, i.e. 10 ms of wall time, and the record says 40."""
-    from bridges.impairment import Latency
+    from profiles.link import Latency
 
     fc_port, onboard_port = free_udp_port(), free_udp_port()
     spec = LinkSpec(to_onboard=DirectionSpec(FrameImpairment(latency=Latency(kind="fixed", ms=40.0))))

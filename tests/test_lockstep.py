@@ -10,7 +10,7 @@ import pytest
 from bridges.lockstep_vehicle import LockstepVehicle, mission_items
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import CommandDenied, MissionWaypoint
-from hil.fly import vehicle_time
+from records.clock import vehicle_time
 from hil.targets import SimProcessOptions, builtin_vehicle
 from profiles.vehicle import load_vehicle_profile
 from px4.geo import GeoOrigin

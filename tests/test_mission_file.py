@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 import yaml
 
-from missions.waypoint import MAX_ALTITUDE_M, MissionError, WaypointMission, load_mission, parse_mission
+from config.errors import ConfigError
+from missions.waypoint import (
+    MAX_ALTITUDE_M,
+    WaypointMission,
+    load_mission,
+    parse_mission,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "missions" / "examples"
 
@@ -36,7 +42,7 @@ def write_mission(tmp_path: Path, mapping: dict) -> Path:
 
 
 def load_errors(path: Path) -> list[str]:
-    with pytest.raises(MissionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_mission(path)
     return list(caught.value.problems)
 
@@ -158,7 +164,7 @@ def test_all_problems_reported_together_one_line_each(tmp_path: Path) -> None:
         m["waypoints"][1]["alt"] = "high"
 
     path = write_mission(tmp_path, mutated(break_three_things))
-    with pytest.raises(MissionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_mission(path)
     lines = str(caught.value).splitlines()
     assert len(lines) == 3 and lines == list(caught.value.problems)

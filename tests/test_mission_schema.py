@@ -10,9 +10,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from config.errors import ConfigError
 from missions.schema import load_benchmark_mission, parse_benchmark_mission
 from missions.suite import load_suite
-from missions.validation import MissionError
 
 BENCHMARK = Path(__file__).resolve().parent.parent / "missions" / "examples" / "benchmark"
 
@@ -34,7 +34,7 @@ GOOD = {
 
 
 def errors(mapping: dict, source: str = "m.yaml") -> list[str]:
-    with pytest.raises(MissionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_benchmark_mission(mapping, source)
     return list(caught.value.problems)
 
@@ -82,7 +82,7 @@ def test_bad_suites_name_the_entry(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"name": "s", "entries": [{"scene": "forrest", "seeds": [0]}, {"scene": "maze",
                                     "seeds": [12]}, {"mission": "missing.yaml"}]}))
-    with pytest.raises(MissionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_suite(path)
     text = str(caught.value)
     assert f"{path}: entries[0].scene: expected one of forest" in text
@@ -125,7 +125,7 @@ def test_points_inside_obstacles_are_refused_and_every_problem_is_listed():
 def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("name: x\nscene: {generator: forest\n")
-    with pytest.raises(MissionError, match=rf"{path}: line \d+, column \d+: expected valid YAML"):
+    with pytest.raises(ConfigError, match=rf"{path}: line \d+, column \d+: expected valid YAML"):
         load_benchmark_mission(path)
 
 
@@ -158,7 +158,7 @@ MUTATIONS = {
     lambda keys: st.fixed_dictionaries({key: MUTATIONS[key] for key in keys})))
 def test_random_invalid_missions_are_rejected_with_file_and_field(broken):
     mapping = {**copy.deepcopy(GOOD), **broken}
-    with pytest.raises(MissionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_benchmark_mission(mapping, "random.yaml")
     problems = caught.value.problems
     assert problems and all(line.startswith("random.yaml: ") and line.count(": ") >= 2 for line in problems)

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from hil.record import read_manifest, read_table
+from records.record import read_manifest, read_table
 from onboard.planners.straight import StraightLine
 from onboard.runtime import run_planner
 from onboard.task import NavTask

@@ -7,7 +7,7 @@ import types
 
 
 from hil.cli import main
-from hil.record import TrialRecorder
+from records.record import TrialRecorder
 from onboard.resources import ResourceSampler
 from profiles.compute import load_compute_profile
 
@@ -67,7 +67,7 @@ def test_hil_profile_prints_a_table5_like_table_with_ratios_and_saves_a_profile(
     _record(tmp_path / "desktop", plan_ms=2.0, map_ms=1.0)
     _record(tmp_path / "board", plan_ms=7.0, map_ms=5.0)
     saved = tmp_path / "my_board.yaml"
-    assert main(["profile", str(tmp_path / "desktop"), str(tmp_path / "board"), "--save", "my_board",
+    assert main(["timing", str(tmp_path / "desktop"), str(tmp_path / "board"), "--save", "my_board",
                  "--out", str(saved)]) == 0
     text = capsys.readouterr().out
     lines = {line.split()[0]: line for line in text.splitlines() if line.startswith(("T_", "sense"))}
@@ -76,10 +76,10 @@ def test_hil_profile_prints_a_table5_like_table_with_ratios_and_saves_a_profile(
     assert lines["T_tot"].split()[-1] == "4.00x" and lines["sense"].split()[-1] == "1.00x"
     profile = load_compute_profile(saved)
     assert profile.factors == {"map": 5.0, "plan": 3.5, "control": 1.0}
-    assert main(["profile", str(tmp_path / "desktop"), "--emulated"]) == 0
+    assert main(["profile", str(tmp_path / "desktop"), "--emulated"]) == 0  # the old name, an alias
     assert "4.000" in capsys.readouterr().out  # plan, emulated at 2x
 
 
-def test_hil_profile_names_a_directory_that_is_not_a_record(tmp_path, capsys):
-    assert main(["profile", str(tmp_path)]) == 2
+def test_hil_timing_names_a_directory_that_is_not_a_record(tmp_path, capsys):
+    assert main(["timing", str(tmp_path)]) == 2
     assert "no table 'timing'" in capsys.readouterr().err

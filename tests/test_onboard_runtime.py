@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from hil.record import TrialRecorder, read_manifest, read_table
+from records.record import TrialRecorder, read_manifest, read_table
 from missions.scenes import generate
 from onboard.planner import Command, Observation
 from onboard.planners.avoid import OccupancyPlanner

@@ -13,7 +13,7 @@ import pytest
 
 from bridges.mavsdk_vehicle import connect
 from hil.param_journal import ParamJournal
-from hil.record import read_events
+from records.record import read_events
 from hil.targets import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED

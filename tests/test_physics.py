@@ -1,6 +1,6 @@
 """The simulated rigid body reproduces the capability a profile declares (FLYINGTRUST Sec. III-A).
 
-Profiles come from Table I of seed 000 and include its extremes: lowest and highest TWR, lowest
+Profiles come from FLYINGTRUST's Table I and include its extremes: lowest and highest TWR, lowest
 and highest horizontal and yaw angular acceleration, lightest and heaviest vehicle.
 """
 
@@ -13,7 +13,7 @@ from profiles.vehicle import (GRAVITY, PhysicalParams, ProfileError, VehicleProf
 from px4.params import ParamStore
 from px4.sim.dynamics import QuadrotorDynamics
 
-# (name, mass kg, TWR_max, alpha_xy_max, alpha_z_max), Table I of seed 000.
+# (name, mass kg, TWR_max, alpha_xy_max, alpha_z_max), FLYINGTRUST's Table I.
 TABLE_I = [
     ("2.00kg-T-MOTOR", 2.00, 1.4, 55.6, 3.3),  # lowest TWR, lowest alpha_xy and alpha_z
     ("1.00kg-SunnySky", 1.00, 6.0, 227.3, 13.9),  # highest TWR

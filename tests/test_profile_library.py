@@ -1,4 +1,4 @@
-"""FLYINGTRUST's library (Table I, seed 000), the inverse direction (airframe -> numbers), and SIH.
+"""FLYINGTRUST's library (Table I), the inverse direction (airframe -> numbers), and SIH.
 
 Every one of the 36 platforms must load, fly with its own three numbers on the built-in vehicle
 (within 3 %), and come out of PX4 SIH's force and torque equations with the same numbers.
@@ -15,7 +15,7 @@ from tests.test_physics import SATURATING, airborne, one_step_acceleration
 
 LIBRARY = library_profiles()
 
-# DESIGN.md / seed 000 Sec. III-A: per-subset means (TWR, alpha_xy, alpha_z).
+# FLYINGTRUST, Sec. III-A: per-subset means (TWR, alpha_xy, alpha_z).
 PAPER_MEANS = {"real": (2.30, 99.92, 7.17), "virtual": (3.47, 824.20, 41.88)}
 
 

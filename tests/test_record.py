@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hil.record import TrialRecorder, read_events, read_manifest, read_table
+from records.record import TrialRecorder, read_events, read_manifest, read_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {"mission": "missions/examples/demo_square.yaml", "profile": "x500"}
@@ -152,7 +152,7 @@ def test_events_are_durable_as_soon_as_written(tmp_path: Path) -> None:
 KILLED_TRIAL = textwrap.dedent(
     """
     import os, signal, sys, time
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
 
     record_dir, flushed_rows, buffered_rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     with TrialRecorder(record_dir, config={}, target="sim", flush_interval_s=0.02) as rec:

@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from bridges.ros2 import frames
+from onboard.ros2 import frames
 from missions.scenes.base import make_scene, vertical_cylinders
 from missions.sensors import Pose
 from onboard.sensing import SceneSensor
@@ -23,9 +23,9 @@ os.environ.setdefault("CYCLONEDDS_URI", "<CycloneDDS><Domain><General><Interface
                       "</Discovery></Domain></CycloneDDS>")
 cyclonedds = pytest.importorskip("cyclonedds")
 
-from bridges.ros2 import messages as m  # noqa: E402
-from bridges.ros2.bridge import Ros2Bridge  # noqa: E402
-from bridges.ros2.dds_backend import DdsBackend, dds_topic_name  # noqa: E402
+from onboard.ros2 import messages as m  # noqa: E402
+from onboard.ros2.bridge import Ros2Bridge  # noqa: E402
+from onboard.ros2.dds_backend import DdsBackend, dds_topic_name  # noqa: E402
 
 
 def test_enu_ned_conversions_agree_with_rotation_matrices():

@@ -18,7 +18,7 @@ import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.ptypair import PtyPair
-from hil.record import read_events, read_manifest, read_table
+from records.record import read_events, read_manifest, read_table
 from hil.targets import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 from px4.modes import FlightMode

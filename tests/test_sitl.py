@@ -9,6 +9,7 @@ line changed (the test says which), since PX4 cannot be asked to fail otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -79,7 +80,8 @@ def test_target_spec_names_px4_sitl_instances():
 
 def test_parameters_script_is_px4_shell_and_refuses_what_px4_cannot_take():
     text = params_script({"SIH_MASS": 0.75, "MAV_SYS_ID": 3.0, "COM_OBL_RC_ACT": 1})
-    assert text.splitlines()[1:] == ["param set SIH_MASS 0.75", "param set MAV_SYS_ID 3", "param set COM_OBL_RC_ACT 1"]
+    assert text.splitlines()[1:] == ["param set SIH_MASS 0.75", "param set MAV_SYS_ID 3", "param set COM_OBL_RC_ACT 1",
+                                     '. "${R}etc/init.d-posix/px4-rc.simulator"']
     for bad in ({"SIH_MASS; reboot": 1.0}, {"sih_mass": 1.0}, {"A_NAME_LONGER_THAN_16": 1.0}):
         with pytest.raises(ValueError, match="parameter name"):
             params_script(bad)
@@ -120,10 +122,9 @@ def test_command_line_and_environment_select_the_sih_quadrotor(tmp_path):
     command = sitl_command(build, tmp_path, 2)
     assert command[:5] == [str(tmp_path / "bin" / "px4"), "-d", "-i", "2", "-w"]
     assert command[-1] == str(build.etc) and (build.etc / "init.d-posix" / "rcS").is_file()
-    env = sitl_environment(frame, 4.0, {"SIH_MASS": 0.75}, base={"PATH": "/bin", "PX4_PARAM_X": "1"})
+    env = sitl_environment(frame, 4.0, base={"PATH": "/bin", "PX4_PARAM_SIH_MASS": "1"})
     assert env == {"PATH": "/bin", "PX4_SYS_AUTOSTART": "10040", "PX4_SIMULATOR": "sihsim",
-                   "PX4_SIM_MODEL": "sihsim_quadx", "PX4_SIM_SPEED_FACTOR": "4.0", "HEADLESS": "1",
-                   "PX4_PARAM_SIH_MASS": "0.75"}
+                   "PX4_SIM_MODEL": "sihsim_quadx", "PX4_SIM_SPEED_FACTOR": "4.0", "HEADLESS": "1"}
     assert "PX4_SIM_SPEED_FACTOR" not in sitl_environment(frame, 1.0, base={})
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError):
@@ -134,17 +135,22 @@ def test_command_line_and_environment_select_the_sih_quadrotor(tmp_path):
 async def test_px4_starts_with_the_harness_parameters_and_stops_leaving_its_logs(tmp_path):
     from bridges.mavsdk_vehicle import connect
 
-    options = SitlOptions(speed=4.0, px4_dir=MAIN_BUILD, params={"MPC_XY_CRUISE": 3.25, "SIH_MASS": 1.3})
+    # SENS_EN_GPSSIM 0 is PX4's compiled default, which the airframe's set-default would override if the
+    # parameters came before it (as PX4_PARAM_* variables do): the vehicle must boot without GPS.
+    options = SitlOptions(speed=4.0, px4_dir=MAIN_BUILD,
+                          params={"MPC_XY_CRUISE": 3.25, "SIH_MASS": 1.3, "SENS_EN_GPSSIM": 0})
     async with px4_sitl(options, keep_in=tmp_path / "record") as sitl:
         workdir = sitl.workdir
         assert sitl.failure() is None and sitl.url == f"udpin://127.0.0.1:{14540 + sitl.instance}"
         vehicle = await connect(sitl.url, 20.0, 4.0)
         try:
-            # Set in px4-rc.params, before any module started: the vehicle is the profile's from boot.
+            # Set before any module started: the vehicle is the profile's from boot.
             assert await vehicle.get_param("MPC_XY_CRUISE") == pytest.approx(3.25)
             assert await vehicle.get_param("SIH_MASS") == pytest.approx(1.3)
+            assert await vehicle.get_param("SENS_EN_GPSSIM") == 0
             assert await vehicle.get_param("MAV_SYS_ID") == sitl.ports.system_id
-            await vehicle.wait_armable(60.0)
+            await asyncio.sleep(2.0)
+            assert (await vehicle.telemetry_plugin.gps_info()).fix_type.value == 0  # NO_GPS: the simulator never started
         finally:
             await vehicle.close()
     assert sitl.proc.poll() is not None

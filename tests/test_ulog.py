@@ -5,8 +5,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from pyulog import ULog
 
 from px4.ulog import ClockAlignment, fit_offset, keep_in_record, read_topic
+from px4.ulog_writer import ULogWriter
 from tests.ulog_writer import LOCAL_POSITION_FIELDS, flight_profile, write_ulog
 
 BOOT_TO_HARNESS_S = 1234.567  # harness monotonic time when PX4's clock read 0
@@ -29,6 +31,22 @@ def harness_telemetry(seconds=20.0, rate_hz=10.0, start_s=3.0):
     t = np.arange(start_s, seconds - 1.0, 1.0 / rate_hz)
     return pd.DataFrame({"t_ns": ((BOOT_TO_HARNESS_S + t) * 1e9).astype(np.int64),
                          "down": [flight_profile(x) for x in t]})
+
+
+def test_writer_keeps_arrays_info_parameters_and_texts(tmp_path):
+    writer = ULogWriter(tmp_path / "w.ulg", 1000,
+                        info={"sys_name": ("char[]", "PX4"), "ver_sw_release": ("uint32_t", 7)},
+                        parameters={"SYS_AUTOSTART": ("int32_t", 10040), "MPC_XY_CRUISE": ("float", 5.0)},
+                        topics={"vehicle_attitude": [("uint64_t", "timestamp"), ("float[4]", "q")]})
+    writer.write("vehicle_attitude", [2000, 1.0, 0.0, 0.0, 0.5])
+    writer.log(6, 2500, "Disarmed by landing")
+    writer.close()
+    log = ULog(str(tmp_path / "w.ulg"))
+    attitude = log.get_dataset("vehicle_attitude").data
+    assert list(attitude["timestamp"]) == [2000] and attitude["q[3]"][0] == 0.5
+    assert log.msg_info_dict["sys_name"] == "PX4" and log.msg_info_dict["ver_sw_release"] == 7
+    assert log.initial_parameters == {"SYS_AUTOSTART": 10040, "MPC_XY_CRUISE": 5.0}
+    assert [(m.timestamp, m.message) for m in log.logged_messages] == [(2500, "Disarmed by landing")]
 
 
 def test_generated_log_reads_back_with_pyulog(tmp_path):

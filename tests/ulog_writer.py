@@ -1,46 +1,13 @@
-"""A minimal ULog writer for tests, following PX4's published ULog file format.
+"""Test fixtures for ULog reading: a flight profile and the fields of a local-position topic.
 
-File: a 16-byte header (magic ``ULog`` 0x01 0x12 0x35, version 1, uint64 start time in us), then
-messages of ``uint16 size, uint8 type`` plus ``size`` bytes: flag bits ('B'), formats ('F':
-``name:type field;type field;``), info ('I'), then in the data section subscriptions ('A':
-``uint8 multi_id, uint16 msg_id, name``), data ('D': ``uint16 msg_id`` and the packed fields in
-format order, little-endian) and log strings ('L'). Enough for pyulog to read topics back.
+The writer itself is px4/ulog_writer.py (the built-in vehicle logs its flights with it).
 """
 
 from __future__ import annotations
 
-import struct
-from pathlib import Path
-from typing import Mapping, Sequence
+from px4.ulog_writer import write_ulog
 
-_TYPES = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "int32_t": "i", "uint16_t": "H", "int16_t": "h",
-          "uint8_t": "B", "int8_t": "b", "float": "f", "double": "d", "bool": "?"}
-
-
-def _message(kind: bytes, payload: bytes) -> bytes:
-    return struct.pack("<HB", len(payload), kind[0]) + payload
-
-
-def write_ulog(path: Path, topics: Mapping[str, tuple[Sequence[tuple[str, str]], Sequence[Sequence[float]]]],
-               start_us: int = 0, sys_name: str = "PX4") -> Path:
-    """Write ``topics``: name -> (fields as (type, name) starting with uint64_t timestamp, rows)."""
-    out = bytearray(b"ULog\x01\x12\x35" + bytes([1]) + struct.pack("<Q", start_us))
-    out += _message(b"B", bytes(16) + struct.pack("<3Q", 0, 0, 0))
-    for name, (fields, _) in topics.items():
-        spec = "".join(f"{t} {f};" for t, f in fields)
-        out += _message(b"F", f"{name}:{spec}".encode())
-    key = f"char[{len(sys_name)}] sys_name".encode()
-    out += _message(b"I", bytes([len(key)]) + key + sys_name.encode())
-    for msg_id, (name, (fields, rows)) in enumerate(topics.items()):
-        out += _message(b"A", struct.pack("<BH", 0, msg_id) + name.encode())
-        layout = "<" + "".join(_TYPES[t] for t, _ in fields)
-        for row in rows:
-            values = [int(v) if _TYPES[t] in "QqIiHhBb" else v for (t, _), v in zip(fields, row)]
-            out += _message(b"D", struct.pack("<H", msg_id) + struct.pack(layout, *values))
-    out += _message(b"L", struct.pack("<BQ", ord("6"), start_us) + b"test log written by tests/ulog_writer.py")
-    path.write_bytes(bytes(out))
-    return path
-
+__all__ = ["LOCAL_POSITION_FIELDS", "flight_profile", "write_ulog"]
 
 LOCAL_POSITION_FIELDS = [("uint64_t", "timestamp"), ("float", "x"), ("float", "y"), ("float", "z"),
                          ("float", "vz")]

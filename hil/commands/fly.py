@@ -37,7 +37,12 @@ def add_parser(verbs) -> None:
                              "is driven); 'lockstep' steps it in-process in simulated time, as fast as the CPU allows "
                              "(no sockets; for large campaigns) (default: realtime)")
     parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
-                     help="set a built-in vehicle parameter at start")
+                     help="set a PX4 parameter: at boot on sim and px4-sitl; on a flight controller for the flight "
+                          "only (journaled, restored afterwards, even after a crash); repeatable")
+    parser.add_argument("--params", type=Path, metavar="FILE",
+                        help="parameters from a QGroundControl .params file, set like --param (which wins)")
+    parser.add_argument("--px4-airframe", default="sihsim_quadx", metavar="ID|MODEL",
+                        help="PX4 SITL airframe by autostart id or model name (default: %(default)s, SIH quad-X)")
     parser.add_argument("--record-dir", type=Path, help="trial record directory (default: runs/<time>-<mission name>)")
     parser.add_argument("--connect-timeout", type=positive_float, default=15.0, help="seconds to wait for the autopilot (default: 15)")
     safety = parser.add_argument_group("safety (the harness's own limits, on top of the flight controller's)")
@@ -59,19 +64,26 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from bridges.lockstep_vehicle import LockstepVehicle
     from bridges.mavsdk_vehicle import connect
+    from config.errors import ConfigError
     from hil.field import abort_key, interactive, show_status
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
-    from px4.sim.realtime import SimOptions, build_vehicle
     from hil.targets import PX4_SITL, SimProcessOptions, TargetSpec, builtin_vehicle
+    from missions.waypoint import load_mission
+    from profiles.vehicle import load_vehicle_profile
+    from px4.params_file import read_params_file
+    from px4.sih import sitl_params
+    from px4.sim.realtime import SimOptions, build_vehicle
     from px4.sitl import Px4NotFound, SitlError
-    from missions.waypoint import MissionError, load_mission
     from reports.trial_summary import format_summary
 
     try:
         mission = load_mission(args.mission)
         target = TargetSpec.parse(args.target)
-    except (MissionError, ValueError) as exc:
+        params = {**(read_params_file(args.params) if args.params else {}), **dict(args.param)}
+        if target.name == PX4_SITL:
+            sitl_params(load_vehicle_profile(args.profile))  # refuses a profile PX4's SIH cannot fly, saying why
+    except (ConfigError, ValueError) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
     if not target.simulated and not args.arm:
@@ -81,23 +93,23 @@ def run(args: argparse.Namespace) -> int:
     limits = SafetyLimits.around(mission, breach_action=args.breach_action, radius_m=args.geofence_radius,
                                  max_altitude_m=args.max_altitude)
     flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
-                           min_battery_pct=args.min_battery)
+                           min_battery_pct=args.min_battery, params=params if not target.simulated else {})
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=args.speed, clock=args.clock,
-                            params=dict(args.param))
+                            params=params, px4_airframe=args.px4_airframe if target.name == PX4_SITL else None)
 
     async def go():
         if target.name == PX4_SITL:
-            return await _fly_on_px4_sitl(args, target, mission, record_dir, config, flight, show)
+            return await _fly_on_px4_sitl(args, target, params, mission, record_dir, config, flight, show)
         if target.simulated and args.clock == "lockstep":
-            autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=dict(args.param)))
+            autopilot, _ = build_vehicle(SimOptions(profile=args.profile, params=params))
 
             async def open_lockstep():
                 return await LockstepVehicle(autopilot).__aenter__()
             return await run_trial(open_lockstep, mission, record_dir, target_name="sim-lockstep", config=config,
                                    options=flight, say=print, show=show)
         if target.simulated:
-            options = SimProcessOptions(profile=args.profile, speed=args.speed, params=dict(args.param))
+            options = SimProcessOptions(profile=args.profile, speed=args.speed, params=params)
             async with builtin_vehicle(options) as sim:
                 return await run_trial(lambda: connect(sim.url, args.connect_timeout, args.speed), mission, record_dir,
                                        target_name="sim", config=config, options=flight, vehicle_failure=sim.failure,
@@ -130,18 +142,18 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.outcome in ("success", "dry_run") else 1
 
 
-async def _fly_on_px4_sitl(args, target, mission, record_dir: Path, config: dict, flight, show):
-    """Start PX4 SITL SIH with the profile's parameters, fly, keep its ULog aligned in the record."""
+async def _fly_on_px4_sitl(args, target, params: dict, mission, record_dir: Path, config: dict, flight, show):
+    """Start PX4 SITL with the profile's and the user's parameters, fly, keep its console and ULog in the record."""
     from bridges.mavsdk_vehicle import connect
     from hil.fly import run_trial
-    from hil.record import read_table
+    from records.record import read_table
     from profiles.vehicle import load_vehicle_profile
     from px4.sih import sitl_params
     from px4.sitl import SitlOptions, px4_sitl
     from px4.ulog import keep_in_record
 
-    params = {**sitl_params(load_vehicle_profile(args.profile)), **dict(args.param)}
-    options = SitlOptions(instance=target.instance, speed=args.speed, params=params, px4_dir=args.px4_dir)
+    options = SitlOptions(instance=target.instance, speed=args.speed, px4_dir=args.px4_dir, airframe=args.px4_airframe,
+                          params={**sitl_params(load_vehicle_profile(args.profile)), **params})
     ulog_dir = record_dir / "ulog"
     async with px4_sitl(options, keep_in=record_dir) as sitl:
         result = await run_trial(lambda: connect(sitl.url, args.connect_timeout, args.speed), mission, record_dir,

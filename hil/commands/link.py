@@ -51,11 +51,12 @@ def run(args: argparse.Namespace) -> int:
 
     from bridges.link_proxy import LinkProxy, precise_event_loop
     from bridges.transport import TransportError
-    from profiles.link import LinkProfileError, load_link_profile
+    from config.errors import ConfigError
+    from profiles.link import load_link_profile
 
     try:
         spec = load_link_profile(args.profile)
-    except LinkProfileError as exc:
+    except ConfigError as exc:
         print(f"hil link: {exc}", file=sys.stderr)
         return 2
     if args.seed is not None:
@@ -105,7 +106,7 @@ class _RowsOffTheLoop:
 
 
 async def _serve(args: argparse.Namespace, spec, proxy_class) -> int:
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _fly(args, planner, scene, task, profile, radius: float, record_dir: Path):
     from bridges.mavsdk_vehicle import connect
-    from hil.record import TrialRecorder
+    from records.record import TrialRecorder
     from onboard.trial import fly_task
 
     config = {"planner": args.planner, "mission": args.mission, "task": task, "compute_profile":

@@ -37,7 +37,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hil.campaign import CampaignError, load_campaign
+    from config.errors import ConfigError
+    from hil.campaign import load_campaign
     from hil.executors import LocalPool, RayExecutor
     from hil.runner import CAMPAIGN_FILE, run_campaign
     from hil.targets import TargetSpec
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
     try:
         campaign = load_campaign(source)
-    except CampaignError as exc:
+    except ConfigError as exc:
         print(f"hil run: {exc}", file=sys.stderr)
         return 2
     campaign_dir = args.out or (args.campaign if args.campaign.is_dir() else Path("runs") / campaign.name)

@@ -9,9 +9,16 @@ valid and connected with the vehicle's clearance (see `missions.scenes.base`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from missions.geometry import Scene
 from missions.scenes import flightbench
-from missions.scenes.base import CONFIGURATIONS, DEFAULT_CLEARANCE, SceneError, SceneSpec
+from missions.scenes.base import (
+    CONFIGURATIONS,
+    DEFAULT_CLEARANCE,
+    SceneError,
+    SceneSpec,
+)
 from missions.scenes.base import generate as _generate
 from missions.scenes.forest import build_forest
 from missions.scenes.maze import build_maze
@@ -24,8 +31,8 @@ from missions.scenes.urban import build_urban
 __all__ = ["CONFIGURATIONS", "DEFAULT_CLEARANCE", "FLYINGTRUST", "FLIGHTBENCH", "SCENES", "SceneError", "SceneSpec",
            "generate"]
 
-_FT = "FLYINGTRUST (seed 000) Sec. III-B"
-_FB = "FlightBench (seed 001) Sec. 3.1.2"
+_FT = "FLYINGTRUST Sec. III-B"
+_FB = "FlightBench Sec. 3.1.2"
 
 FLYINGTRUST = (
     SceneSpec("forest", _FT, "40 x 60 m, ceiling 3 m, upright trunks at density 1/49", build_forest),
@@ -58,3 +65,10 @@ def generate(name: str, seed: int = 0, clearance: float = DEFAULT_CLEARANCE) -> 
     if name not in SCENES:
         raise SceneError(f"unknown scene {name!r} (known: {', '.join(SCENES)})")
     return _generate(SCENES[name], seed, clearance)
+
+
+@lru_cache(maxsize=32)
+def scene_for(name: str, seed: int) -> Scene:
+    """`generate(name, seed)`, kept per process: campaigns, missions and reports ask for the same scenes
+    over and over, and generating one (with its path checks) takes up to a second."""
+    return generate(name, seed)

@@ -7,7 +7,7 @@ whose scene is valid:
 * start, goal (and waypoints) lie in the flight volume with the vehicle's clearance;
 * they are connected by a path with that clearance (`missions.paths`, grid search);
 * for point-to-point scenes, obstacles sit on the straight start-goal line, as in FLYINGTRUST
-  (seed 000, Sec. IV: "a straight line connecting start and goal served as the reference
+  (FLYINGTRUST, Sec. IV: "a straight line connecting start and goal served as the reference
   trajectory, with obstacles placed along it").
 
 A rejected attempt is regenerated, not patched, so every accepted scene is exactly what its

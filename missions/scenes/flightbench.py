@@ -1,4 +1,4 @@
-"""FlightBench's three scenes and eight tests (seed 001, Sec. 3.1.2).
+"""FlightBench's three scenes and eight tests (Sec. 3.1.2).
 
 FlightBench gives each test's difficulty (Table 2) and what distinguishes the tests, but not the
 scene geometry, so the layouts here are built to match those descriptions:

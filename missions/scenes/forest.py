@@ -1,4 +1,4 @@
-"""Forest: upright tree trunks scattered at a given density (FLYINGTRUST seed 000, Sec. III-B).
+"""Forest: upright tree trunks scattered at a given density (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 40 m wide by 60 m long, flight ceiling 3 m, tree density 1/49 (one tree per 49 m^2,
 so about 49 trees), ten random configurations. Trunk radius and height are not given in the paper;
@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from missions.geometry import Scene
-from missions.scenes.base import end_points, flight_volume, make_scene, scatter, vertical_cylinders
+from missions.scenes.base import (
+    end_points,
+    flight_volume,
+    make_scene,
+    scatter,
+    vertical_cylinders,
+)
 
 LENGTH, WIDTH, CEILING = 60.0, 40.0, 3.0
 DENSITY = 1.0 / 49.0  # trees per m^2

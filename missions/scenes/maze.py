@@ -1,4 +1,4 @@
-"""Maze: a random labyrinth of walls (FLYINGTRUST seed 000, Sec. III-B; FlightBench seed 001).
+"""Maze: a random labyrinth of walls (FLYINGTRUST, Sec. III-B; FlightBench).
 
 FLYINGTRUST: 25 m by 40 m, flight height limited to 2 m, ten random layouts. The maze here is a
 perfect maze (one route between any two cells, dead ends everywhere else) carved by a randomized

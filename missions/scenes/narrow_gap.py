@@ -1,4 +1,4 @@
-"""Narrow gaps: walls across the route, each pierced by one slit (FLYINGTRUST seed 000, Sec. III-B).
+"""Narrow gaps: walls across the route, each pierced by one slit (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 50 m by 50 m, flight ceiling 4 m, gap widths 0.85-0.9 m, the number of gaps rising
 from configuration 1 to 10. Here configuration k (0-9) has k + 1 walls spread evenly between start

@@ -1,4 +1,4 @@
-"""Random Perlin noise: voxel clutter thresholded from 3D gradient noise (FLYINGTRUST seed 000, Sec. III-B).
+"""Random Perlin noise: voxel clutter thresholded from 3D gradient noise (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 40 m wide by 50 m long, flight ceiling 4 m, noise frequency 0.05, voxel fill rate
 0.03. These are the parameters of the Perlin map generator common in quadrotor planning work

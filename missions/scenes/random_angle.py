@@ -1,4 +1,4 @@
-"""Random-angle cylinders: tilted cylinders in every orientation (FLYINGTRUST seed 000, Sec. III-B).
+"""Random-angle cylinders: tilted cylinders in every orientation (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 40 m wide by 60 m long, flight ceiling 3 m, density 1/36, radius 0.25-0.5 m, tilt
 0-180 degrees. The tilt is measured from the vertical in a vertical plane of random azimuth, so

@@ -1,4 +1,4 @@
-"""Sudden drop: overhangs that force a quick descent (FLYINGTRUST seed 000, Sec. III-B).
+"""Sudden drop: overhangs that force a quick descent (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 50 m by 50 m by 14 m, lowest obstacle point 1.5 m above the ground, start altitude
 2.5 m, flight ceiling 4 m, obstacle count rising from configuration 1 to 10. Here configuration k

@@ -1,4 +1,4 @@
-"""Urban: buildings and free-standing walls (FLYINGTRUST seed 000, Sec. III-B).
+"""Urban: buildings and free-standing walls (FLYINGTRUST, Sec. III-B).
 
 FLYINGTRUST: 60 m by 60 m, flight ceiling 10 m, ten configurations sampled from a Unity urban
 project. The project's layouts are not published, so buildings are drawn here: rectangular

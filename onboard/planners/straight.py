@@ -1,4 +1,4 @@
-"""FLYINGTRUST's straight-flight baseline (seed 000, Sec. IV): fly the straight line to the goal.
+"""FLYINGTRUST's straight-flight baseline (Sec. IV): fly the straight line to the goal.
 
 "A straight line connecting start and goal served as the reference trajectory": the planner
 moves a position setpoint along the line from where the vehicle is at the first step to the goal,

@@ -880,7 +880,7 @@ class Autopilot:
             since_arm = self.time_s - self._armed_at
             if self._took_off and p["COM_DISARM_LAND"] >= 0 and self._landed_since is not None \
                     and self.time_s - self._landed_since >= p["COM_DISARM_LAND"]:
-                self._disarm("Disarmed by auto preflight disarming after landing")
+                self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
             elif not self._took_off and p["COM_DISARM_PRFLT"] > 0 and since_arm > p["COM_DISARM_PRFLT"]:
                 self._disarm("Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
         self.landed_state = self._landed_state()

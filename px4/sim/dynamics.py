@@ -1,4 +1,4 @@
-"""Quadrotor rigid-body physics at a fixed step, FLYINGTRUST's rotor model (seed 000, Eqs. 1-9).
+"""Quadrotor rigid-body physics at a fixed step, FLYINGTRUST's rotor model (Eqs. 1-9).
 
 Frames: world NED (down is +z, the ground is the plane down = 0), body FRD, attitude a unit
 quaternion (w, x, y, z) rotating body vectors into the world. Rotors are numbered as PX4 numbers

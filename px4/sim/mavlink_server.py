@@ -1,52 +1,86 @@
-"""The built-in vehicle's MAVLink side: what PX4 v1.14 shows a client, spoken for the Autopilot.
+"""The built-in vehicle's MAVLink side: what PX4 v1.16.1 SITL shows a client, spoken for the Autopilot.
 
 One server serves any number of links (PX4 runs one MAVLink instance per port too). Each link
-has its own encoder, sequence numbers, message rates and protocol state. Telemetry is scheduled in
-simulation time, so a speed factor speeds the streams up exactly as PX4_SIM_SPEED_FACTOR does.
-Default rates follow ../shared/reference/px4_v1.14_sih_mavlink_surface.json.
+has its own encoder, sequence numbers, message rates and protocol state (parameter list, mission
+upload, FTP sessions, log download). Telemetry is scheduled in simulation time, so a speed factor
+speeds the streams up exactly as PX4_SIM_SPEED_FACTOR does. The default streams and rates, the
+answers to requests and commands, the parameter table, MAVLink FTP over the vehicle's own files
+(component metadata, flight logs) and the calibration texts are PX4 v1.16.1's, measured from the
+binary (px4/reference/, tests/test_px4_surface.py); deviations are commented where they are.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import platform
+import re
+import shutil
 import struct
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import BinaryIO, Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from px4 import modes
 from px4.modes import FlightMode, mode_from_set_mode
-from px4.params import ParamError
+from px4.params import HASH_CHECK, ParamError
+from px4.sim import mavlink_extra
 from px4.sim.autopilot import Autopilot, CommandResult
+from px4.sim.calibration import NO_ACK, Calibration
+from px4.sim.component_metadata import write_metadata
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
 from px4.sim.faults import SIM_FAULT_COMMAND
+from px4.sim.flight_log import FlightLogger, LogFile
+from px4.sim.mavlink_ftp import FtpServer
 from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
 
 NAN = float("nan")
-PX4_VERSION = (1, 14, 0)
-# Rates (Hz) PX4 v1.14 SITL streams on its onboard port, as measured in reference/.
+# The release imitated, reported in AUTOPILOT_VERSION. Type OFFICIAL (0xFF) as the v1.16.1 release
+# build reports itself: clients (the harness's own version check, MAVSDK's info plugin, QGC) then
+# treat the built-in vehicle exactly as that release. It tells itself apart by its uid (random per
+# process) and by nothing else a client relies on.
+PX4_VERSION = (1, 16, 1)
+FIRMWARE_TYPE_OFFICIAL = 0xFF
+# The first bytes of v1.16.1's commit (94cb2012...) as its AUTOPILOT_VERSION carries them.
+PX4_GIT_HASH = [0, 0, 0, 0x79, 0x12, 0x20, 0xCB, 0x94]
+# MAVLink's own library version hash as PX4 v1.16.1 sends it in PROTOCOL_VERSION.
+MAVLINK_LIBRARY_HASH = [0x02, 0xF6, 0x81, 0x02, 0xD8, 0x76, 0xFD, 0x5B]
+# Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
+# (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
+# configured at 10 Hz too but PX4 sends it only once its estimator has a wind estimate, which SIH's
+# never has; here it goes out while the simulation has wind.
 DEFAULT_RATES_HZ = {
     "HEARTBEAT": 1.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0, "HOME_POSITION": 0.5,
     "GPS_RAW_INT": 8.0, "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 30.0, "ODOMETRY": 30.0,
     "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0, "ALTITUDE": 10.0, "BATTERY_STATUS": 0.5,
     "VFR_HUD": 10.0, "HIGHRES_IMU": 50.0, "ATTITUDE_TARGET": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
     "SERVO_OUTPUT_RAW": 10.0, "ESTIMATOR_STATUS": 1.0, "SYSTEM_TIME": 1.0, "TIMESYNC": 10.0,
-    "MISSION_CURRENT": 1.0,
+    "MISSION_CURRENT": 1.0, "CURRENT_MODE": 0.5, "DISTANCE_SENSOR": 10.0, "OPEN_DRONE_ID_LOCATION": 1.0,
+    "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 1.0, "SCALED_PRESSURE": 1.0, "VIBRATION": 0.5,
+    "LINK_NODE_STATUS": 1.0, "TIME_ESTIMATE_TO_TARGET": 0.5, "CURRENT_EVENT_SEQUENCE": 0.4, "WIND_COV": 10.0,
 }
-SENSORS = (mavlink.MAV_SYS_STATUS_SENSOR_3D_GYRO | mavlink.MAV_SYS_STATUS_SENSOR_3D_ACCEL
-           | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE
-           | mavlink.MAV_SYS_STATUS_SENSOR_GPS | mavlink.MAV_SYS_STATUS_AHRS
-           | mavlink.MAV_SYS_STATUS_SENSOR_MOTOR_OUTPUTS | mavlink.MAV_SYS_STATUS_SENSOR_BATTERY
-           | mavlink.MAV_SYS_STATUS_PREARM_CHECK)
-CAPABILITIES = (mavlink.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT | mavlink.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
-                | mavlink.MAV_PROTOCOL_CAPABILITY_MISSION_INT | mavlink.MAV_PROTOCOL_CAPABILITY_COMMAND_INT
-                | mavlink.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE
-                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_ATTITUDE_TARGET
-                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED
-                | mavlink.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_GLOBAL_INT
-                | mavlink.MAV_PROTOCOL_CAPABILITY_MAVLINK2)
+S = mavlink
+# SYS_STATUS sensor bits as v1.16.1 SITL sets them (measured): present, enabled (present and RC)
+# and healthy; LOGGING is present while a log is being written. No geofence bit: PX4 sets none.
+SENSORS_PRESENT = (S.MAV_SYS_STATUS_SENSOR_3D_GYRO | S.MAV_SYS_STATUS_SENSOR_3D_ACCEL | S.MAV_SYS_STATUS_SENSOR_3D_MAG
+                   | S.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE | S.MAV_SYS_STATUS_SENSOR_GPS
+                   | S.MAV_SYS_STATUS_SENSOR_XY_POSITION_CONTROL | S.MAV_SYS_STATUS_SENSOR_BATTERY)
+SENSORS_HEALTHY = (SENSORS_PRESENT | S.MAV_SYS_STATUS_SENSOR_DIFFERENTIAL_PRESSURE
+                   | S.MAV_SYS_STATUS_SENSOR_ATTITUDE_STABILIZATION | S.MAV_SYS_STATUS_SENSOR_MOTOR_OUTPUTS
+                   | S.MAV_SYS_STATUS_AHRS | S.MAV_SYS_STATUS_LOGGING | S.MAV_SYS_STATUS_PREARM_CHECK)
+# AUTOPILOT_VERSION.capabilities of v1.16.1: 0xE8FF (v1.14: 0xECFF, with the retired bit 10).
+CAPABILITIES = (S.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT | S.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
+                | S.MAV_PROTOCOL_CAPABILITY_MISSION_INT | S.MAV_PROTOCOL_CAPABILITY_COMMAND_INT
+                | S.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE | S.MAV_PROTOCOL_CAPABILITY_FTP
+                | S.MAV_PROTOCOL_CAPABILITY_SET_ATTITUDE_TARGET
+                | S.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED
+                | S.MAV_PROTOCOL_CAPABILITY_FLIGHT_TERMINATION | S.MAV_PROTOCOL_CAPABILITY_MAVLINK2
+                | S.MAV_PROTOCOL_CAPABILITY_MISSION_FENCE | S.MAV_PROTOCOL_CAPABILITY_MISSION_RALLY)
 # SET_POSITION_TARGET_* type_mask bits (set = ignore)
 _POS_IGNORE, _VEL_IGNORE, _ACC_IGNORE = 0x007, 0x038, 0x1C0
 _YAW_IGNORE, _YAW_RATE_IGNORE = 0x400, 0x800
@@ -54,7 +88,13 @@ _YAW_IGNORE, _YAW_RATE_IGNORE = 0x400, 0x800
 _ATT_RATES_IGNORE, _ATT_THRUST_IGNORE, _ATT_IGNORE = 0x07, 0x40, 0x80
 MISSION_RETRY_S = 0.25
 MISSION_RETRIES = 5
-PARAMS_PER_TICK = 40
+PARAMS_PER_TICK = 5  # per 4 ms of vehicle time: the list takes ~0.7 s, as on PX4
+FTP_BURST_PER_TICK = 20
+LOG_DATA_PER_TICK = 20
+LOG_DATA_LEN = 90
+HASH_CHECK_INDEX = 65535  # PX4 sends _HASH_CHECK after the list with index -1 as uint16
+MESSAGE_NAMES = {msg_id: cls.msgname for msg_id, cls in mavlink.mavlink_map.items()}
+MESSAGE_NAMES.update({cls.id: cls.msgname for cls in mavlink_extra.MESSAGES})
 # Extra HEARTBEATs on a state change come at most this often (vehicle seconds).
 STATE_HEARTBEAT_MIN_S = 0.1
 
@@ -71,11 +111,32 @@ def _param_wire_value(value: float, is_int: bool) -> float:
     return value
 
 
+def _os_version() -> int:
+    """The host kernel's version as PX4 SITL reports it (os_sw_version: major.minor.patch, type OFFICIAL)."""
+    numbers = [int(n) for n in re.findall(r"\d+", platform.release())[:3]] + [0, 0, 0]
+    return (numbers[0] & 0xFF) << 24 | (numbers[1] & 0xFF) << 16 | (numbers[2] & 0xFF) << 8 | FIRMWARE_TYPE_OFFICIAL
+
+
+def _lround(value: float) -> int:
+    """C's lroundf, as PX4 reads integral command parameters: halves away from zero."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value)) if math.isfinite(value) else 0
+
+
 def _param_from_wire(value: float, param_type: int) -> float:
     if param_type in (mavlink.MAV_PARAM_TYPE_INT32, mavlink.MAV_PARAM_TYPE_UINT32, mavlink.MAV_PARAM_TYPE_INT16,
                       mavlink.MAV_PARAM_TYPE_UINT16, mavlink.MAV_PARAM_TYPE_INT8, mavlink.MAV_PARAM_TYPE_UINT8):
         return float(struct.unpack("<i", struct.pack("<f", value))[0])
     return value
+
+
+@dataclass
+class _LogTransfer:
+    """A LOG_REQUEST_DATA being answered: chunks of one log, ``offset`` up to ``end``."""
+
+    log_id: int
+    handle: BinaryIO
+    offset: int
+    end: int
 
 
 @dataclass
@@ -101,6 +162,9 @@ class Link:
         self.next_due: dict[str, float] = {}
         self.param_queue: list[int] = []
         self.upload: _Upload | None = None
+        self.ftp: FtpServer | None = None
+        self.log_transfer: _LogTransfer | None = None
+        self.sent = 0
         self.peer: tuple[int, int] = (255, 190)
         self.received = 0
         self.bad_frames = 0
@@ -109,6 +173,7 @@ class Link:
         """Encode with this link's sequence numbers and hand to the transport."""
         buf = msg.pack(self.mav)
         self.mav.seq = (self.mav.seq + 1) % 256
+        self.sent += 1
         self.transport.send(buf)
 
     def parse(self, data: bytes) -> list:
@@ -130,7 +195,9 @@ class MavlinkServer:
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
     def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
-                 on_message: Callable[[Link, object, int], None] | None = None):
+                 on_message: Callable[[Link, object, int], None] | None = None, root: Path | None = None):
+        """``root`` is the vehicle's own folder (PX4 SITL's working directory: served over FTP,
+        flight logs under log/); None makes a temporary one, removed by :meth:`close`."""
         self.ap = autopilot
         self.sysid = sysid
         self.compid = compid
@@ -143,7 +210,32 @@ class MavlinkServer:
         self._last_state: tuple | None = None
         self._last_state_heartbeat = -1.0
         self._text_id = 0
-        self.uid = 0x4849_4C00_0000_0000 | (sysid & 0xFF)
+        # PX4 SITL reports one fixed uid for every instance; each built-in vehicle has its own, so
+        # that clients (and harnesses keeping vehicles apart by uid) never mistake one for another.
+        self.uid = int.from_bytes(os.urandom(8), "little")
+        self._own_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="quad-hil-vehicle-") if root is None else root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        if "MAV_SYS_ID" in autopilot.params:
+            autopilot.params.set("MAV_SYS_ID", sysid)
+        self.metadata = write_metadata(self.root, autopilot.params)
+        self.calibration = Calibration()
+        self.logger = FlightLogger(autopilot, self.root, {
+            "sys_name": ("char[]", "PX4"), "ver_hw": ("char[]", "PX4_SITL"),
+            "ver_sw": ("char[]", "".join(f"{b:02x}" for b in reversed(PX4_GIT_HASH))),
+            "ver_sw_release": ("uint32_t", self._version_word()), "sys_os_name": ("char[]", platform.system()),
+            "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
+        self._ping_seq = 0
+
+    def close(self) -> None:
+        """End the flight log and FTP sessions; remove a temporary root."""
+        self.logger.close()
+        for link in self.links:
+            if link.ftp is not None:
+                link.ftp.close()
+            self._end_log_transfer(link)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def add_link(self, transport) -> Link:
         link = Link(transport, self.sysid, self.compid)
@@ -190,7 +282,12 @@ class MavlinkServer:
     def tick(self) -> None:
         """Send what is due on every link, plus queued status texts and protocol events."""
         now = self.ap.time_s
-        events = self._statustext_messages()
+        for severity, text in self.calibration.update(now):
+            self.ap.say(severity, text)
+        events = self._statustext_messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
+        started = self.logger.update()
+        if started is not None:
+            self.ap.say(mavlink.MAV_SEVERITY_INFO, started)
         reached = list(self.ap.reached_items)
         self.ap.reached_items.clear()
         for seq in reached:
@@ -219,9 +316,18 @@ class MavlinkServer:
                         link.send(msg)
             self._pump_params(link)
             self._retry_upload(link)
+            if link.ftp is not None:
+                for payload in link.ftp.pending_bursts(FTP_BURST_PER_TICK):
+                    self._send_ftp(link, payload)
+            self._pump_log_data(link)
 
     def _build(self, name: str):
         return getattr(self, "_msg_" + name.lower())()
+
+    @staticmethod
+    def _version_word() -> int:
+        major, minor, patch = PX4_VERSION
+        return (major << 24) | (minor << 16) | (patch << 8) | FIRMWARE_TYPE_OFFICIAL
 
     def _msg_heartbeat(self):
         ap = self.ap
@@ -236,7 +342,7 @@ class MavlinkServer:
 
     def _sensor_health(self) -> int:
         ap = self.ap
-        health = SENSORS
+        health = SENSORS_HEALTHY
         if not ap.ready:
             health &= ~(mavlink.MAV_SYS_STATUS_SENSOR_3D_GYRO | mavlink.MAV_SYS_STATUS_SENSOR_3D_ACCEL
                         | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_AHRS)
@@ -245,7 +351,7 @@ class MavlinkServer:
         health &= ~ap.faults.unhealthy_sensors()
         if ap.rc_available:
             health |= mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
-        if ap.prearm_failure() is not None and not ap.armed:
+        if (ap.prearm_failure() is not None or self.calibration.active) and not ap.armed:
             health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
         return health
 
@@ -259,10 +365,13 @@ class MavlinkServer:
         ap = self.ap
         remaining, volts = self._battery()
         millivolts = 65535 if math.isnan(volts) else int(volts * 1000)  # UINT16_MAX: unknown
-        present = SENSORS | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
+        present = SENSORS_PRESENT | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
+        if self.logger.logging:
+            present |= mavlink.MAV_SYS_STATUS_LOGGING
+        enabled = present | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
         return mavlink.MAVLink_sys_status_message(
-            present, present, self._sensor_health(), 250, millivolts,
-            int(sum(ap.motor_commands) * 500), int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            present, enabled, self._sensor_health(), 250, millivolts, int(sum(ap.motor_commands) * 500),
+            int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 1)
 
     def _msg_extended_sys_state(self):
         return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
@@ -358,7 +467,9 @@ class MavlinkServer:
     def _msg_position_target_local_ned(self):
         sp = self.ap.current_setpoint
         if not isinstance(sp, TrajectorySetpoint):
-            return None
+            # PX4 streams it all the time; with no position setpoint (on the ground, attitude control)
+            # the vehicle's own position stands in.
+            sp = TrajectorySetpoint(self.ap.position, (NAN, NAN, NAN), (NAN, NAN, NAN), self.ap.dyn.yaw, NAN)
         mask = 0
         if any(math.isnan(c) for c in sp.position):
             mask |= _POS_IGNORE
@@ -394,34 +505,113 @@ class MavlinkServer:
         return mavlink.MAVLink_timesync_message(0, self.timesync_ns)
 
     def _msg_mission_current(self):
-        if not self.ap.mission:
-            return None
         return self._mission_current()
 
     def _mission_current(self):
+        """MISSION_CURRENT: seq, and total (UINT16_MAX without a mission) as v1.16.1 fills them.
+
+        Measured on its offboard link before a mission flies, v1.16.1 leaves mission_state and
+        mission_mode 0; so does this vehicle then. Once a mission runs it reports ACTIVE / COMPLETE
+        (a v1.16.1 mission flight was not measured): MAVSDK 4 tells a finished mission by it here.
+        v1.16 also fills the plans' ids (CRC-32s) that its MISSION_ACK / MISSION_COUNT carry as
+        opaque_id; pymavlink 2.4's mission messages have no opaque_id, and an id the client never saw
+        in an ACK would make MAVSDK take the plan for another one, so they stay 0 ("unknown").
+        """
         ap = self.ap
         total = len(ap.mission)
-        if total == 0:
-            state = mavlink.MISSION_STATE_NO_MISSION
-        elif ap.mission_finished:
+        state = 0
+        if total and ap.mission_finished:
             state = mavlink.MISSION_STATE_COMPLETE
-        elif ap.mode == FlightMode.MISSION:
+        elif total and ap.mode == FlightMode.MISSION:
             state = mavlink.MISSION_STATE_ACTIVE
-        else:
-            state = mavlink.MISSION_STATE_NOT_STARTED
-        # PX4 keeps seq on the last item once finished; v1.14 leaves total/state 0, v1.15 fills them
-        # (MAVSDK understands both), and a filled state lets clients see "complete" without guessing.
-        return mavlink.MAVLink_mission_current_message(min(ap.mission_current, max(total - 1, 0)), total, state,
-                                                       int(ap.mode == FlightMode.MISSION))
+        return mavlink_extra.MissionCurrent(min(ap.mission_current, max(total - 1, 0)), total or 65535, state,
+                                            int(ap.mode == FlightMode.MISSION))
 
     def _msg_autopilot_version(self):
-        major, minor, patch = PX4_VERSION
-        version = (major << 24) | (minor << 16) | (patch << 8) | 0xFF  # 0xFF: FIRMWARE_VERSION_TYPE_OFFICIAL
-        return mavlink.MAVLink_autopilot_version_message(CAPABILITIES, version, version, 0, 0, [0] * 8, [0] * 8,
-                                                         [0] * 8, 0, 0, self.uid, [0] * 18)
+        version = self._version_word()
+        return mavlink.MAVLink_autopilot_version_message(
+            CAPABILITIES, version, version, _os_version(), 1, PX4_GIT_HASH, PX4_GIT_HASH, [0] * 8, 0, 0, self.uid,
+            [0] * 18)
 
     def _msg_protocol_version(self):
-        return mavlink.MAVLink_protocol_version_message(200, 100, 200, [0] * 8, [0] * 8)
+        return mavlink_extra.ProtocolVersion(200, 100, 200, [0] * 8, MAVLINK_LIBRARY_HASH)
+
+    def _msg_component_metadata(self):
+        return mavlink_extra.ComponentMetadata(self.boot_ms, self.metadata.crc, self.metadata.uri)
+
+    def _msg_component_information(self):
+        return mavlink_extra.ComponentInformation(self.boot_ms, self.metadata.crc, self.metadata.uri, 0, "")
+
+    def _msg_current_mode(self):
+        custom = self.ap.mode.custom_mode
+        return mavlink_extra.CurrentMode(modes.standard_mode(custom), custom, custom)
+
+    def _msg_scaled_pressure(self):
+        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
+        temperature = 15.0 - 0.0065 * alt  # ISA, as SIH's barometer
+        return mavlink.MAVLink_scaled_pressure_message(self.boot_ms, pressure, 0.0, int(temperature * 100), 0)
+
+    def _msg_wind_cov(self):
+        wind = self.ap.dyn.wind_ned
+        if not any(wind):
+            return None  # no wind estimate, no message (PX4's stream sends only an estimate)
+        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        return mavlink.MAVLink_wind_cov_message(self.boot_us, wind[0], wind[1], wind[2], 0.1, 0.1, alt, 0.0, 0.0)
+
+    def _msg_vibration(self):
+        return mavlink.MAVLink_vibration_message(self.boot_us, 0.0, 0.0, 0.0, 0, 0, 0)
+
+    def _msg_distance_sensor(self):
+        # SIH's downward rangefinder (SIH_DISTSNSR_*): 0 to 100 m, in cm, pointing down (PITCH_270).
+        height_cm = int(min(max(-self.ap.dyn.pos[2], 0.0), 100.0) * 100)
+        return mavlink.MAVLink_distance_sensor_message(self.boot_ms, 0, 10000, height_cm,
+                                                       mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
+                                                       mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0)
+
+    def _msg_ping(self):
+        self._ping_seq = (self._ping_seq + 1) % 2**32
+        return mavlink.MAVLink_ping_message(self.boot_us, self._ping_seq, 0, 0)
+
+    def _msg_open_drone_id_location(self):
+        ap = self.ap
+        lat, lon, alt = self._global()
+        v = ap.dyn.vel
+        status = mavlink.MAV_ODID_STATUS_GROUND if ap.landed else mavlink.MAV_ODID_STATUS_AIRBORNE
+        direction = int((math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0 * 100)
+        return mavlink.MAVLink_open_drone_id_location_message(
+            0, 0, [0] * 20, status, direction, int(math.hypot(v[0], v[1]) * 100), int(-v[2] * 100),
+            int(lat * 1e7), int(lon * 1e7), alt, alt, mavlink.MAV_ODID_HEIGHT_REF_OVER_TAKEOFF,
+            -ap.dyn.pos[2] + ap.home[2], mavlink.MAV_ODID_HOR_ACC_1_METER, mavlink.MAV_ODID_VER_ACC_1_METER, 0,
+            mavlink.MAV_ODID_SPEED_ACC_0_3_METERS_PER_SECOND, 65535.0, 0)
+
+    def _msg_open_drone_id_system(self):
+        lat, lon, alt = self.ap.origin.to_global(*self.ap.home)
+        since_2019 = int(time.time()) - 1546300800
+        return mavlink.MAVLink_open_drone_id_system_message(0, 0, [0] * 20, 0, 0, int(lat * 1e7), int(lon * 1e7), 1, 0,
+                                                            -1000.0, -1000.0, 0, 0, alt, since_2019)
+
+    def _msg_link_node_status(self):
+        link_sent = sum(link.sent for link in self.links)
+        link_received = sum(link.received for link in self.links)
+        return mavlink_extra.LinkNodeStatus(self.boot_ms * 1000, 0, 0, 0, 0, sum(lk.bad_frames for lk in self.links),
+                                            0, 0, link_sent, link_received, 0)
+
+    def _msg_time_estimate_to_target(self):
+        return mavlink_extra.TimeEstimateToTarget(-1, -1, -1, -1, -1)
+
+    def _msg_current_event_sequence(self):
+        return mavlink_extra.CurrentEventSequence(0, 0)
+
+    def _available_modes(self, index: int) -> list:
+        """AVAILABLE_MODES: every mode (index 0) or the one numbered ``index`` (from 1), as v1.16.1 lists them."""
+        total = len(modes.AVAILABLE_MODES)
+        chosen = range(1, total + 1) if index == 0 else [index] if 1 <= index <= total else []
+        out = []
+        for i in chosen:
+            standard, custom, properties, name = modes.AVAILABLE_MODES[i - 1]
+            out.append(mavlink_extra.AvailableModes(total, i, standard, custom, properties, name.encode()))
+        return out
 
     # ------------------------------------------------------------------ commands
     def _ack(self, link: Link, command: int, result: CommandResult | int) -> None:
@@ -446,8 +636,7 @@ class MavlinkServer:
         ap = self.ap
         C = mavlink
         if command == C.MAV_CMD_COMPONENT_ARM_DISARM:
-            force = _int(p[1]) == 21196
-            result = ap.arm(force) if p[0] >= 0.5 else ap.disarm(force)
+            result = self._arm_disarm(p)
         elif command == C.MAV_CMD_NAV_TAKEOFF:
             alt = p[6]
             if frame in (C.MAV_FRAME_GLOBAL_RELATIVE_ALT, C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) and not math.isnan(alt):
@@ -478,14 +667,22 @@ class MavlinkServer:
                 link.send(self._mission_current())
         elif command == C.MAV_CMD_SET_MESSAGE_INTERVAL:
             result = self._set_interval(link, _int(p[0], -1), p[1])
+        elif command == C.MAV_CMD_GET_MESSAGE_INTERVAL:
+            result = self._get_interval(link, _int(p[0], -1))
         elif command == C.MAV_CMD_REQUEST_MESSAGE:
-            result = self._request_message(link, _int(p[0], -1))
+            result = self._request_message(link, _int(p[0], -1), _int(p[1]))
         elif command == C.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES:
-            result = self._request_message(link, C.MAVLINK_MSG_ID_AUTOPILOT_VERSION)
+            result = self._request_message(link, C.MAVLINK_MSG_ID_AUTOPILOT_VERSION, 0, ack_command=command)
         elif command == C.MAV_CMD_GET_HOME_POSITION:
-            result = self._request_message(link, C.MAVLINK_MSG_ID_HOME_POSITION)
+            result = self._request_message(link, C.MAVLINK_MSG_ID_HOME_POSITION, 0, ack_command=command)
         elif command == C.MAV_CMD_REQUEST_PROTOCOL_VERSION:
-            result = self._request_message(link, C.MAVLINK_MSG_ID_PROTOCOL_VERSION)
+            result = self._request_message(link, mavlink_extra.ProtocolVersion.id, 0, ack_command=command)
+        elif command == C.MAV_CMD_PREFLIGHT_CALIBRATION:
+            code, texts = self.calibration.command(p, ap.time_s, ap.armed)
+            for severity, text in texts:
+                ap.say(severity, text)
+            self.tick_statustexts()
+            result = CommandResult(code)  # NO_ACK (-1): PX4 leaves this one unanswered
         elif command == C.MAV_CMD_INJECT_FAILURE:
             result = self._fault_result(ap.faults.inject_failure(_int(p[0], -1), _int(p[1], -1), _int(p[2]),
                                                                  enabled=ap.params["SYS_FAILURE_EN"] != 0))
@@ -497,8 +694,23 @@ class MavlinkServer:
         if result.reason:
             # The ack has no room for text; PX4 tells the pilot why in a STATUSTEXT first.
             self.tick_statustexts()
-        if result.result >= 0:  # REQUEST_MESSAGE acks before its answer, itself
+        if result.result >= 0:  # negative: answered already (REQUEST_MESSAGE), or PX4 answers nothing
             self._ack(link, command, result)
+
+    def _arm_disarm(self, p: tuple) -> CommandResult:
+        """MAV_CMD_COMPONENT_ARM_DISARM as PX4 v1.16.1 reads it: param1 rounded (lroundf) must be 0 or 1;
+        anything else is refused with a critical text and no COMMAND_ACK at all (measured)."""
+        ap = self.ap
+        action = _lround(p[0])
+        if action not in (0, 1):
+            ap.say(mavlink.MAV_SEVERITY_CRITICAL, f"Unsupported ARM_DISARM param: {p[0]:.3f}")
+            self.tick_statustexts()
+            return CommandResult(NO_ACK)
+        force = _lround(p[1]) == 21196
+        if action == 1 and self.calibration.active and not ap.armed:
+            ap.say(mavlink.MAV_SEVERITY_CRITICAL, "Arming denied: calibrating")
+            return CommandResult(mavlink.MAV_RESULT_TEMPORARILY_REJECTED, "Arming denied: calibrating")
+        return ap.arm(force) if action == 1 else ap.disarm(force)
 
     def _fault_result(self, fault) -> CommandResult:
         """A fault command's outcome, told to the pilot as PX4 tells it."""
@@ -511,6 +723,7 @@ class MavlinkServer:
         out = []
         while self.ap.statustexts:
             severity, text = self.ap.statustexts.popleft()
+            self.logger.say(severity, text)
             data = text.encode()
             if len(data) <= 50:
                 out.append(mavlink.MAVLink_statustext_message(severity, data, 0, 0))
@@ -543,16 +756,14 @@ class MavlinkServer:
         return ap.reposition(n, e, d, yaw, -1.0 if math.isnan(speed) else speed)
 
     def _stream_name(self, msg_id: int) -> str | None:
-        cls = mavlink.mavlink_map.get(msg_id)
-        if cls is None:
-            return None
-        name = cls.msgname
-        return name if hasattr(self, "_msg_" + name.lower()) else None
+        """The message this vehicle can send for an id (None if it has none)."""
+        name = MESSAGE_NAMES.get(msg_id)
+        return name if name is not None and hasattr(self, "_msg_" + name.lower()) else None
 
     def _set_interval(self, link: Link, msg_id: int, interval_us: float) -> CommandResult:
         name = self._stream_name(msg_id)
         if name is None:
-            return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED, f"message id {msg_id} is not streamed")
+            return CommandResult(mavlink.MAV_RESULT_FAILED, f"message id {msg_id} is not streamed")  # as PX4
         if interval_us < 0:
             link.intervals[name] = 0.0
         elif interval_us == 0:
@@ -562,16 +773,28 @@ class MavlinkServer:
         link.next_due[name] = self.ap.time_s
         return CommandResult(mavlink.MAV_RESULT_ACCEPTED)
 
-    def _request_message(self, link: Link, msg_id: int) -> CommandResult:
+    def _get_interval(self, link: Link, msg_id: int) -> CommandResult:
+        """MESSAGE_INTERVAL, then the ack: 0 for a message not streamed (PX4 answers every id so)."""
         name = self._stream_name(msg_id)
-        msg = self._build(name) if name is not None else None
-        if msg is None:
-            return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED)
-        # Ack first, as PX4 does, then the message.
-        link.send(mavlink.MAVLink_command_ack_message(mavlink.MAV_CMD_REQUEST_MESSAGE, mavlink.MAV_RESULT_ACCEPTED, 0, 0,
-                                                      link.peer[0], link.peer[1]))
-        link.send(msg)
-        return CommandResult(-1)  # already acknowledged
+        interval = link.intervals.get(name, 0.0) if name is not None else 0.0
+        link.send(mavlink.MAVLink_message_interval_message(msg_id & 0xFFFF, int(round(interval * 1e6))))
+        return CommandResult(mavlink.MAV_RESULT_ACCEPTED)
+
+    def _request_message(self, link: Link, msg_id: int, param: int,
+                         ack_command: int = mavlink.MAV_CMD_REQUEST_MESSAGE) -> CommandResult:
+        """The message, then the ACK, as PX4 orders them; DENIED when there is nothing to send."""
+        if msg_id == mavlink_extra.AvailableModes.id:
+            msgs = self._available_modes(param)
+        else:
+            name = self._stream_name(msg_id)
+            msg = self._build(name) if name is not None else None
+            msgs = [msg] if msg is not None else []
+        if not msgs:
+            return CommandResult(mavlink.MAV_RESULT_DENIED)
+        for msg in msgs:
+            link.send(msg)
+        self._ack(link, ack_command, mavlink.MAV_RESULT_ACCEPTED)
+        return CommandResult(NO_ACK)  # acknowledged above
 
     def _on_set_mode(self, link: Link, msg) -> None:
         mode = mode_from_set_mode((msg.custom_mode >> 16) & 0xFF, (msg.custom_mode >> 24) & 0xFF)
@@ -640,14 +863,20 @@ class MavlinkServer:
         return mavlink.MAVLink_param_value_message(name.encode(), _param_wire_value(store[name], spec.is_int), ptype,
                                                    len(store), index)
 
+    def _hash_check(self):
+        return mavlink.MAVLink_param_value_message(HASH_CHECK.encode(),
+                                                   _param_wire_value(self.ap.params.hash_check(), True),
+                                                   mavlink.MAV_PARAM_TYPE_UINT32, len(self.ap.params), HASH_CHECK_INDEX)
+
     def _on_param_request_list(self, link: Link, msg) -> None:
-        link.param_queue = list(range(len(self.ap.params)))
+        # PX4 ends the list with _HASH_CHECK (index -1): a client with the same hash may keep its cache.
+        link.param_queue = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
 
     def _pump_params(self, link: Link) -> None:
         # Paced so a list request does not flood a slow radio link in one burst.
         batch, link.param_queue = link.param_queue[:PARAMS_PER_TICK], link.param_queue[PARAMS_PER_TICK:]
         for index in batch:
-            link.send(self._param_value(index))
+            link.send(self._hash_check() if index == HASH_CHECK_INDEX else self._param_value(index))
 
     def _param_index(self, param_id: str, param_index: int) -> int | None:
         store = self.ap.params
@@ -657,6 +886,9 @@ class MavlinkServer:
 
     def _on_param_request_read(self, link: Link, msg) -> None:
         name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
+        if name == HASH_CHECK:
+            link.send(self._hash_check())
+            return
         index = self._param_index(name, msg.param_index)
         if index is None:
             self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
@@ -784,9 +1016,64 @@ class MavlinkServer:
             for each in self.links:
                 each.send(self._mission_current())
 
+    # ------------------------------------------------------------------ files: FTP and flight logs
+    def _on_file_transfer_protocol(self, link: Link, msg) -> None:
+        if msg.target_component not in (0, self.compid):
+            return
+        if link.ftp is None:
+            link.ftp = FtpServer(self.root)
+        for payload in link.ftp.handle(bytes(msg.payload)):
+            self._send_ftp(link, payload)
+
+    def _send_ftp(self, link: Link, payload: bytes) -> None:
+        link.send(mavlink.MAVLink_file_transfer_protocol_message(0, link.peer[0], link.peer[1], list(payload)))
+
+    def _logs(self) -> list[LogFile]:
+        return self.logger.files()
+
     def _on_log_request_list(self, link: Link, msg) -> None:
-        # The built-in vehicle keeps no ULogs: answer "none" as PX4 does with an empty SD card.
-        link.send(mavlink.MAVLink_log_entry_message(0, 0, 0, 0, 0))
+        # v1.16.1 numbers logs from 0, reports last_log_num as the count, and says nothing when there
+        # are none (measured).
+        logs = self._logs()
+        last = min(msg.end, len(logs) - 1)
+        for log_id in range(max(0, msg.start), last + 1):
+            log = logs[log_id]
+            link.send(mavlink.MAVLink_log_entry_message(log_id, len(logs), len(logs), log.time_utc, log.size))
+
+    def _on_log_request_data(self, link: Link, msg) -> None:
+        self._end_log_transfer(link)
+        logs = self._logs()
+        if not 0 <= msg.id < len(logs) or msg.ofs >= logs[msg.id].size:
+            return  # PX4 answers an unknown log or an offset past the end with nothing
+        log = logs[msg.id]
+        end = min(log.size, msg.ofs + msg.count)
+        link.log_transfer = _LogTransfer(msg.id, open(log.path, "rb"), msg.ofs, end)
+
+    def _pump_log_data(self, link: Link) -> None:
+        transfer = link.log_transfer
+        for _ in range(LOG_DATA_PER_TICK if transfer is not None else 0):
+            transfer.handle.seek(transfer.offset)
+            data = transfer.handle.read(min(LOG_DATA_LEN, transfer.end - transfer.offset))
+            if not data:
+                break
+            link.send(mavlink.MAVLink_log_data_message(transfer.log_id, transfer.offset, len(data),
+                                                       list(data.ljust(LOG_DATA_LEN, b"\0"))))
+            transfer.offset += len(data)
+        if transfer is not None and transfer.offset >= transfer.end:
+            self._end_log_transfer(link)
+
+    def _end_log_transfer(self, link: Link) -> None:
+        if link.log_transfer is not None:
+            link.log_transfer.handle.close()
+            link.log_transfer = None
+
+    def _on_log_request_end(self, link: Link, msg) -> None:
+        self._end_log_transfer(link)
+
+    def _on_log_erase(self, link: Link, msg) -> None:
+        for each in self.links:
+            self._end_log_transfer(each)
+        self.logger.erase()
 
     # ------------------------------------------------------------------ time
     def _on_ping(self, link: Link, msg) -> None:

@@ -106,3 +106,4 @@ async def serve(options: SimOptions, on_ready=None) -> None:
     finally:
         for link in links:
             link.transport.close()
+        server.close()

@@ -1,4 +1,8 @@
-"""`hil profile`: onboard timing tables (FlightBench Table 5 shape) and run-to-run comparisons."""
+"""`hil timing`: onboard stage timing tables (FlightBench Table 5 shape) and run-to-run comparisons.
+
+`hil profile` is its old name, kept as an alias for one release (it was easy to confuse with
+`hil profiles`, the vehicle, link and compute profiles).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,17 @@ from pathlib import Path
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
-        "profile", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "timing", aliases=["profile"], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="onboard stage timing of trial records: T_map, T_plan, T_ctrl, T_tot, and ratios between runs",
         description="Print the per-stage computation time of one or more trial records written by the onboard "
                     "runtime (mean, p50, p99, max in ms), like FlightBench's Table 5. With two or more records, "
                     "each is also given as a ratio of its means to the first record's; --save turns the ratio of "
                     "the second to the first into a compute profile (e.g. desktop run first, Jetson run second).",
         epilog="examples:\n"
-               "  hil profile runs/forest-desktop\n"
-               "  hil profile runs/forest-desktop runs/forest-jetson\n"
-               "  hil profile runs/forest-desktop runs/forest-on-my-board --save my_board\n"
-               "  hil profile runs/forest-jetson-emulated --emulated     # times as stretched by the compute profile")
+               "  hil timing runs/forest-desktop\n"
+               "  hil timing runs/forest-desktop runs/forest-jetson\n"
+               "  hil timing runs/forest-desktop runs/forest-on-my-board --save my_board\n"
+               "  hil timing runs/forest-jetson-emulated --emulated     # times as stretched by the compute profile")
     parser.add_argument("records", nargs="+", type=Path, metavar="RECORD", help="trial record directories")
     parser.add_argument("--emulated", action="store_true",
                         help="show the times as emulated by each run's compute profile instead of as measured")
@@ -47,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
             return 2
         profile = profile_from_runs(args.save, mean_ms(runs[0]), mean_ms(runs[1]),
                                     description=f"measured: {args.records[1]} against {args.records[0]}",
-                                    source="hil profile --save (ratio of mean stage times)")
+                                    source="hil timing --save (ratio of mean stage times)")
         print(f"wrote {save_compute_profile(profile, args.out)}")
     return 0

@@ -3,7 +3,7 @@
 What makes a DDS endpoint a ROS 2 topic (as rmw_cyclonedds_cpp does it):
 
 * topic ``/odom`` is DDS topic ``rt/odom`` ("rt" = ROS topic);
-* type ``nav_msgs/msg/Odometry`` is DDS type ``nav_msgs::msg::dds_::Odometry_`` (bridges.ros2.messages);
+* type ``nav_msgs/msg/Odometry`` is DDS type ``nav_msgs::msg::dds_::Odometry_`` (onboard.ros2.messages);
 * data are CDR in the .msg field order;
 * QoS "default" is reliable, volatile, keep last 10; "sensor" (rclpy's qos_profile_sensor_data) is
   best effort, volatile, keep last 5.
@@ -24,7 +24,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from bridges.ros2 import messages
+from onboard.ros2 import messages
 
 POLL_S = 0.002
 QOS = {

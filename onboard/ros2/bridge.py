@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from bridges.ros2 import frames
-from bridges.ros2.messages import FLOAT32
+from onboard.ros2 import frames
+from onboard.ros2.messages import FLOAT32
 from missions.sensors import Pose
 from onboard.sensing import SceneSensor
 from onboard.tracking import follow, track
@@ -223,10 +223,10 @@ def _rotation_ned_frd(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 def open_backend(domain_id: int = 0, prefer: str = "auto"):
     """rclpy when installed (or asked for), else the Cyclone DDS backend."""
-    from bridges.ros2.rclpy_backend import RclpyBackend, rclpy_available
+    from onboard.ros2.rclpy_backend import RclpyBackend, rclpy_available
 
     if prefer == "rclpy" or (prefer == "auto" and rclpy_available()):
         return RclpyBackend()
-    from bridges.ros2.dds_backend import DdsBackend
+    from onboard.ros2.dds_backend import DdsBackend
 
     return DdsBackend(domain_id)

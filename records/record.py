@@ -13,8 +13,8 @@ Durability: every file is written to a temporary name, fsynced and renamed into 
 the rows buffered since the last flush; its manifest stays "running" (or "crashed" if the error was
 a Python exception), and `read_table` concatenates its parts.
 
-Every row and event carries `t_ns` from `time.monotonic_ns()`, this process's one clock
-(DESIGN.md, "Conventions that cross parts"), unless the caller supplies its own.
+Every row and event carries `t_ns` from `records.clock.now_ns()`, this process's one clock,
+unless the caller supplies its own.
 """
 
 from __future__ import annotations
@@ -25,17 +25,19 @@ import json
 import os
 import platform
 import re
-import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import Any, BinaryIO, Callable, Mapping, TextIO
+from typing import Any, Mapping, TextIO
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from records.atomic import write_atomically
+from records.clock import now_ns
 
 MANIFEST_NAME = "manifest.json"
 EVENTS_NAME = "events.jsonl"
@@ -111,7 +113,7 @@ class TrialRecorder:
         self._write_manifest()
         self._events = open(self.record_dir / EVENTS_NAME, "a", encoding="utf-8")
         self._running = True
-        self._last_flush_ns = time.monotonic_ns()
+        self._last_flush_ns = now_ns()
         self.event("trial_started", target=self._target, seed=self._seed)
         return self
 
@@ -136,9 +138,9 @@ class TrialRecorder:
         self._require_running()
         if not _TABLE_NAME.fullmatch(table):
             raise ValueError(f"table name {table!r} must be letters, digits, '_' or '-' (it becomes a path)")
-        stamped = {"t_ns": time.monotonic_ns(), **row}
+        stamped = {"t_ns": now_ns(), **row}
         self._buffers.setdefault(table, []).append(self._conform(table, stamped))
-        if time.monotonic_ns() - self._last_flush_ns >= self._flush_interval_ns:
+        if now_ns() - self._last_flush_ns >= self._flush_interval_ns:
             self.flush()
 
     def flush(self) -> None:
@@ -148,13 +150,13 @@ class TrialRecorder:
             if rows:
                 self._write_part(table, rows)
         self._buffers = {}
-        self._last_flush_ns = time.monotonic_ns()
+        self._last_flush_ns = now_ns()
 
     def event(self, kind: str, **fields: Any) -> None:
         """Append one event line to events.jsonl and fsync it before returning."""
         self._require_running()
         assert self._events is not None
-        line = json.dumps({"t_ns": time.monotonic_ns(), "kind": kind, **fields}, default=_jsonable)
+        line = json.dumps({"t_ns": now_ns(), "kind": kind, **fields}, default=_jsonable)
         self._events.write(line + "\n")
         self._events.flush()
         os.fsync(self._events.fileno())
@@ -257,29 +259,9 @@ def _concat_parts(parts: list[Path]) -> pa.Table:
     return pa.concat_tables([pq.read_table(part) for part in parts], promote_options="default")
 
 
-def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write via a temporary file, fsync, rename; readers see the old file or the new, never half."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as file:
-        write(file)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    fsync_directory(path.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make renames in `directory` durable: a rename lives in the directory, not in the file."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _now() -> dict[str, Any]:
     # Both clocks read together, so monotonic t_ns values in the record can be placed in wall time.
-    return {"wall_clock": datetime.now(timezone.utc).isoformat(), "monotonic_ns": time.monotonic_ns()}
+    return {"wall_clock": datetime.now(timezone.utc).isoformat(), "monotonic_ns": now_ns()}
 
 
 def _versions() -> dict[str, str | None]:

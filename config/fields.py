@@ -1,8 +1,10 @@
-"""Reading YAML configuration with errors a user can act on.
+"""Reading the fields of a configuration file with errors a user can act on.
 
-Every mission-like file in `missions/` is validated with these pieces, so every error has the same
-shape, ``FILE: FIELD.PATH: expected WHAT, got VALUE``, and every problem in a file is collected
-before anything is raised (a user fixes a file in one pass; nothing half-validated is returned).
+Every configuration file (missions, suites, fault schedules, campaigns, vehicle, link and compute
+profiles) is validated with these pieces, so every error has the same shape,
+``FILE: FIELD.PATH: expected WHAT, got VALUE``, with a did-you-mean for unknown fields, and every
+problem in a file is collected before anything is raised (a user fixes a file in one pass; nothing
+half-validated is returned).
 """
 
 from __future__ import annotations
@@ -10,18 +12,9 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-import yaml
-
-
-class MissionError(ValueError):
-    """A mission file is invalid. `problems` holds one line per error; str() joins them."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
+from config.errors import ConfigError
 
 
 class Invalid(Exception):
@@ -57,9 +50,9 @@ class Problems:
         self.add(path, f"expected {expectation}, got {shown}")
 
     def raise_if_any(self) -> None:
-        """Raise one `MissionError` holding every problem recorded so far."""
+        """Raise one `ConfigError` holding every problem recorded so far."""
         if self.lines:
-            raise MissionError(self.lines)
+            raise ConfigError(self.lines)
 
 
 def is_number(value: Any) -> bool:
@@ -195,24 +188,3 @@ def mapping_entries(entries: Any, field: str, shape: str, problems: Problems) ->
             yield path, entry
         else:
             problems.invalid(path, f"a mapping {shape}", entry)
-
-
-def read_yaml(path: str | Path, what: str) -> Any:
-    """Parse a YAML file; raise `MissionError` naming the file if it is unreadable or not YAML."""
-    source = str(path)
-    try:
-        content = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise MissionError([f"{source}: expected a readable {what}, got {error.strerror}"]) from None
-    try:
-        return yaml.safe_load(content)
-    except yaml.YAMLError as error:
-        raise MissionError([f"{source}: {describe_yaml_error(error)}"]) from None
-
-
-def describe_yaml_error(error: yaml.YAMLError) -> str:
-    """Where a YAML syntax error is, in the ``expected ..., got ...`` form of every other problem."""
-    mark = getattr(error, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "<document>"
-    problem = getattr(error, "problem", None) or str(error)
-    return f"{where}: expected valid YAML, got a syntax error ({problem})"

@@ -1,32 +1,25 @@
-"""The built-in vehicle flown through real MAVSDK 4 over real loopback UDP (issue 2's flight tests)."""
+"""Flights through the harness's Vehicle API (MAVSDK 4 underneath): takeoff, hold, offboard position,
+velocity and attitude, goto, return, land, missions, parameters, refusals and clean-up."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import statistics
 
 import pytest
 
 from bridges.mavsdk_vehicle import connect
-from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleConnectionError, VehicleError
-from hil.targets import SimProcessOptions, builtin_vehicle
-from px4.process import free_udp_port
-
-from .conftest import SPEED
+from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleError
 
 
-async def _hold_samples(vehicle, seconds: float) -> list:
-    """Telemetry snapshots over `seconds` of vehicle time."""
-    samples = []
-    with contextlib.suppress(TimeoutError):
-        async with vehicle.deadline(seconds):
-            async for state in vehicle.telemetry():
-                samples.append(state)
-    return samples
+async def _land(vehicle) -> None:
+    await vehicle.land()
+    landed = await vehicle.wait_until(lambda s: not s.armed, 90.0, "landing and auto-disarm")
+    assert not landed.in_air and landed.landed_state == "ON_GROUND"
 
 
+@pytest.mark.px4_smoke
 async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     await vehicle.arm()
     assert vehicle.state.armed
@@ -34,29 +27,25 @@ async def test_takeoff_holds_altitude_offboard_square_then_land(vehicle):
     await vehicle.takeoff(5.0)
     assert await vehicle.get_param("MIS_TAKEOFF_ALT") == takeoff_alt_before, "takeoff leaves no parameter changed"
     await vehicle.sleep(3.0)  # let the takeoff transient settle, as a pilot would
-    hover = await _hold_samples(vehicle, 5.0)
+    hover = await vehicle.collect(5.0)
     alts = [s.altitude for s in hover]
     assert len(alts) > 20
-    assert max(abs(a - 5.0) for a in alts) <= 0.3, f"hover altitude range {min(alts):.2f}..{max(alts):.2f} m"
+    # PX4 SIH's altitude estimate wanders with its barometer and GPS: about half a metre.
+    assert max(abs(a - 5.0) for a in alts) <= 0.6, f"hover altitude range {min(alts):.2f}..{max(alts):.2f} m"
 
     await vehicle.start_offboard(rate_hz=20.0)
-    assert vehicle.state.flight_mode == "OFFBOARD" or (await vehicle.wait_until(
-        lambda s: s.flight_mode == "OFFBOARD", 2.0, "offboard mode"))
-    corners = [(8.0, 0.0), (8.0, 8.0), (0.0, 8.0), (0.0, 0.0)]
-    for north, east in corners:
+    await vehicle.wait_until(lambda s: s.flight_mode == "OFFBOARD", 2.0, "offboard mode")
+    for north, east in [(8.0, 0.0), (8.0, 8.0), (0.0, 8.0), (0.0, 0.0)]:
         await vehicle.set_position_ned(north, east, -5.0)
         reached = await vehicle.wait_until(lambda s: s.distance_to(north, east, -5.0) < 0.5, 30.0,
                                            f"corner {north},{east}")
         assert reached.distance_to(north, east, -5.0) < 0.5
     await vehicle.stop_offboard()
     await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 5.0, "hold after offboard")
-
-    await vehicle.land()
-    landed = await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
-    assert not landed.in_air
-    assert abs(landed.altitude) < 0.1
+    await _land(vehicle)
 
 
+@pytest.mark.px4_smoke
 async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
     await vehicle.set_param("MIS_TAKEOFF_ALT", 5.0)
     waypoints = [MissionWaypoint(10, 0, -5, acceptance_radius=1.0), MissionWaypoint(10, 10, -5, acceptance_radius=1.0),
@@ -85,10 +74,7 @@ async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
     assert progress[-1].current == progress[-1].total == 4
     # The vehicle really went round: it ends near the last waypoint at mission altitude.
     assert vehicle.state.distance_to(0, 0, -5) < 1.5
-
-    await vehicle.land()
-    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landing and auto-disarm")
-    assert not vehicle.state.armed
+    await _land(vehicle)
 
 
 async def test_params_changed_restores_originals_even_after_an_error(vehicle):
@@ -104,32 +90,20 @@ async def test_params_changed_restores_originals_even_after_an_error(vehicle):
     assert await vehicle.get_param("COM_OBL_RC_ACT") == original_int
 
 
-async def test_arming_refused_with_the_autopilots_reason_when_a_prearm_check_fails():
-    options = SimProcessOptions(speed=SPEED, params={"SIM_GPS_USED": 0, "COM_ARM_WO_GPS": 0})
-    async with builtin_vehicle(options) as sim:
-        vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
-        try:
-            with pytest.raises(VehicleError, match="not armable"):
-                await vehicle.wait_armable(timeout=1.5)
-            with pytest.raises(CommandDenied) as refused:
-                await vehicle.arm()
-            assert "GPS" in refused.value.reason
-            assert "COMMAND_DENIED" in str(refused.value)
-            await asyncio.sleep(0.3)
-            assert not vehicle.state.armed
-        finally:
-            await vehicle.close()
-
-
-async def test_unreachable_connection_fails_within_its_timeout_naming_it():
-    url = f"udpin://127.0.0.1:{free_udp_port()}"
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    with pytest.raises(VehicleConnectionError) as failed:
-        await connect(url, timeout=1.0)
-    elapsed = loop.time() - start
-    assert url in str(failed.value)
-    assert elapsed < 3.0
+@pytest.mark.boot_params({"SENS_EN_GPSSIM": 0, "COM_ARM_WO_GPS": 0})
+async def test_arming_refused_with_the_autopilots_reason_when_a_prearm_check_fails(autopilot):
+    """No GPS (SIH's GPS simulator off) and arming without GPS forbidden: PX4 refuses and says why."""
+    vehicle = await connect(autopilot.url, timeout=20.0, speed_factor=autopilot.speed)
+    try:
+        with pytest.raises(VehicleError, match="not armable"):
+            await vehicle.wait_armable(timeout=8.0)
+        with pytest.raises(CommandDenied) as refused:
+            await vehicle.arm()
+        assert "global position" in refused.value.reason.lower(), refused.value.reason
+        await asyncio.sleep(0.3)
+        assert not vehicle.state.armed
+    finally:
+        await vehicle.close()
 
 
 async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
@@ -143,14 +117,17 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
             if echoed == pytest.approx((2.0, -1.0, -3.0), abs=1e-4):
                 break
     await vehicle.wait_until(lambda s: s.distance_to(2.0, -1.0, -3.0) < 0.5, 20.0, "offboard target")
-    await vehicle.sleep(8.0)  # a 2 m position step overshoots and settles, as on PX4
-    held = await _hold_samples(vehicle, 2.0)
+    await vehicle.sleep(8.0)  # a 2 m position step overshoots and settles
+    held = await vehicle.collect(4.0)
     assert all(s.flight_mode == "OFFBOARD" for s in held)
-    assert max(s.distance_to(2.0, -1.0, -3.0) for s in held) < 0.15
-    assert statistics.mean(s.speed for s in held) < 0.1
+    # PX4 SIH's position estimate wanders with its GPS noise: holding is within a metre, not centimetres.
+    errors = [s.distance_to(2.0, -1.0, -3.0) for s in held]
+    assert statistics.mean(errors) < 0.6 and max(errors) < 1.0, f"mean {statistics.mean(errors):.2f}, max {max(errors):.2f} m"
+    assert statistics.mean(s.speed for s in held) < 0.4
     assert math.isfinite(held[-1].lat) and math.isfinite(held[-1].alt_amsl)
 
 
+@pytest.mark.px4_smoke
 async def test_goto_then_return_to_launch(vehicle):
     await vehicle.arm()
     await vehicle.takeoff(4.0)
@@ -159,7 +136,7 @@ async def test_goto_then_return_to_launch(vehicle):
     assert there.flight_mode == "HOLD"
     await vehicle.return_to_launch()
     home = await vehicle.wait_until(lambda s: not s.armed, 120.0, "return, land and disarm at home")
-    assert math.hypot(home.north, home.east) < 0.5 and abs(home.altitude) < 0.1
+    assert math.hypot(home.north, home.east) < 1.5 and home.landed_state == "ON_GROUND"
 
 
 async def test_velocity_and_attitude_offboard_setpoints(vehicle):
@@ -167,25 +144,26 @@ async def test_velocity_and_attitude_offboard_setpoints(vehicle):
     await vehicle.takeoff(5.0)
     await vehicle.start_offboard(rate_hz=20.0)
     await vehicle.set_velocity_ned(2.0, 0.0, 0.0)
-    moving = await vehicle.wait_until(lambda s: abs(s.vn - 2.0) < 0.2 and abs(s.ve) < 0.2, 10.0, "2 m/s north")
-    assert abs(moving.altitude - 5.0) < 0.5
+    moving = await vehicle.wait_until(lambda s: abs(s.vn - 2.0) < 0.2 and abs(s.ve) < 0.2, 15.0, "2 m/s north")
+    # A velocity setpoint holds vertical speed, not altitude: PX4 drifts 0.6-1.5 m while it accelerates.
+    assert abs(moving.altitude - 5.0) < 2.0
     # SET_ATTITUDE_TARGET: a 10 degree roll at hover thrust tilts the vehicle and it drifts east.
-    await vehicle.set_attitude(math.radians(10.0), 0.0, 0.0, 0.5)
+    hover = await vehicle.get_param("MPC_THR_HOVER")
+    await vehicle.set_attitude(math.radians(10.0), 0.0, 0.0, hover)
     rolled = await vehicle.wait_until(lambda s: abs(math.degrees(s.roll) - 10.0) < 1.5, 5.0, "10 degree roll")
     assert rolled.flight_mode == "OFFBOARD"
-    later = await vehicle.wait_until(lambda s: s.ve > 1.0, 5.0, "drift east under roll")
+    later = await vehicle.wait_until(lambda s: s.ve > 1.0, 8.0, "drift east under roll")
     assert later.east > rolled.east
     await vehicle.set_velocity_ned(0.0, 0.0, 0.0)
     await vehicle.wait_until(lambda s: s.speed < 0.3, 15.0, "stopped")
-    await vehicle.land()
-    await vehicle.wait_until(lambda s: not s.armed, 60.0, "landed")
+    await _land(vehicle)
 
 
-async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(sim):
+async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(autopilot):
     """A mission task cancelled mid-offboard: close() stops streaming, tells it to land, ends every task."""
     before = {t for t in asyncio.all_tasks() if not t.done()}
-    vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
-    await vehicle.wait_armable(10.0)
+    vehicle = await connect(autopilot.url, timeout=20.0, speed_factor=autopilot.speed)
+    await vehicle.wait_armable(60.0)
 
     async def fly() -> None:
         await vehicle.arm()
@@ -195,7 +173,7 @@ async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(sim):
         await vehicle.sleep(100.0)
 
     flight = asyncio.create_task(fly())
-    await vehicle.wait_until(lambda s: s.flight_mode == "OFFBOARD" and s.vn > 0.5, 30.0, "offboard flight")
+    await vehicle.wait_until(lambda s: s.flight_mode == "OFFBOARD" and s.vn > 0.5, 40.0, "offboard flight")
     flight.cancel()
     with pytest.raises(asyncio.CancelledError):
         await flight
@@ -204,10 +182,10 @@ async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(sim):
     assert not leftovers, f"tasks left running: {leftovers}"
 
     # A second, independent client sees the vehicle landing and then disarmed, not flying on.
-    observer = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+    observer = await connect(autopilot.url, timeout=20.0, speed_factor=autopilot.speed)
     try:
         state = await observer.wait_until(lambda s: s.flight_mode != "UNKNOWN", 5.0, "telemetry")
         assert state.flight_mode == "LAND"
-        await observer.wait_until(lambda s: not s.armed, 60.0, "landed and disarmed")
+        await observer.wait_until(lambda s: not s.armed, 90.0, "landed and disarmed")
     finally:
         await observer.close()

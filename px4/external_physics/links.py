@@ -1,0 +1,140 @@
+"""The byte links the simulator talks to PX4 over: PX4 SITL's TCP connection, or a serial line.
+
+PX4 SITL is the TCP *client*: started with an external-physics airframe it keeps trying to connect
+to 127.0.0.1:4560+N until a simulator accepts. A board in HITL mode is reached over its USB or
+telemetry serial port (any pyserial URL). Both are read and written from the simulator's own
+thread with blocking calls and a timeout, which is what lets the lockstep exchange go as fast as
+PX4 answers, without an event loop between each message and its reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import threading
+from typing import Callable, Protocol
+
+
+class SimulatorLinkError(RuntimeError):
+    """PX4 (or the board) did not connect, or the link failed; the message names the port."""
+
+
+class ByteLink(Protocol):
+    """A two-way byte stream to PX4; `read` returns b"" when nothing came within the timeout."""
+
+    name: str
+
+    def write(self, data: bytes) -> None: ...
+
+    def read(self, timeout_s: float) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class SocketLink:
+    """PX4 SITL's accepted TCP connection."""
+
+    def __init__(self, sock: socket.socket, name: str):
+        self.name = name
+        self._sock = sock
+        self._lock = threading.Lock()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each frame goes out at once
+        sock.setblocking(True)
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            try:
+                self._sock.sendall(data)
+            except OSError as exc:
+                raise SimulatorLinkError(f"{self.name}: PX4 closed the simulator connection ({exc.strerror})") from exc
+
+    def read(self, timeout_s: float) -> bytes:
+        ready, _, _ = select.select([self._sock], [], [], timeout_s)
+        if not ready:
+            return b""
+        try:
+            data = self._sock.recv(65536)
+        except OSError as exc:
+            raise SimulatorLinkError(f"{self.name}: simulator connection failed ({exc.strerror})") from exc
+        if not data:
+            raise SimulatorLinkError(f"{self.name}: PX4 closed the simulator connection")
+        return data
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+
+class SerialLink:
+    """A serial port (a device path with its baud rate, or any pyserial URL)."""
+
+    def __init__(self, device: str, baud: int):
+        import serial  # pyserial
+
+        self.name = f"{device} at {baud} baud"
+        try:
+            self._port = serial.serial_for_url(device, baudrate=baud, timeout=0, write_timeout=2.0)
+        except (serial.SerialException, ValueError) as exc:
+            raise SimulatorLinkError(f"{device}: cannot open serial port: {exc}") from exc
+        self._lock = threading.Lock()
+        try:
+            self._fd: int | None = self._port.fileno()
+        except Exception:  # URL handlers without a file descriptor (socket://, loop://, ...)
+            self._fd = None
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            try:
+                self._port.write(data)
+            except Exception as exc:
+                raise SimulatorLinkError(f"{self.name}: write failed ({exc})") from exc
+
+    def read(self, timeout_s: float) -> bytes:
+        if self._fd is not None:
+            ready, _, _ = select.select([self._fd], [], [], timeout_s)
+            if not ready:
+                return b""
+            return self._port.read(max(1, self._port.in_waiting))
+        self._port.timeout = timeout_s
+        return self._port.read(max(1, self._port.in_waiting))
+
+    def close(self) -> None:
+        self._port.close()
+
+
+async def accept_px4(port: int, timeout_s: float, host: str = "127.0.0.1",
+                     still_waiting: Callable[[], str | None] = lambda: None) -> SocketLink:
+    """Listen on host:port and take PX4's simulator connection; SimulatorLinkError naming the port
+    when nothing connected within ``timeout_s`` wall seconds, or at once when ``still_waiting()``
+    returns a reason to stop (PX4 died, say)."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            server.bind((host, port))
+        except OSError as exc:
+            raise SimulatorLinkError(f"cannot listen for PX4 on TCP {host}:{port}: {exc.strerror}") from exc
+        server.listen(1)
+        server.setblocking(False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            try:
+                conn, _ = server.accept()
+                return SocketLink(conn, f"TCP {host}:{port}")
+            except BlockingIOError:
+                pass
+            reason = still_waiting()
+            if reason:
+                raise SimulatorLinkError(f"PX4 never connected to the simulator on TCP {host}:{port}: {reason}")
+            if loop.time() > deadline:
+                raise SimulatorLinkError(f"PX4 did not connect to the simulator on TCP {host}:{port} within "
+                                         f"{timeout_s:g} s (is its airframe one with external physics, and "
+                                         f"is it the instance that owns port {port}?)")
+            await asyncio.sleep(0.01)
+    finally:
+        server.close()

@@ -1,0 +1,158 @@
+"""The exchange loop: frames of sensor data out, PX4's actuator outputs in, on a thread of its own.
+
+Lockstep (PX4 SITL): PX4's clock is the `time_usec` of the primary HIL_SENSOR, and after each one
+PX4 runs its estimator and controllers once and answers with HIL_ACTUATOR_CONTROLS stamped with
+that time. So the loop sends frame k, waits for the answer stamped k, applies it, and only then
+computes frame k+1: neither side ever runs ahead, and a flight takes the same vehicle time
+whatever the machine's speed. PX4 only starts answering once its output driver runs (about 0.1 s
+of vehicle time after the first frame); until then frames go out at real time, and an answer
+that does not come within ``reply_timeout_s`` wall seconds is counted as missed and the loop
+goes on with the previous outputs (PX4 never deadlocks the simulator).
+
+Without lockstep (a board in HITL runs on its own clock) frames go out paced to the wall clock
+and answers are applied whenever they arrive.
+
+``speed`` None lets lockstep run as fast as the pair can; a number never lets vehicle time run
+faster than the wall clock times that factor. A loop that falls more than ``MAX_LAG_S`` of wall
+time behind its pace starts pacing afresh from where it is, instead of racing to catch up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.external_physics.hil_messages import ActuatorControls
+from px4.external_physics.links import ByteLink
+from px4.external_physics.simulator import HarnessSimulator
+
+MAX_LAG_S = 0.25
+# Vehicle seconds per wall second before PX4 first answers: it is still starting its modules.
+BOOT_SPEED = 1.0
+# Vehicle seconds per wall second while PX4 shuts down.
+WIND_DOWN_SPEED = 10.0
+
+
+@dataclass
+class LoopStats:
+    """How the exchange went: frames sent, answers applied, answers that never came in time, and the
+    vehicle and wall time since PX4 first answered (their ratio is the real-time factor)."""
+
+    frames: int = 0
+    replies: int = 0
+    missed_replies: int = 0
+    falls_behind: int = 0
+    first_reply_wall: float = 0.0
+    first_reply_us: int = 0
+    last_wall: float = 0.0
+    last_us: int = 0
+
+    @property
+    def real_time_factor(self) -> float:
+        wall = self.last_wall - self.first_reply_wall
+        return (self.last_us - self.first_reply_us) * 1e-6 / wall if self.replies and wall > 0 else 0.0
+
+
+class SimulatorLoop:
+    """Runs a `HarnessSimulator` against PX4 over a `ByteLink` until `stop()`.
+
+    ``on_message(msg)`` gets every message from PX4 other than HIL_ACTUATOR_CONTROLS (on the loop's
+    thread). `send()` writes other bytes on the same link from any thread. A link failure ends the
+    loop and is kept in ``error``.
+    """
+
+    def __init__(self, simulator: HarnessSimulator, link: ByteLink, speed: float | None, lockstep: bool = True,
+                 reply_timeout_s: float = 0.5, on_message: Callable[[object], None] | None = None):
+        self.simulator = simulator
+        self.link = link
+        self.speed = speed
+        self.lockstep = lockstep
+        self.reply_timeout_s = reply_timeout_s
+        self.on_message = on_message
+        self.stats = LoopStats()
+        self.error: Exception | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._parser = mavlink.MAVLink(None)
+        self._parser.robust_parsing = True
+        self._last_reply_us = -1
+
+    def start(self) -> "SimulatorLoop":
+        self._thread = threading.Thread(target=self._run, name=f"harness-physics {self.link.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def wind_down(self) -> None:
+        """Keep PX4's clock going without waiting for its answers, so that it can shut down quickly."""
+        self.lockstep = False
+        self.speed = max(self.speed or 0.0, WIND_DOWN_SPEED)
+
+    def send(self, data: bytes) -> None:
+        self.link.write(data)
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        try:
+            self._exchange()
+        except Exception as exc:  # kept for the owner to raise: a thread's traceback would go nowhere
+            self.error = exc
+
+    def _exchange(self) -> None:
+        sim, link, stats = self.simulator, self.link, self.stats
+        clock = time.monotonic
+        pace = self._pace_now()
+        anchor_wall, anchor_us = clock(), sim.time_us
+        while not self._stop.is_set():
+            link.write(sim.frame())
+            stats.frames += 1
+            due = sim.time_us
+            if self.lockstep and stats.replies:
+                deadline = clock() + self.reply_timeout_s
+                while self._last_reply_us < due:
+                    left = deadline - clock()
+                    if left <= 0:
+                        stats.missed_replies += 1
+                        break
+                    self._receive(link.read(left))
+            if self._pace_now() != pace:
+                pace = self._pace_now()
+                anchor_wall, anchor_us = clock(), sim.time_us
+            if pace is not None:  # (unpaced runs in lockstep: the wait for the reply read everything)
+                target = anchor_wall + (sim.time_us - anchor_us) * 1e-6 / pace
+                now = clock()
+                if now - target > MAX_LAG_S:
+                    stats.falls_behind += 1
+                    anchor_wall, anchor_us = now, sim.time_us
+                while now < target:
+                    self._receive(link.read(target - now))
+                    now = clock()
+                self._receive(link.read(0.0))
+            stats.last_wall, stats.last_us = clock(), sim.time_us
+
+    def _pace_now(self) -> float | None:
+        if self.lockstep and not self.stats.replies:
+            return BOOT_SPEED
+        return self.speed
+
+    def _receive(self, data: bytes) -> None:
+        if not data:
+            return
+        for msg in self._parser.parse_buffer(data) or ():
+            if msg.get_msgId() == mavlink.MAVLINK_MSG_ID_HIL_ACTUATOR_CONTROLS:
+                controls = ActuatorControls.from_message(msg)
+                self.simulator.apply(controls)
+                self._last_reply_us = controls.time_usec
+                if not self.stats.replies:
+                    self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
+                self.stats.replies += 1
+            elif self.on_message is not None:
+                self.on_message(msg)

@@ -1,0 +1,156 @@
+"""What PX4's sensors read on the harness's vehicle: IMU, magnetometer, barometer, airspeed, GPS.
+
+Each reading is the truth of the rigid body (`px4.sim.dynamics.QuadrotorDynamics`) plus the
+imperfections a real sensor has, at the rate a real sensor has them:
+
+* accelerometer and gyroscope, every IMU sample (250 Hz, the rate PX4's SITL start-up script
+  integrates at, IMU_INTEG_RATE): white noise plus a turn-on bias drawn once per run, so PX4's
+  estimator has biases to learn, as on hardware;
+* magnetometer (100 Hz): the earth's field at home rotated into the body frame, plus noise;
+* barometer (50 Hz): ISA pressure at the true altitude, plus noise;
+* differential pressure (off by default; a multicopter has no pitot): dynamic pressure of the
+  forward airspeed;
+* GPS (10 Hz): position and velocity with white fix-to-fix noise, the accuracy it claims (eph/epv),
+  and the number of satellites. The slowly drifting error of a real receiver is not modelled.
+
+Rates and noise figures come from the vehicle profile's sensors (`profiles.sensors.SensorProfile`,
+PX4-like defaults). Noise is drawn from one seeded generator, so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from profiles.sensors import SensorProfile
+from px4.geo import GeoOrigin
+
+# PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
+DEFAULT_HOME = GeoOrigin(47.397742, 8.545594, 488.0)
+SEA_LEVEL_PRESSURE_HPA = 1013.25
+SEA_LEVEL_TEMPERATURE_K = 288.15
+LAPSE_RATE_K_PER_M = 0.0065
+AIR_DENSITY = 1.225  # kg/m^3, ISA sea level; only the airspeed sensor uses it
+# ISA troposphere exponent g M / (R L).
+_BARO_EXPONENT = 5.25588
+
+
+def pressure_hpa(altitude_amsl_m: float) -> float:
+    """ISA static pressure (hPa) at an altitude above mean sea level."""
+    ratio = 1.0 - LAPSE_RATE_K_PER_M * altitude_amsl_m / SEA_LEVEL_TEMPERATURE_K
+    return SEA_LEVEL_PRESSURE_HPA * ratio ** _BARO_EXPONENT
+
+
+def body_from_world(q: list[float], v: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A world (NED) vector in body (FRD) axes, for the attitude quaternion q = (w, x, y, z)."""
+    w, x, y, z = q
+    # Transpose of the body-to-world rotation matrix.
+    r00 = 1.0 - 2.0 * (y * y + z * z)
+    r01 = 2.0 * (x * y - w * z)
+    r02 = 2.0 * (x * z + w * y)
+    r10 = 2.0 * (x * y + w * z)
+    r11 = 1.0 - 2.0 * (x * x + z * z)
+    r12 = 2.0 * (y * z - w * x)
+    r20 = 2.0 * (x * z - w * y)
+    r21 = 2.0 * (y * z + w * x)
+    r22 = 1.0 - 2.0 * (x * x + y * y)
+    a, b, c = v
+    return (r00 * a + r10 * b + r20 * c, r01 * a + r11 * b + r21 * c, r02 * a + r12 * b + r22 * c)
+
+
+@dataclass
+class ImuSample:
+    """One HIL_SENSOR's worth of readings; `mag`, `pressure_hpa`, `diff_pressure_hpa` are None when
+    that sensor has no new sample this time."""
+
+    accel: list[float]
+    gyro: list[float]
+    mag: list[float] | None
+    pressure_hpa: float | None
+    pressure_alt_m: float
+    diff_pressure_hpa: float | None
+    temperature_c: float
+
+
+@dataclass
+class GpsSample:
+    """One HIL_GPS: degrees, metres AMSL, NED m/s, accuracies in metres."""
+
+    lat_deg: float
+    lon_deg: float
+    alt_m: float
+    vel_ned: tuple[float, float, float]
+    eph_m: float
+    epv_m: float
+    satellites: int
+
+
+class _Schedule:
+    """Whether a sensor at `rate_hz` has a new sample at IMU sample `i`: the samples fall on the IMU
+    samples where its own count ticks over, so 100 Hz on a 250 Hz IMU is 100 a second, not 125."""
+
+    def __init__(self, rate_hz: float, imu_rate_hz: float):
+        self.rate, self.imu_rate = rate_hz, imu_rate_hz
+
+    def due(self, i: int) -> bool:
+        if self.rate <= 0:
+            return False
+        return i == 0 or (i * self.rate) // self.imu_rate != ((i - 1) * self.rate) // self.imu_rate
+
+
+class SensorSuite:
+    """The vehicle's sensors: call `imu()` once per IMU sample and `gps()` when `gps_due()`."""
+
+    def __init__(self, options: SensorProfile, home: GeoOrigin = DEFAULT_HOME, seed: int = 0):
+        self.options = options
+        self.home = home
+        self._rng = random.Random(seed)
+        gauss = self._rng.gauss
+        self.accel_bias = [gauss(0.0, options.accel_bias) for _ in range(3)]
+        self.gyro_bias = [gauss(0.0, options.gyro_bias) for _ in range(3)]
+        self._field_ned = options.magnetic_field.ned()
+        rate = options.imu_rate_hz
+        self._mag = _Schedule(options.mag_rate_hz, rate)
+        self._baro = _Schedule(options.baro_rate_hz, rate)
+        self._airspeed = _Schedule(options.airspeed_rate_hz, rate)
+        self._gps = _Schedule(options.gps_rate_hz, rate)
+        self.index = 0  # IMU samples taken so far
+
+    def imu(self, dyn) -> ImuSample:
+        """Readings of the IMU (and of whichever slower sensors are due) for the body's state now."""
+        o = self.options
+        gauss = self._rng.gauss
+        i = self.index
+        self.index += 1
+        sf, om, ab, gb = dyn.specific_force, dyn.omega, self.accel_bias, self.gyro_bias
+        an, gn = o.accel_noise, o.gyro_noise
+        accel = [sf[k] + ab[k] + gauss(0.0, an) for k in range(3)]
+        gyro = [om[k] + gb[k] + gauss(0.0, gn) for k in range(3)]
+        mag = None
+        if self._mag.due(i):
+            b = body_from_world(dyn.q, self._field_ned)
+            mag = [b[k] + gauss(0.0, o.mag_noise) for k in range(3)]
+        alt = self.home.alt_m - dyn.pos[2]
+        pressure = None
+        if self._baro.due(i):
+            pressure = pressure_hpa(alt + gauss(0.0, o.baro_noise_m))
+        diff = None
+        if self._airspeed.due(i):
+            air = [dyn.vel[k] - dyn.wind_ned[k] for k in range(3)]
+            forward = body_from_world(dyn.q, (air[0], air[1], air[2]))[0]
+            diff = 0.5 * AIR_DENSITY * forward * abs(forward) / 100.0 + gauss(0.0, o.airspeed_noise)
+        return ImuSample(accel, gyro, mag, pressure, alt, diff, o.temperature_c)
+
+    def gps_due(self) -> bool:
+        """Whether the GPS has a new fix for the IMU sample about to be taken."""
+        return self._gps.due(self.index)
+
+    def gps(self, dyn) -> GpsSample:
+        """A GPS fix for the body's position and velocity now."""
+        o = self.options
+        gauss = self._rng.gauss
+        h, v, dv = o.gps_horizontal_noise_m, o.gps_vertical_noise_m, o.gps_velocity_noise
+        p = dyn.pos
+        lat, lon, alt = self.home.to_global(p[0] + gauss(0.0, h), p[1] + gauss(0.0, h), p[2] + gauss(0.0, v))
+        vel = (dyn.vel[0] + gauss(0.0, dv), dyn.vel[1] + gauss(0.0, dv), dyn.vel[2] + gauss(0.0, dv))
+        return GpsSample(lat, lon, alt, vel, o.gps_eph_m, o.gps_epv_m, o.gps_satellites)

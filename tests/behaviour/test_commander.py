@@ -1,0 +1,93 @@
+"""Identity, modes, arming and takeoff as a ground station sees them (plain pymavlink on the GCS link)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.modes import FlightMode, decode_custom_mode
+
+from .conftest import SPEED
+
+ARMED = mavlink.MAV_MODE_FLAG_SAFETY_ARMED
+
+
+@pytest.mark.px4_smoke
+async def test_heartbeat_says_px4_quadrotor_in_hold(autopilot, gcs):
+    hb = gcs.heartbeat
+    assert hb.autopilot == mavlink.MAV_AUTOPILOT_PX4
+    assert hb.type == mavlink.MAV_TYPE_QUADROTOR
+    assert hb.base_mode & mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED
+    assert gcs.target == (autopilot.system_id, 1)
+    assert gcs.wait_mode(FlightMode.HOLD, 5.0)
+
+
+async def test_any_mode_is_selectable_on_the_ground_but_arming_checks_it(gcs):
+    # PX4 (v1.14 and v1.16) takes every mode while disarmed; its arming checks refuse a mode the vehicle
+    # cannot fly: Position without RC, Offboard without a setpoint stream.
+    gcs.wait_armable(30.0)
+    for mode in (FlightMode.POSCTL, FlightMode.OFFBOARD):
+        assert gcs.set_mode(mode) == mavlink.MAV_RESULT_ACCEPTED, mode
+        assert gcs.wait_mode(mode, 2.0), mode
+        assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_TEMPORARILY_REJECTED, mode
+        assert gcs.recv("HEARTBEAT", 1.0, lambda m: m.base_mode & ARMED) is None, f"armed in {mode}"
+    assert gcs.set_mode(FlightMode.HOLD) == mavlink.MAV_RESULT_ACCEPTED
+
+
+@pytest.mark.px4_smoke
+async def test_arm_then_disarm_on_the_ground(gcs):
+    gcs.wait_armable(30.0)
+    assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+    hb = gcs.recv("HEARTBEAT", 3.0, lambda m: m.base_mode & ARMED)
+    assert hb is not None and hb.system_status == mavlink.MAV_STATE_ACTIVE
+    assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.recv("HEARTBEAT", 3.0, lambda m: not m.base_mode & ARMED) is not None
+
+
+async def test_an_armed_vehicle_left_on_the_ground_disarms_itself(gcs):
+    # COM_DISARM_PRFLT: 10 s by default; it disarms with a text saying why.
+    gcs.wait_armable(30.0)
+    assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+    armed_at = time.monotonic()
+    assert gcs.recv("HEARTBEAT", 20.0 / SPEED + 3, lambda m: not m.base_mode & ARMED) is not None
+    assert time.monotonic() - armed_at >= 8.0 / SPEED
+    assert any("disarm" in text.lower() for text in gcs.texts), gcs.texts
+
+
+async def test_takeoff_climbs_then_holds_and_land_disarms(gcs):
+    gcs.wait_armable(30.0)
+    assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.command(mavlink.MAV_CMD_REQUEST_MESSAGE, mavlink.MAVLINK_MSG_ID_HOME_POSITION) == mavlink.MAV_RESULT_ACCEPTED
+    home = gcs.recv("HOME_POSITION", 2.0)
+    assert home is not None
+    assert gcs.command(mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"), float("nan"),
+                       home.altitude / 1000.0 + 5.0) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.wait_mode(FlightMode.TAKEOFF, 2.0)
+    assert gcs.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_TAKEOFF)
+    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
+    # Takeoff is done within NAV_MC_ALT_RAD (0.8 m) of the target; the vehicle then holds where it is.
+    time.sleep(6.0 / SPEED)
+    settled = gcs.recv("LOCAL_POSITION_NED", 1.0)
+    assert settled is not None and 4.0 <= -settled.z <= 5.2, f"settled at {-settled.z:.2f} m"
+    assert gcs.recv("EXTENDED_SYS_STATE", 2.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_IN_AIR)
+
+    assert gcs.set_mode(FlightMode.LAND) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_LANDING)
+    assert gcs.recv("HEARTBEAT", 60.0 / SPEED + 5, lambda m: not m.base_mode & ARMED) is not None
+    # Not the estimated altitude: PX4's drifts 0.3-1 m over a flight (SIH's barometer), on the ground too.
+    assert gcs.recv("EXTENDED_SYS_STATE", 2.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_ON_GROUND)
+
+
+async def test_a_mode_the_vehicle_cannot_fly_is_not_entered_in_the_air(gcs):
+    gcs.wait_armable(30.0)
+    assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.command(mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"), float("nan"),
+                       float("nan")) == mavlink.MAV_RESULT_ACCEPTED
+    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / SPEED + 3) and gcs.recv(
+        "HEARTBEAT", 1.0, lambda m: m.base_mode & ARMED and decode_custom_mode(m.custom_mode) == FlightMode.HOLD)
+    # v1.16 acknowledges the request and stays where it is, saying why (v1.14 refused it outright).
+    assert gcs.set_mode(FlightMode.POSCTL) == mavlink.MAV_RESULT_ACCEPTED
+    assert not gcs.wait_mode(FlightMode.POSCTL, 2.0)
+    assert any("Switching to Position is currently not available" in text for text in gcs.texts), gcs.texts
