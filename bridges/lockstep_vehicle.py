@@ -46,6 +46,9 @@ _RESULT_NAMES = {mavlink.MAV_RESULT_DENIED: "COMMAND_DENIED", mavlink.MAV_RESULT
 FLY_THROUGH_RADIUS_M = 3.0
 STOP_RADIUS_M = 1.0
 STOP_HOLD_S = 0.5
+# A mission start refused because the upload is not checked yet is tried again (vehicle seconds).
+MISSION_START_RETRY_S = 0.1
+MISSION_START_TRIES = 30
 
 
 def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tuple[list[MissionItem], list[int]]:
@@ -277,6 +280,12 @@ class LockstepVehicle(VehicleBase):
         self._reached.clear()
 
     async def start_mission(self) -> None:
+        """As over MAVLink: the navigator checks a new upload on its next cycle, so a start that
+        comes first is tried again (MavsdkVehicle.start_mission does the same with PX4)."""
+        for _ in range(MISSION_START_TRIES - 1):
+            if self.ap.set_mode(FlightMode.MISSION).accepted:
+                return
+            await self.sleep(MISSION_START_RETRY_S)
         self._check("start mission", self.ap.set_mode(FlightMode.MISSION))
 
     def _progress(self) -> MissionProgress:

@@ -32,9 +32,13 @@ numbers:
 * Maximum rotor speed from a propeller tip speed of 120 m/s: ``omega_max = 120 / (D/2)``. It only
   sets the scale of ``c_T`` and ``c_M``: the motor lag acts on rotor speed, and in units of
   ``omega_max`` the response is the same whatever ``omega_max`` is.
+* A profile may give its own ``arm_length`` and ``torque_per_thrust`` instead of these two
+  assumptions (the default profile gives SIH's: 0.2 m / cos 45 deg and 0.1 N m / 5 N), which then
+  also set the inertias and the angular damping.
 * Linear drag ``kdv = 0.4 1/s * m`` (drag deceleration 0.4 m/s^2 per m/s of airspeed, the order of
-  identified rotor drag of small quadrotors; PX4's SIH default is 1.0 N/(m/s) for its 1 kg vehicle,
-  which caps its speed near 10 m/s).
+  identified rotor drag of small quadrotors) unless the profile gives its own ``drag`` (1/s); PX4's
+  SIH default is 1.0 N/(m/s) for its 1 kg vehicle, which the default profile takes so that it flies
+  as fast as PX4's SIH does.
 * Angular damping ``kdw = 1.0 1/s * J_xx``, the ratio of PX4's SIH defaults (SIH_KDW / SIH_IXX).
 
 Where profiles live: ``profiles/vehicles/*.yaml``. A file is either one profile (found by its
@@ -234,6 +238,12 @@ _RULES: dict[str, tuple[bool, Any, str]] = {
     "radius": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 5.0),
                "a collision radius in m, > 0 and <= 5"),
     "motor_tau": (False, lambda v: is_finite_number(v) and 0 < v <= 0.1, "a time constant in s, > 0 and <= 0.1"),
+    "drag": (False, lambda v: is_finite_number(v) and 0 <= v <= 5.0,
+             "a linear drag per unit mass in 1/s, >= 0 and <= 5"),
+    "arm_length": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 5.0),
+                   "a hub-to-rotor distance in m, > 0 and <= 5"),
+    "torque_per_thrust": (False, lambda v: v is None or (is_finite_number(v) and 0 < v <= 1.0),
+                          "a rotor reaction torque per newton of thrust in m (c_M / c_T), > 0 and <= 1"),
     "sensors": (False, lambda v: isinstance(v, SensorProfile), "a mapping of sensor settings (profiles/sensors.py)"),
 }
 # Fields a `physical:` block supplies; a file giving both would say the same thing twice.
@@ -270,20 +280,27 @@ class VehicleProfile:
     label: str = ""  # the name as a source wrote it (e.g. FLYINGTRUST's "0.55kg-Quadrotor 1")
     radius: float | None = None  # m; filled in when not given
     motor_tau: float = 0.03  # s
+    drag: float = DRAG_PER_MASS  # 1/s: drag deceleration per m/s of airspeed
+    arm_length: float | None = None  # m; None: by geometric similarity (arm_length_for_mass)
+    torque_per_thrust: float | None = None  # m (c_M / c_T); None: from the propeller that fits the arm
     sensors: SensorProfile = field(default_factory=SensorProfile)  # what PX4 reads on the harness's physics
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         _check_fields(values, f"vehicle profile {self.name!r}")
         if self.radius is None:
-            tip = arm_length_for_mass(self.mass) * (1.0 + 0.5 * PROP_DIAMETER_PER_ARM)
+            tip = self._arm() * (1.0 + 0.5 * PROP_DIAMETER_PER_ARM)
             object.__setattr__(self, "radius", tip)
+
+    def _arm(self) -> float:
+        return self.arm_length if self.arm_length is not None else arm_length_for_mass(self.mass)
 
     def physical(self) -> PhysicalParams:
         """The rigid body that reproduces this profile (see the module docstring)."""
-        arm = arm_length_for_mass(self.mass)
+        arm = self._arm()
         f_max = self.twr_max * self.mass * GRAVITY / 4.0
-        torque_per_thrust = TORQUE_PER_THRUST_PER_DIAMETER * PROP_DIAMETER_PER_ARM * arm
+        torque_per_thrust = (self.torque_per_thrust if self.torque_per_thrust is not None
+                             else TORQUE_PER_THRUST_PER_DIAMETER * PROP_DIAMETER_PER_ARM * arm)
         q_max = torque_per_thrust * f_max
         roll_torque = frame_torque_max(self.layout, arm, f_max, q_max)[0]
         ixx = roll_torque / self.alpha_xy_max
@@ -300,7 +317,7 @@ class VehicleProfile:
             omega_max=omega_max,
             c_t=f_max / omega_max**2,
             c_m=q_max / omega_max**2,
-            kdv=DRAG_PER_MASS * self.mass,
+            kdv=self.drag * self.mass,
             kdw=ANGULAR_DAMPING_RATE * ixx,
             layout=self.layout,
         )

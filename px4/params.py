@@ -121,6 +121,33 @@ SPECS: tuple[ParamSpec, ...] = (
     _f("SIH_LOC_H0", 489.4, -420.0, 8848.0, "m", "home altitude AMSL"),
     _f("SIH_LOC_LAT0", 47.397742, -90.0, 90.0, "deg", "home latitude"),
     _f("SIH_LOC_LON0", 8.545594, -180.0, 180.0, "deg", "home longitude"),
+    # === Flight behaviour as PX4 v1.16.1 (issue 18): takeoff, trajectories, landing. Defaults are ===
+    # === v1.16.1's, as read from the shipped SITL build.                                             ===
+    _f("MPC_TILTMAX_LND", 12.0, 10.0, 89.0, "deg", "maximum tilt until the takeoff ramp is over"),
+    _f("MPC_THR_XY_MARG", 0.3, 0.0, 0.5, "norm", "horizontal thrust kept when the vertical thrust saturates"),
+    _f("MPC_VELD_LP", 5.0, 0.0, 10.0, "Hz", "low-pass cutoff of the velocity derivative (D term)"),
+    _f("COM_SPOOLUP_TIME", 1.0, 0.0, 5.0, "s", "motor spool-up after arming before a takeoff may start"),
+    _f("MPC_TKO_RAMP_T", 3.0, 0.1, 10.0, "s", "takeoff ramp: thrust rises from zero over this time"),
+    _f("MPC_JERK_AUTO", 4.0, 1.0, 80.0, "m/s^3", "jerk limit of auto-mode trajectories"),
+    _f("MPC_XY_TRAJ_P", 0.5, 0.1, 1.0, "", "share of MPC_ACC_HOR an auto trajectory uses to turn at a waypoint"),
+    _f("MPC_XY_ERR_MAX", 2.0, 0.1, 10.0, "m", "horizontal lag at which an auto trajectory stops to wait"),
+    _f("MPC_LAND_ALT1", 10.0, 0.0, 122.0, "m", "landing: below this the descent slows towards MPC_LAND_SPEED"),
+    _f("MPC_LAND_ALT2", 5.0, 0.0, 122.0, "m", "landing: below this the descent is MPC_LAND_SPEED"),
+    _f("MPC_LAND_ALT3", 1.0, 0.0, 122.0, "m", "landing: below this (range finder) the descent is MPC_LAND_CRWL"),
+    _f("MPC_LAND_CRWL", 0.3, 0.1, 10.0, "m/s", "landing: crawl speed for the last metre"),
+    _f("MPC_YAWRAUTO_MAX", 45.0, 0.0, 360.0, "deg/s", "yaw rate limit in auto modes"),
+    _f("LNDMC_TRIG_TIME", 1.0, 0.1, 10.0, "s", "land detector: time the landed conditions must hold"),
+    _f("LNDMC_Z_VEL_MAX", 0.25, 0.1, 10.0, "m/s", "land detector: fastest vertical speed that counts as still"),
+    _f("LNDMC_XY_VEL_MAX", 1.5, 0.0, 10.0, "m/s", "land detector: fastest horizontal speed that counts as still"),
+    _f("LNDMC_ROT_MAX", 20.0, 0.1, 180.0, "deg/s", "land detector: fastest rotation that counts as still"),
+    _i("EKF2_NOAID_TOUT", 5000000, 500000, 10000000, "us", "dead reckoning without position aiding before the position is invalid"),
+    _f("MC_ORBIT_RAD_MAX", 1000.0, 1.0, 10000.0, "m", "largest orbit radius"),
+    _i("MC_ORBIT_YAW_MOD", 0, 0, 4, "", "orbit heading: 0 front to centre, 1 initial, 2 uncontrolled, 3 tangent"),
+    _f("MC_YAWRATE_P", 0.2, 0.0, 0.6, "", "yaw rate P gain (normalized torque per rad/s)"),
+    _f("MC_YAWRATE_I", 0.1, 0.0, 10.0, "", "yaw rate I gain"),
+    _f("MC_YAWRATE_D", 0.0, 0.0, 10.0, "", "yaw rate D gain"),
+    _f("MC_YR_INT_LIM", 0.3, 0.0, 1.0, "", "yaw rate integrator limit (normalized torque)"),
+    _f("MC_YAW_TQ_CUTOFF", 2.0, 0.0, 10.0, "Hz", "low-pass cutoff of the yaw torque (0: off)"),
 )
 
 SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}

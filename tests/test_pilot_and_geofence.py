@@ -37,7 +37,10 @@ def test_position_mode_needs_rc_and_flies_the_sticks():
     assert ap.set_mode(FlightMode.POSCTL).accepted
     fly_sticks(ap, (1.0, 0.0, 0.5, 0.0), 3.0)  # full pitch forward: north at up to MPC_VEL_MANUAL
     assert ap.dyn.vel[0] > 5.0 and abs(ap.dyn.vel[1]) < 0.5
-    fly_sticks(ap, CENTRED, 5.0)
+    # Braking leaves PX4's velocity integrator holding the drag of the fast flight: the vehicle
+    # creeps on for seconds until it has unwound (PX4 v1.16.1 SIH after an offboard stop: still
+    # 0.3-0.45 m/s 3-5 s later, benchmarks/fidelity.py), then holds.
+    fly_sticks(ap, CENTRED, 10.0)
     held = ap.position
     fly_sticks(ap, CENTRED, 3.0)
     assert math.dist(held, ap.position) < 0.3, "centred sticks hold the position"

@@ -102,6 +102,9 @@ async def test_leaving_the_harness_fence_makes_it_land(tmp_path):
     async with field() as (url, pilot):
         harness = start_harness(url, "demo_square.yaml", tmp_path / "r", "--geofence-radius", "18")
         assert pilot.wait_mode(FlightMode.MISSION, 30.0)
+        # Once it flies: PX4 v1.16.1 SIH, repositioned while still on the ground, tilts towards the
+        # target but stays put (measured; the built-in vehicle does the same), so no breach would come.
+        assert pilot.recv("LOCAL_POSITION_NED", 30.0, lambda m: m.z < -2.0) is not None, "the mission never climbed"
         home = pilot.recv("HOME_POSITION", 5.0)
         # Someone else (a second ground station) sends the vehicle 40 m away: inside the autopilot's
         # 200 m fence, outside the harness's 18 m one.

@@ -25,9 +25,12 @@ from px4.params import ParamStore
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics
 from px4.sim.faults import VehicleFaults
+from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.manual import ManualControl
 from px4.sim.mission_items import MissionItem
-from px4.sim.navigator import MotionLimits, SetpointGenerator
+from px4.sim.orbit import Orbit
+from px4.sim.sensors import SensorModel
+from px4.sim.takeoff import LandDetector, LandInputs, TakeoffHandling
 
 NAN = float("nan")
 GRAVITY = 9.80665
@@ -37,11 +40,19 @@ NAV_PERIOD_S = 0.02
 # Sensors "calibrate" for this long after boot before pre-arm checks pass (PX4 SITL takes ~10 s;
 # a harness wants trials to start at once, see benchmarks/startup_to_armable.py).
 SENSOR_INIT_S = 0.2
-# A position setpoint this far above the vehicle while landed means "take off".
-TAKEOFF_INTENT_M = 0.3
-LAND_DETECT_S = 0.5
-# Position mode locks the position once the vehicle has braked below this speed (m/s).
+# Position mode locks the position once the vehicle has braked below this speed (m/s), and the
+# altitude once the climb rate is below this (m/s) with the throttle stick centred.
 STICK_HOLD_SPEED = 0.3
+ALTITUDE_LOCK_SPEED = 0.3
+# GPS lost: PX4's EKF2 reports it stopped fusing GNSS after about this long without data (s).
+GNSS_STOP_S = 1.0
+# Modes that need a position estimate; without one PX4's commander refuses them and its
+# position-loss failsafe descends without horizontal control (nav state Descend, reported as Land).
+_POSITION_MODES = frozenset({FlightMode.POSCTL, FlightMode.ORBIT, FlightMode.OFFBOARD, FlightMode.TAKEOFF,
+                             FlightMode.HOLD, FlightMode.MISSION, FlightMode.RTL})
+# While flying with ground contact PX4 commands no thrust but its minimum: a large downward
+# acceleration setpoint that the thrust limits clip.
+GROUND_CONTACT_SETPOINT = TrajectorySetpoint(acceleration=(0.0, 0.0, 100.0))
 FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
 
 
@@ -102,13 +113,16 @@ class Autopilot:
     def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
         self.profile = profile
         self.params = params if params is not None else ParamStore()
+        self._snapshot_version = -1
+        self._snapshot: dict[str, float] = {}
         for name, value in profile.physical().to_sih_params().items():
             self.params.set(name, value)
         self.dt = dt
         self.phys = profile.physical()
         self.dyn = QuadrotorDynamics(self.phys, dt=dt)
         self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned)
-        self.ctrl = MulticopterController(self.phys, self.params)
+        self.sensors = SensorModel()  # what HIGHRES_IMU and ATTITUDE report: the state plus SIH's noise
+        self.ctrl = MulticopterController(self.phys, self.params, ground_logic=True)
         self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
         self.time_s = 0.0
         self.armed = False
@@ -123,18 +137,31 @@ class Autopilot:
         self.reached_items: deque[int] = deque(maxlen=64)
         self.offboard: OffboardInput | None = None
         self.manual = ManualControl()
-        self._stick_hold: tuple[tuple[float, float, float], float] | None = None
+        self._stick_hold: tuple[float, float, float] | None = None
+        self._altitude_hold: float | None = None
         self._geofence_breached = False
         self.mission: list[MissionItem] = []
+        # PX4's navigator checks an upload on its next cycle; until then the previous mission's
+        # verdict stands (so a start right after the first upload finds no valid mission).
+        self._mission_valid = False
+        self._mission_check_due = False
         # Geofence and rally point lists are stored and returned (MAVLink mission types 1 and 2).
         self.extra_missions: dict[int, list[MissionItem]] = {}
         self.mission_current = 0
         self.mission_finished = False
         self.motor_commands = [0.0, 0.0, 0.0, 0.0]
         self.current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None = None
-        self._gen = SetpointGenerator()
+        self._task = AutoFlightTask(self.params)
+        self._auto_active = False  # the flight task runs (it starts afresh when auto flight begins)
+        self._triplet: Triplet | None = None
+        self._takeoff = TakeoffHandling()
+        self._land_detector = LandDetector()
+        self._idle = True  # motors at idle: armed but not taken off (or disarmed)
+        self._orbit: Orbit | None = None
+        self._orbit_yaw = NAN
+        self._gps_lost_at: float | None = None
+        self._gnss_stop_said = False
         self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self._target_yaw = NAN
         self._speed_override: float | None = None
         self._phase = _Phase.DONE
         self._phase_until = 0.0
@@ -179,6 +206,17 @@ class Autopilot:
     def global_position_ok(self) -> bool:
         return self.ready and self.gps_fix
 
+    @property
+    def position_valid(self) -> bool:
+        """The estimator still has a horizontal position: GPS, or dead reckoning for EKF2_NOAID_TOUT."""
+        lost = self._gps_lost_at
+        return lost is None or self.time_s - lost < self.params["EKF2_NOAID_TOUT"] / 1e6
+
+    @property
+    def mission_valid(self) -> bool:
+        """Whether the navigator has found the mission flyable (checked one cycle after an upload)."""
+        return self._mission_valid
+
     def apply_params(self) -> None:
         """Take up parameter changes: SIH_* rebuild the physics (controllers re-read the rest themselves)."""
         sih = {name: self.params[name] for name in self.phys.to_sih_params()}
@@ -207,6 +245,7 @@ class Autopilot:
         self._took_off = False
         self.failsafe = False
         self.ctrl.reset()
+        self._auto_active = False
         self._enter_mode(self.mode)
         self.say(mavlink.MAV_SEVERITY_INFO, "Armed by external command")
         return ACCEPTED
@@ -240,11 +279,15 @@ class Autopilot:
             reason = f"{mode.name} not possible: no RC input"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
+        if mode in _POSITION_MODES and self.armed and not self.position_valid:
+            reason = f"{mode.name} not possible: no position estimate"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
         if mode == FlightMode.OFFBOARD and not self.offboard_signal:
             reason = "Offboard not possible: no setpoint stream"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
-        if mode == FlightMode.MISSION and not any(item.is_nav for item in self.mission):
+        if mode == FlightMode.MISSION and not self._mission_valid:
             reason = "Mission not possible: no valid mission"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
@@ -252,6 +295,17 @@ class Autopilot:
             return self.takeoff(NAN)
         if mode != self.mode:
             self._enter_mode(mode)
+        return ACCEPTED
+
+    def start_mission(self, first: int = 0) -> CommandResult:
+        """MAV_CMD_MISSION_START as PX4 v1.16 answers it: ACCEPTED, but without a valid mission the
+        vehicle stays in its mode (PX4 plays its "negative" tune and says nothing)."""
+        if first > 0:
+            result = self.set_mission_current(first)
+            if not result.accepted:
+                return result
+        if self._mission_valid and self.mode != FlightMode.MISSION:
+            self._enter_mode(FlightMode.MISSION)
         return ACCEPTED
 
     def takeoff(self, alt_amsl: float, lat: float = NAN, lon: float = NAN) -> CommandResult:
@@ -294,9 +348,30 @@ class Autopilot:
         self._enter_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
         return ACCEPTED
 
+    def orbit(self, radius: float, speed: float, yaw_mode: float, lat: float = NAN, lon: float = NAN,
+              alt_amsl: float = NAN) -> CommandResult:
+        """MAV_CMD_DO_ORBIT (see px4.sim.orbit): circle a centre (default: here) at an altitude (default:
+        this one); refused on the ground."""
+        if not self.armed or self.landed:
+            reason = "Orbit not possible: vehicle is not flying"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
+            return _rejected(reason)
+        n, e, d = self.position
+        if math.isfinite(lat) and math.isfinite(lon):
+            n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
+        if math.isfinite(alt_amsl):
+            d = self.origin.alt_m - alt_amsl
+        p = self.params
+        self._orbit = Orbit.from_command(radius, speed, yaw_mode, (n, e), d, self.dyn.yaw, p["MC_ORBIT_RAD_MAX"],
+                                         p["MPC_ACC_HOR"], int(p["MC_ORBIT_YAW_MOD"]))
+        self._orbit_yaw = self.dyn.yaw
+        self._enter_mode(FlightMode.ORBIT)
+        return ACCEPTED
+
     def change_speed(self, speed: float) -> CommandResult:
         """MAV_CMD_DO_CHANGE_SPEED (ground speed, m/s); <= 0 restores the default."""
         self._speed_override = speed if speed > 0 else None
+        self._refresh_triplet()
         return ACCEPTED
 
     def offboard_setpoint(self, setpoint: TrajectorySetpoint | AttitudeSetpoint) -> None:
@@ -305,10 +380,12 @@ class Autopilot:
 
     # ------------------------------------------------------------------ mission protocol side
     def set_mission(self, items: list[MissionItem]) -> None:
-        """A complete upload replaces the mission and restarts it from the first item."""
+        """A complete upload replaces the mission and restarts it from the first item; the navigator
+        checks it on its next cycle."""
         self.mission = list(items)
         self.mission_current = 0
         self.mission_finished = False
+        self._mission_check_due = True
         if self.mode == FlightMode.MISSION:
             self._enter_mode(FlightMode.MISSION)
 
@@ -331,7 +408,7 @@ class Autopilot:
         sp = self.current_setpoint
         if not self.armed:
             u = [0.0, 0.0, 0.0, 0.0]
-        elif sp is None or (self.landed and not self._wants_climb(sp)):
+        elif sp is None or self._idle:
             u = self.ctrl.idle()
         else:
             u = self.ctrl.update(self.dyn, sp)
@@ -352,39 +429,40 @@ class Autopilot:
         """Offboard setpoints are arriving (the last within COM_OF_LOSS_T), as PX4's offboardCheck says."""
         return self.offboard is not None and self.time_s - self.offboard.time_s <= self.params["COM_OF_LOSS_T"]
 
-    def _wants_climb(self, sp) -> bool:
-        if isinstance(sp, AttitudeSetpoint):
-            return sp.thrust > 1.0 / self.profile.twr_max
-        z = sp.position[2]
-        if not math.isnan(z):
-            return z < self.dyn.pos[2] - TAKEOFF_INTENT_M
-        vz = sp.velocity[2]
-        return not math.isnan(vz) and vz < -0.1
+    def _p(self) -> dict[str, float]:
+        """The parameters as a dict, copied again only after a change (read many times at 50 Hz)."""
+        if self._snapshot_version != self.params.version:
+            self._snapshot_version = self.params.version
+            self._snapshot = self.params.as_dict()
+        return self._snapshot
 
     def _disarm(self, why: str) -> None:
         self.armed = False
         self.current_setpoint = None
         self.say(mavlink.MAV_SEVERITY_INFO, why)
 
-    def _limits(self) -> MotionLimits:
-        p = self.params
-        speed = self._speed_override or p["MPC_XY_CRUISE"]
-        return MotionLimits(speed_xy=min(speed, p["MPC_XY_VEL_MAX"]), speed_up=p["MPC_Z_V_AUTO_UP"],
-                            speed_down=p["MPC_Z_V_AUTO_DN"], acc_xy=p["MPC_ACC_HOR"], acc_z=p["MPC_ACC_UP_MAX"] * 0.75)
-
     def _enter_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None, yaw: float = NAN) -> None:
         previous = self.mode
         self.mode = mode
         self._stick_hold = None
+        self._altitude_hold = None
         pos = self.position
-        self._gen.reset(pos, self.dyn.vel if not self.landed else (0.0, 0.0, 0.0))
-        self._target_yaw = yaw if not math.isnan(yaw) else self.dyn.yaw
         self._phase = _Phase.CRUISE
+        if not mode.is_auto:
+            self._auto_active = False
         if mode == FlightMode.HOLD:
             self._target = target if target is not None else self._braking_point()
+            if target is not None:  # a reposition flies a leg from here, at its own speed
+                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos, yaw=yaw,
+                                          cruise_speed=self._cruise()))
+            else:
+                self._set_triplet(Triplet(self._target, Kind.LOITER, yaw=yaw))
+        elif mode == FlightMode.TAKEOFF:
+            self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
         elif mode == FlightMode.LAND:
             self._target = (pos[0], pos[1], 0.0)
             self._phase = _Phase.LAND
+            self._set_triplet(Triplet((pos[0], pos[1], NAN), Kind.LAND))
         elif mode == FlightMode.RTL:
             home = self.home
             dist = math.hypot(pos[0] - home[0], pos[1] - home[1])
@@ -394,28 +472,42 @@ class Autopilot:
             self._rtl_alt = max(-pos[2], min(self.params["RTL_RETURN_ALT"], max(self.params["RTL_DESCEND_ALT"], cone_alt)))
             self._phase = _Phase.CLIMB
             self._target = (pos[0], pos[1], -self._rtl_alt)
+            self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
         elif mode == FlightMode.MISSION:
             if previous != FlightMode.MISSION or self.mission_finished:
                 self.mission_finished = False
+            self._phase = _Phase.DONE  # the first leg starts where the vehicle is
             self._start_mission_item()
         elif mode == FlightMode.OFFBOARD:
             self.failsafe = False
-        if mode != FlightMode.OFFBOARD:
-            self.current_setpoint = self._auto_setpoint()
+
+    def _set_triplet(self, triplet: Triplet) -> None:
+        """Hand the flight task new waypoints (a new object: the task notices the change by identity)."""
+        self._triplet = triplet
+
+    def _refresh_triplet(self) -> None:
+        """The cruise speed changed: the same waypoints at the new speed."""
+        t = self._triplet
+        if t is not None and t.kind != Kind.LOITER:
+            self._triplet = Triplet(t.current, t.kind, t.previous, t.next, t.acceptance_radius, t.yaw, self._cruise())
+
+    def _cruise(self) -> float:
+        return self._speed_override if self._speed_override else NAN
 
     def _braking_point(self) -> tuple[float, float, float]:
-        """Where the vehicle can stop from its current velocity (PX4 brakes, then holds)."""
+        """Where the vehicle can stop from its current velocity (PX4's Loiter brakes, then holds)."""
         p, v = self.position, self.dyn.vel
-        k_xy = 1.0 / (2.0 * max(self.params["MPC_ACC_HOR"], 1.0))
-        k_z = 1.0 / (2.0 * max(self.params["MPC_ACC_UP_MAX"] * 0.75, 1.0))
+        if self.landed:
+            return p[0], p[1], p[2]
+        jerk = max(self.params["MPC_JERK_AUTO"], 0.1)
+        acc_xy = max(self.params["MPC_ACC_HOR"], 0.1)
         speed = math.hypot(v[0], v[1])
-        down = p[2] + v[2] * abs(v[2]) * k_z if not self.landed else 0.0
-        return p[0] + v[0] * speed * k_xy, p[1] + v[1] * speed * k_xy, down
-
-    def _auto_setpoint(self) -> TrajectorySetpoint:
-        g = self._gen
-        return TrajectorySetpoint(position=(g.pos[0], g.pos[1], g.pos[2]), velocity=(g.vel[0], g.vel[1], g.vel[2]),
-                                  acceleration=(g.acc[0], g.acc[1], g.acc[2]), yaw=self._target_yaw, yawspeed=NAN)
+        # Braking at MPC_ACC_HOR after the acceleration has built up at MPC_JERK_AUTO.
+        dist = speed * speed / (2.0 * acc_xy) + speed * acc_xy / jerk
+        scale = dist / speed if speed > 1e-6 else 0.0
+        acc_z = max(self.params["MPC_ACC_UP_MAX"] if v[2] > 0 else self.params["MPC_ACC_DOWN_MAX"], 0.1)
+        down = p[2] + v[2] * abs(v[2]) / (2.0 * acc_z)
+        return p[0] + v[0] * scale, p[1] + v[1] * scale, down
 
     def _reached(self, target: tuple[float, float, float], radius: float) -> bool:
         p = self.position
@@ -423,42 +515,96 @@ class Autopilot:
                 and abs(p[2] - target[2]) <= self.params["NAV_MC_ALT_RAD"])
 
     def _navigate(self, dt: float) -> None:
-        """50 Hz: failsafes, land detection, battery, auto-mode progress, setpoint generation."""
+        """50 Hz: failsafes, mission checks, land detection, battery, mode progress, setpoints."""
         self._check_failsafes()
-        self._detect_landing()
+        if self._mission_check_due:
+            self._mission_check_due = False
+            self._mission_valid = any(item.is_nav for item in self.mission)
         if not self.armed:
+            self._takeoff.update(self.time_s, False, True, False, 0.0)
+            self._idle = True
+            self._detect_landing(NAN)
             return
         self._drain_battery(dt)
+        want_takeoff = False
+        caps: tuple[float | None, float | None, float | None] = (None, None, None)
         if self._pilot_override():
-            return
-        if self.mode == FlightMode.OFFBOARD:
+            want_takeoff = self._climb_wanted(self.current_setpoint)
+        elif self.mode == FlightMode.OFFBOARD:
             if self.offboard is not None:
                 self.current_setpoint = self.offboard.setpoint
-            return
-        if self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
+            want_takeoff = self._climb_wanted(self.current_setpoint)
+        elif self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
             self._fly_sticks()
-            return
-        if self.mode == FlightMode.TAKEOFF:
-            lim = self._limits()
-            lim.speed_up = min(lim.speed_up, self.params["MPC_TKO_SPEED"])
-            self._gen.update(self._target, lim, dt, self.dyn.pos)
-            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
-                # Like PX4: done within NAV_MC_ALT_RAD, then Hold where the vehicle is, so it
-                # settles up to that much short of the target (reference/: 4.0-4.8 m for 5 m).
-                self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
-                self._enter_mode(FlightMode.HOLD)
-        elif self.mode == FlightMode.HOLD:
-            self._fly_to(self._target, dt)
-        elif self.mode == FlightMode.LAND:
-            self._descend(dt)
-        elif self.mode == FlightMode.RTL:
-            self._navigate_rtl(dt)
-        elif self.mode == FlightMode.MISSION:
-            self._navigate_mission(dt)
-        self.current_setpoint = self._auto_setpoint()
+            want_takeoff = self._climb_wanted(self.current_setpoint)
+        elif self.mode == FlightMode.ORBIT and self._orbit is not None:
+            sp = self._orbit.setpoint(self.position, self._orbit_yaw, math.radians(self.params["MPC_YAWRAUTO_MAX"]), dt)
+            self._orbit_yaw = sp.yaw if math.isfinite(sp.yaw) else self.dyn.yaw
+            self.current_setpoint = sp
+        else:
+            if self.mode == FlightMode.TAKEOFF:
+                self._navigate_takeoff()
+            elif self.mode == FlightMode.RTL:
+                self._navigate_rtl()
+            elif self.mode == FlightMode.MISSION:
+                self._navigate_mission()
+            if self.mode == FlightMode.LAND and not self.position_valid:
+                # PX4's Descend: MPC_LAND_SPEED down, no horizontal control, the heading held.
+                self._auto_active = False
+                self.current_setpoint = TrajectorySetpoint(velocity=(NAN, NAN, self.params["MPC_LAND_SPEED"]),
+                                                           acceleration=(0.0, 0.0, NAN))
+            elif self.mode.is_auto:  # a failsafe or the mission may have changed it
+                out = self._auto_setpoint(dt)
+                want_takeoff = out.want_takeoff
+                caps = (None, out.speed_up, out.speed_down)
+        self._control_takeoff(want_takeoff, caps, dt)
+
+    def _climb_wanted(self, sp) -> bool:
+        """PX4's want_takeoff outside auto modes: a setpoint above, or a climb or upward push."""
+        if not isinstance(sp, TrajectorySetpoint):
+            return isinstance(sp, AttitudeSetpoint)
+        return ((math.isfinite(sp.position[2]) and sp.position[2] < self.dyn.pos[2])
+                or (math.isfinite(sp.velocity[2]) and sp.velocity[2] < 0.0)
+                or (math.isfinite(sp.acceleration[2]) and sp.acceleration[2] < 0.0))
+
+    def _control_takeoff(self, want_takeoff: bool, caps: tuple[float | None, float | None, float | None],
+                         dt: float) -> None:
+        """mc_pos_control's share: the takeoff ramp, idle before it, no thrust on ground contact."""
+        p = self._p()
+        attitude = isinstance(self.current_setpoint, AttitudeSetpoint)
+        self._takeoff.update(self.time_s, True, self.landed, want_takeoff, p["COM_SPOOLUP_TIME"], skip=attitude)
+        climb = caps[1] if caps[1] is not None else p["MPC_Z_VEL_MAX_UP"]
+        up = self._takeoff.upward_limit(dt, min(climb, p["MPC_Z_VEL_MAX_UP"]), p["MPC_TKO_RAMP_T"], p["MPC_Z_VEL_P_ACC"])
+        self.ctrl.set_flight_limits(caps[0], up, caps[2], flying=self._takeoff.flying)
+        self._idle = not self._takeoff.taken_off
+        vz_sp = NAN
+        if isinstance(self.current_setpoint, TrajectorySetpoint):
+            vz_sp = self.current_setpoint.velocity[2]
+        if self._idle or (self._takeoff.flying and self._land_detector.ground_contact and not attitude):
+            self.ctrl.reset_integral()
+            if not self._idle:
+                self.current_setpoint = GROUND_CONTACT_SETPOINT
+        self._detect_landing(vz_sp)
+
+    def _auto_setpoint(self, dt: float):
+        """The flight task's setpoint for the current triplet (started afresh when auto flight begins)."""
+        pos, yaw = self.position, self.dyn.yaw
+        if not self._auto_active:
+            last = self.current_setpoint if isinstance(self.current_setpoint, TrajectorySetpoint) else None
+            if self.landed:
+                last = None
+            vel = self.dyn.vel if not self.landed else (0.0, 0.0, 0.0)
+            self._task.activate(last, pos, (vel[0], vel[1], vel[2]), yaw)
+            self._auto_active = True
+        altitude = self.home[2] - pos[2]
+        out = self._task.update(self._triplet, pos, yaw, altitude, dt)
+        self.current_setpoint = out.setpoint
+        return out
 
     def _pilot_override(self) -> bool:
         """PX4's COM_RC_OVERRIDE: moving the sticks in an auto/offboard mode hands control to the pilot."""
+        if self.manual.sticks is None:  # no RC ever: nothing to take over with
+            return False
         bits = int(self.params["COM_RC_OVERRIDE"])
         eligible = (self.mode.is_auto and bits & 1) or (self.mode == FlightMode.OFFBOARD and bits & 2)
         if not (eligible and self.rc_available and not self.landed):
@@ -471,7 +617,9 @@ class Autopilot:
         return True
 
     def _fly_sticks(self) -> None:
-        """Position mode: sticks command velocity; centred sticks hold the position reached."""
+        """Position mode: sticks command velocity; a centred throttle holds the altitude, centred
+        roll and pitch brake and then hold the position reached (PX4's FlightTaskManualAltitude and
+        its position-mode successors)."""
         if not self.rc_available:
             action = int(self.params["NAV_RCL_ACT"])
             target = {1: FlightMode.HOLD, 3: FlightMode.LAND}.get(action, FlightMode.RTL)
@@ -481,59 +629,72 @@ class Autopilot:
             return
         p = self.params
         yaw = self.dyn.yaw
-        if self.manual.centred():
-            if self._stick_hold is None:
-                v = self.dyn.vel
-                if math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) > STICK_HOLD_SPEED:
-                    # Just centred: brake to a standstill first, as PX4 does, then lock the position.
-                    self.current_setpoint = TrajectorySetpoint((NAN, NAN, NAN), (0.0, 0.0, 0.0), (NAN, NAN, NAN),
-                                                               NAN, 0.0)
-                    return
-                self._stick_hold = (self.position, yaw)
-            point, heading = self._stick_hold
-            self.current_setpoint = TrajectorySetpoint(point, (NAN, NAN, NAN), (NAN, NAN, NAN), heading, NAN)
-            return
-        self._stick_hold = None
         vn, ve, vd, yaw_rate = self.manual.velocity_setpoint(yaw, p["MPC_VEL_MANUAL"], p["MPC_Z_VEL_MAX_UP"],
                                                              p["MPC_Z_VEL_MAX_DN"])
-        self.current_setpoint = TrajectorySetpoint((NAN, NAN, NAN), (vn, ve, vd), (NAN, NAN, NAN), NAN,
-                                                   yaw_rate * math.radians(p["MPC_MAN_Y_MAX"]))
+        z_sp = NAN
+        if vd == 0.0 and not self.landed:
+            if self._altitude_hold is None and abs(self.dyn.vel[2]) < ALTITUDE_LOCK_SPEED:
+                self._altitude_hold = self.dyn.pos[2]
+            z_sp = self._altitude_hold if self._altitude_hold is not None else NAN
+        else:
+            self._altitude_hold = None
+        # Heading: held while the yaw stick is centred (the controller integrates the yaw rate).
+        yawspeed = yaw_rate * math.radians(p["MPC_MAN_Y_MAX"])
+        if self.manual.horizontal_centred():
+            if self._stick_hold is None:
+                v = self.dyn.vel
+                if math.hypot(v[0], v[1]) > STICK_HOLD_SPEED:
+                    # Just centred: brake to a standstill first, as PX4 does, then lock the position.
+                    self.current_setpoint = TrajectorySetpoint((NAN, NAN, z_sp), (0.0, 0.0, vd), (NAN, NAN, NAN),
+                                                               NAN, yawspeed)
+                    return
+                self._stick_hold = self.position
+            hold = self._stick_hold
+            self.current_setpoint = TrajectorySetpoint((hold[0], hold[1], z_sp), (NAN, NAN, vd), (NAN, NAN, NAN),
+                                                       NAN, yawspeed)
+            return
+        self._stick_hold = None
+        self.current_setpoint = TrajectorySetpoint((NAN, NAN, z_sp), (vn, ve, vd), (NAN, NAN, NAN), NAN, yawspeed)
 
-    def _fly_to(self, target: tuple[float, float, float], dt: float) -> None:
-        self._gen.update(target, self._limits(), dt, self.dyn.pos)
+    # --- takeoff and return
+    def _navigate_takeoff(self) -> None:
+        if self._reached(self._target, self.params["NAV_ACC_RAD"]):
+            # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude.
+            self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
+            target = self._target
+            self._enter_mode(FlightMode.HOLD)
+            self._target = target
+            self._set_triplet(Triplet(target, Kind.LOITER, yaw=self._triplet.yaw if self._triplet else NAN))
 
-    def _descend(self, dt: float) -> None:
-        """Land: hold x/y, descend fast high up and at MPC_LAND_SPEED near the ground."""
-        lim = self._limits()
-        alt = -self.dyn.pos[2]
-        lim.speed_down = self.params["MPC_LAND_SPEED"] if alt < 5.0 else lim.speed_down
-        # The setpoint keeps pushing below ground so that touchdown is firm, as PX4's land does.
-        target = (self._target[0], self._target[1], 1.0)
-        self._gen.update(target, lim, dt, self.dyn.pos)
-
-    def _navigate_rtl(self, dt: float) -> None:
+    def _navigate_rtl(self) -> None:
         home = self.home
+        pos = self.position
         if self._phase == _Phase.CLIMB:
-            self._fly_to(self._target, dt)
             if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
                 self._phase = _Phase.CRUISE
+                previous = self._target
                 self._target = (home[0], home[1], -self._rtl_alt)
+                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=previous))
         elif self._phase == _Phase.CRUISE:
-            self._fly_to(self._target, dt)
             if self._reached(self._target, self.params["NAV_ACC_RAD"]):
                 self._phase = _Phase.DESCEND
                 self._target = (home[0], home[1], -min(self._rtl_alt, self.params["RTL_DESCEND_ALT"]))
+                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
         elif self._phase == _Phase.DESCEND:
-            self._fly_to(self._target, dt)
             if self._reached(self._target, self.params["NAV_ACC_RAD"]):
                 self._phase = _Phase.LAND
                 self._target = (home[0], home[1], 0.0)
-        else:
-            self._descend(dt)
+                self._set_triplet(Triplet((home[0], home[1], NAN), Kind.LAND))
 
     # --- mission
+    def _nav_item_after(self, index: int) -> MissionItem | None:
+        for item in self.mission[index + 1:]:
+            if item.is_nav:
+                return item
+        return None
+
     def _start_mission_item(self) -> None:
-        """Set up the current item: DO items apply at once; nav items set a target."""
+        """Set up the current item: DO items apply at once; nav items set the triplet."""
         while self.mission_current < len(self.mission) and not self.mission[self.mission_current].is_nav:
             self._apply_do_item(self.mission[self.mission_current])
             self.mission_current += 1
@@ -542,51 +703,63 @@ class Autopilot:
             return
         item = self.mission[self.mission_current]
         pos = self.position
+        previous = self._target if self._phase != _Phase.DONE else pos
         target = item.target_local(self.origin, pos)
+        yaw = math.radians(item.param4) if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_TAKEOFF) \
+            and math.isfinite(item.param4) else NAN
+        radius = item.param2 if item.command == mavlink.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else NAN
         if item.command == mavlink.MAV_CMD_NAV_TAKEOFF or (self.landed and item.command != mavlink.MAV_CMD_NAV_LAND):
             # PX4's mission takeoff: climb vertically first when the mission starts on the ground.
             climb = min(target[2], -self.params["MIS_TAKEOFF_ALT"]) if item.command != mavlink.MAV_CMD_NAV_TAKEOFF else target[2]
             self._phase = _Phase.CLIMB
             self._target = (pos[0], pos[1], climb)
-            if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:
-                self._target = (target[0], target[1], target[2]) if item.has_position() else (pos[0], pos[1], target[2])
-        elif item.command == mavlink.MAV_CMD_NAV_LAND:
+            if item.command == mavlink.MAV_CMD_NAV_TAKEOFF and item.has_position():
+                self._target = (target[0], target[1], target[2])
+            self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
+            return
+        if item.command == mavlink.MAV_CMD_NAV_LAND:
             self._phase = _Phase.CRUISE
             self._target = (target[0], target[1], pos[2]) if item.has_position() else pos
-        elif item.command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH:
+            self._set_triplet(Triplet(self._target, Kind.POSITION, previous=previous, cruise_speed=self._cruise()))
+            return
+        if item.command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH:
             self._advance_mission(report=True)
             self._enter_mode(FlightMode.RTL)
             return
-        else:
-            self._phase = _Phase.CRUISE
-            self._target = target
-        yaw = item.param4
-        if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_TAKEOFF) and not math.isnan(yaw):
-            self._target_yaw = math.radians(yaw)
+        self._phase = _Phase.CRUISE
+        self._target = target
+        hold = item.param1 if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME) else 0.0
+        following = self._nav_item_after(self.mission_current)
+        nxt = None
+        if following is not None and hold <= 0.0 and item.command == mavlink.MAV_CMD_NAV_WAYPOINT \
+                and following.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME,
+                                          mavlink.MAV_CMD_NAV_LOITER_UNLIM, mavlink.MAV_CMD_NAV_LAND):
+            nxt = following.target_local(self.origin, target)
+        kind = Kind.LOITER if item.command in (mavlink.MAV_CMD_NAV_LOITER_UNLIM, mavlink.MAV_CMD_NAV_DELAY) else Kind.POSITION
+        self._set_triplet(Triplet(target, kind, previous=previous, next=nxt, acceptance_radius=radius, yaw=yaw,
+                                  cruise_speed=self._cruise()))
 
     def _apply_do_item(self, item: MissionItem) -> None:
         if item.command == mavlink.MAV_CMD_DO_CHANGE_SPEED and item.param2 > 0:
             self._speed_override = item.param2
 
-    def _navigate_mission(self, dt: float) -> None:
+    def _navigate_mission(self) -> None:
         if self.mission_finished or self.mission_current >= len(self.mission):
-            self._fly_to(self._target, dt)
             return
         item = self.mission[self.mission_current]
         radius = item.param2 if item.command == mavlink.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else self.params["NAV_ACC_RAD"]
         if self._phase == _Phase.CLIMB:
-            self._fly_to(self._target, dt)
             if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
                 if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:
                     self._advance_mission(report=True)
                 else:
-                    self._phase = _Phase.CRUISE
-                    self._target = item.target_local(self.origin, self.position)
+                    self._phase = _Phase.DONE  # the leg to the item starts where the climb ended
+                    self._start_mission_item()
         elif self._phase == _Phase.CRUISE:
-            self._fly_to(self._target, dt)
             if self._reached(self._target, radius):
                 if item.command == mavlink.MAV_CMD_NAV_LAND:
                     self._phase = _Phase.LAND
+                    self._set_triplet(Triplet((self._target[0], self._target[1], NAN), Kind.LAND))
                     self._target = (self._target[0], self._target[1], 0.0)
                 elif item.command == mavlink.MAV_CMD_NAV_DELAY:
                     self._phase = _Phase.HOLD_TIME
@@ -596,14 +769,15 @@ class Autopilot:
                     self._phase_until = math.inf
                 else:
                     hold = item.param1 if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME) else 0.0
-                    self._phase = _Phase.HOLD_TIME
-                    self._phase_until = self.time_s + max(0.0, hold)
+                    if hold > 0.0:
+                        self._phase = _Phase.HOLD_TIME
+                        self._phase_until = self.time_s + hold
+                    else:
+                        self._advance_mission(report=True)
         elif self._phase == _Phase.HOLD_TIME:
-            self._fly_to(self._target, dt)
             if self.time_s >= self._phase_until:
                 self._advance_mission(report=True)
         elif self._phase == _Phase.LAND:
-            self._descend(dt)
             if self.landed:
                 self._advance_mission(report=True)
 
@@ -617,16 +791,17 @@ class Autopilot:
         self.mission_finished = True
         self.mission_current = len(self.mission)
         self._phase = _Phase.DONE
-        if not self.landed:
-            self._target = self.position
-            self._gen.reset(self.position, self.dyn.vel)
+        if not self.landed and self._triplet is not None:
+            # PX4 loiters at the last item (where the trajectory is heading anyway).
+            self._set_triplet(Triplet(self._target, Kind.LOITER, yaw=NAN))
         self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
 
     # --- safety
     def _check_geofence(self) -> None:
         """PX4's geofence: past GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home, act once per breach (GF_ACTION)."""
         p, h = self.position, self.home
-        hor, ver = self.params["GF_MAX_HOR_DIST"], self.params["GF_MAX_VER_DIST"]
+        params = self._p()
+        hor, ver = params["GF_MAX_HOR_DIST"], params["GF_MAX_VER_DIST"]
         outside = (hor > 0 and math.hypot(p[0] - h[0], p[1] - h[1]) > hor) or (ver > 0 and h[2] - p[2] > ver)
         if not outside or not self.armed or self.landed:
             self._geofence_breached = outside and self._geofence_breached
@@ -642,7 +817,26 @@ class Autopilot:
         elif action == 4:
             self._disarm("Geofence: flight termination")
 
+    def _check_position_estimate(self) -> None:
+        """GPS off: EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT, then has no
+        position; flying in a mode that needs one, PX4's position-loss failsafe descends (without
+        RC to fly Altitude mode, its only fallback)."""
+        if not self.faults.gps_fix_lost:
+            self._gps_lost_at = None
+            return
+        if self._gps_lost_at is None:
+            self._gps_lost_at = self.time_s
+            self._gnss_stop_said = False
+        if not self._gnss_stop_said and self.time_s - self._gps_lost_at >= GNSS_STOP_S:
+            self._gnss_stop_said = True
+            self.say(mavlink.MAV_SEVERITY_WARNING, "GNSS data fusion stopped")
+        if not self.position_valid and self.armed and not self.landed and self.mode in _POSITION_MODES:
+            self.failsafe = True
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, "Failsafe: no position estimate, descending")
+            self._enter_mode(FlightMode.LAND)
+
     def _check_failsafes(self) -> None:
+        self._check_position_estimate()
         self._check_geofence()
         if self.armed and self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
             self.failsafe = True
@@ -656,32 +850,39 @@ class Autopilot:
             else:
                 self._enter_mode(target)
 
-    def _detect_landing(self) -> None:
-        dyn = self.dyn
+    def _detect_landing(self, vz_sp: float) -> None:
+        """PX4's land detector, then auto-disarm after landing (COM_DISARM_LAND) or a takeoff that
+        never came (COM_DISARM_PRFLT)."""
+        p, dyn, ctrl = self._p(), self.dyn, self.ctrl
+        thrust = 0.0 if self._idle else ctrl.thrust_sp
+        if self.armed and not self.landed and self._land_detector.clear_in_flight(thrust, ctrl.hover_thrust,
+                                                                                  p["MPC_THR_MIN"]):
+            # Flying with thrust: no stage of the detector can change (the common case, kept cheap).
+            self.landed_state = self._landed_state()
+            return
+        om = dyn.omega
+        climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
+        inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
+                            dyn.vel, math.hypot(om[0], om[1]))
+        self._land_detector.update(self.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
+                                   p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
+        was_landed = self.landed
+        self.landed = self._land_detector.landed
         if not self.armed:
-            self.landed = True
             self._landed_since = None
-        elif self.landed:
-            if not dyn.on_ground:
-                self.landed = False
-                self._took_off = True
-            elif self.params["COM_DISARM_PRFLT"] > 0 and not self._took_off and \
-                    self.time_s - self._armed_at > self.params["COM_DISARM_PRFLT"] and self.current_setpoint is not None \
-                    and not self._wants_climb(self.current_setpoint):
+        elif was_landed and not self.landed:
+            self._took_off = True
+            self._landed_since = None
+        elif self.landed and not was_landed:
+            self._landed_since = self.time_s
+            self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
+        if self.armed and self.landed:
+            since_arm = self.time_s - self._armed_at
+            if self._took_off and p["COM_DISARM_LAND"] >= 0 and self._landed_since is not None \
+                    and self.time_s - self._landed_since >= p["COM_DISARM_LAND"]:
+                self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
+            elif not self._took_off and p["COM_DISARM_PRFLT"] > 0 and since_arm > p["COM_DISARM_PRFLT"]:
                 self._disarm("Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
-        else:
-            descending_or_still = dyn.on_ground and abs(dyn.vel[2]) < 0.3
-            if descending_or_still:
-                self._landed_since = self._landed_since if self._landed_since is not None else self.time_s
-                if self.time_s - self._landed_since >= LAND_DETECT_S:
-                    self.landed = True
-                    self._landed_since = self.time_s
-                    self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
-            else:
-                self._landed_since = None
-        if self.armed and self.landed and self._took_off and self.params["COM_DISARM_LAND"] >= 0 \
-                and self._landed_since is not None and self.time_s - self._landed_since >= self.params["COM_DISARM_LAND"]:
-            self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
         self.landed_state = self._landed_state()
 
     def _landed_state(self) -> LandedState:
@@ -696,6 +897,7 @@ class Autopilot:
 
     def _drain_battery(self, dt: float) -> None:
         """PX4 SITL's battery: drains linearly while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
-        floor = self.params["SIM_BAT_MIN_PCT"] / 100.0
-        rate = 1.0 / max(self.params["SIM_BAT_DRAIN"], 1e-3)
+        p = self._p()
+        floor = p["SIM_BAT_MIN_PCT"] / 100.0
+        rate = 1.0 / max(p["SIM_BAT_DRAIN"], 1e-3)
         self.battery_remaining = max(floor, self.battery_remaining - rate * dt)

@@ -17,20 +17,26 @@ Where PX4 relies on hand-tuned gains, this controller uses the vehicle model, wh
 exactly (``PhysicalParams``), so one design flies every profile from the weakest real platform of
 FLYINGTRUST's Table I to the strongest virtual one:
 
-* The rate loop commands angular acceleration and turns it into torque with the inertia (plus the
-  gyroscopic and damping torques), so in angular-acceleration units the loop is the same for every
-  vehicle: an integrator (the body) behind the motor lag. Its gains are set from the motor time
-  constant tau: ``Kp = 3/tau`` with derivative damping on the measured angular acceleration, for a
-  closed-loop natural frequency of ``sqrt(3)/tau`` with damping 0.7 (about 58 rad/s at 30 ms),
-  which keeps PX4's default attitude gains well damped for motor lags up to 50 ms and stable up
-  to 0.1 s, the longest a profile may declare. Vehicles differ only in where their torque
-  saturates.
-* The attitude loop keeps PX4's proportional law (MC_*_P) but never asks for a rate the vehicle
-  cannot stop from in time: near large errors the rate follows ``sqrt(2 * a * error)`` with ``a``
-  half the angular acceleration available around hover (the usual square-root controller). Without
-  it, a weak yaw axis (3 rad/s^2 in Table I) overshoots any large heading change.
-* The hover thrust is ``m g / T_max`` from the model, not MPC_THR_HOVER, and the model's drag at
-  the current velocity is compensated (PX4 leaves both to its estimator and integrator).
+* The roll and pitch rate loop commands angular acceleration and turns it into torque with the
+  inertia (plus the gyroscopic and damping torques), so in angular-acceleration units the loop is
+  the same for every vehicle: an integrator (the body) behind the motor lag. Its gains are set from
+  the motor time constant tau: ``Kp = 3/tau`` with derivative damping on the measured angular
+  acceleration, for a closed-loop natural frequency of ``sqrt(3)/tau`` with damping 0.7 (about
+  58 rad/s at 30 ms), which keeps PX4's default attitude gains well damped for motor lags up to
+  50 ms and stable up to 0.1 s, the longest a profile may declare. Vehicles differ only in where
+  their torque saturates.
+* The roll and pitch attitude loop keeps PX4's proportional law (MC_ROLL_P, MC_PITCH_P) but never
+  asks for a rate the vehicle cannot stop from in time: near large errors the rate follows
+  ``sqrt(2 * a * error)`` with ``a`` half the angular acceleration available around hover.
+* Yaw is PX4's own, because its slow loop shapes every heading change (PX4 SIH overshoots a 90 deg
+  step by 12-17 deg): MC_YAW_P on the yaw-weighted error, then MC_YAWRATE_P/I/D in PX4's
+  normalized torque, low-passed at MC_YAW_TQ_CUTOFF. A full normalized yaw command moves all four
+  rotors by their full range, twice the saturated yaw acceleration; the gains are scaled as
+  px4.sih.controller_params scales MC_YAWRATE_K for PX4, so that every profile gets the loop of
+  SIH's default vehicle.
+* The hover thrust is ``m g / T_max`` from the model, not MPC_THR_HOVER (PX4 estimates it in
+  flight and converges to the same). There is no drag model: the velocity integrator learns drag
+  and wind, as PX4's does.
 
 Units: thrusts are normalized, 1 = all rotors at full thrust; motor commands are normalized
 per-rotor thrust in [0, 1] (what ``QuadrotorDynamics.step`` takes).
@@ -45,6 +51,7 @@ from typing import Sequence
 
 from profiles.vehicle import GRAVITY, PhysicalParams
 from px4.params import ParamStore
+from px4.sih import sih_default_capability
 from px4.sim.dynamics import QuadrotorDynamics, rotor_geometry
 
 NAN = math.nan
@@ -54,6 +61,7 @@ Quat = tuple[float, float, float, float]
 POSITION_PERIOD = 0.010  # s
 ATTITUDE_PERIOD = 0.004  # s
 IDLE_THRUST = 0.05  # normalized per-rotor thrust of an armed vehicle on the ground
+YAW_I_FADE_RATE = math.radians(400.0)  # rad/s
 _EPS = 1e-9  # tolerance on loop periods accumulated from float dt
 
 
@@ -187,15 +195,18 @@ class _Limits:
     vel_xy_max: float
     vel_up_max: float
     vel_dn_max: float
-    acc_hor_max: float
-    acc_up_max: float
-    acc_down_max: float
-    tilt_max: float  # rad
+    tilt_max: float  # rad, in the air
+    tilt_landed: float  # rad, until the takeoff ramp is done (MPC_TILTMAX_LND)
     thr_min: float
     thr_max: float
+    thr_xy_margin: float
+    vel_deriv_cutoff: float  # Hz, low-pass on the velocity derivative (MPC_VELD_LP)
     att_p: Vec3
     yaw_weight: float
     rate_max: Vec3  # rad/s
+    yaw_rate_pid: Vec3  # MC_YAWRATE_P, _I, _D (normalized torque per rad/s)
+    yaw_int_limit: float  # MC_YR_INT_LIM (normalized torque)
+    yaw_torque_cutoff: float  # Hz, MC_YAW_TQ_CUTOFF (0: off)
 
     @classmethod
     def read(cls, s: ParamStore) -> "_Limits":
@@ -209,16 +220,35 @@ class _Limits:
             vel_xy_max=s["MPC_XY_VEL_MAX"],
             vel_up_max=s["MPC_Z_VEL_MAX_UP"],
             vel_dn_max=s["MPC_Z_VEL_MAX_DN"],
-            acc_hor_max=s["MPC_ACC_HOR_MAX"],
-            acc_up_max=s["MPC_ACC_UP_MAX"],
-            acc_down_max=s["MPC_ACC_DOWN_MAX"],
             tilt_max=d2r(s["MPC_TILTMAX_AIR"]),
+            tilt_landed=d2r(min(s["MPC_TILTMAX_LND"], s["MPC_TILTMAX_AIR"])),
             thr_min=s["MPC_THR_MIN"],
             thr_max=s["MPC_THR_MAX"],
+            thr_xy_margin=s["MPC_THR_XY_MARG"],
+            vel_deriv_cutoff=s["MPC_VELD_LP"],
             att_p=(s["MC_ROLL_P"], s["MC_PITCH_P"], s["MC_YAW_P"]),
             yaw_weight=min(max(s["MC_YAW_WEIGHT"], 0.0), 1.0),
             rate_max=(d2r(s["MC_ROLLRATE_MAX"]), d2r(s["MC_PITCHRATE_MAX"]), d2r(s["MC_YAWRATE_MAX"])),
+            yaw_rate_pid=(s["MC_YAWRATE_P"], s["MC_YAWRATE_I"], s["MC_YAWRATE_D"]),
+            yaw_int_limit=s["MC_YR_INT_LIM"],
+            yaw_torque_cutoff=s["MC_YAW_TQ_CUTOFF"],
         )
+
+
+def _constrain_xy(v0: tuple[float, float], v1: tuple[float, float], limit: float) -> tuple[float, float]:
+    """v0 + v1 within `limit`, giving up v1 (the feed-forward) before v0 (PX4's ControlMath::constrainXY)."""
+    sn, se = v0[0] + v1[0], v0[1] + v1[1]
+    if math.hypot(sn, se) <= limit:
+        return sn, se
+    n0 = math.hypot(v0[0], v0[1])
+    if n0 >= limit:
+        return (v0[0] / n0 * limit, v0[1] / n0 * limit) if n0 > 0.0 else (0.0, 0.0)
+    # The largest s in [0, 1] with |v0 + s v1| = limit.
+    a = v1[0] * v1[0] + v1[1] * v1[1]
+    b = 2.0 * (v0[0] * v1[0] + v0[1] * v1[1])
+    c = n0 * n0 - limit * limit
+    k = (-b + math.sqrt(max(b * b - 4.0 * a * c, 0.0))) / (2.0 * a)
+    return v0[0] + k * v1[0], v0[1] + k * v1[1]
 
 
 class MulticopterController:
@@ -240,8 +270,11 @@ class MulticopterController:
     # lowered to make room (PX4's allocator allows 0.15).
     YAW_HEADROOM = 0.15
 
-    def __init__(self, phys: PhysicalParams, params: ParamStore):
+    def __init__(self, phys: PhysicalParams, params: ParamStore, ground_logic: bool = False):
         self.params = params
+        # The caller runs PX4's takeoff and land logic (px4.sim.takeoff), which resets the velocity
+        # integrator while the vehicle has not taken off.
+        self.ground_logic = ground_logic
         self._params_version = -1
         self._sync_params()
         self.configure(phys)
@@ -253,7 +286,6 @@ class MulticopterController:
         """Adopt new physical parameters (the model the controller is built on)."""
         self.phys = phys
         self.hover_thrust = phys.hover_thrust
-        self._drag_per_mass = phys.kdv / phys.mass
         f_max = phys.rotor_thrust_max
         positions, spins = rotor_geometry(phys)
         roll_k = [-y for _, y in positions]
@@ -273,6 +305,9 @@ class MulticopterController:
         self._ki_rate = 0.1 * wn * self._kp_rate
         alpha = phys.alpha_max
         self._rate_int_max = tuple(self.RATE_INT_LIMIT * a for a in alpha)
+        # Angular acceleration per unit of PX4's normalized yaw torque, with the MC_YAWRATE_K
+        # scaling px4.sih.controller_params applies: the SIH default vehicle's for every profile.
+        self._yaw_accel_per_unit = 2.0 * sih_default_capability().alpha_z_max
         # Torque margin around hover: the rotors can move by min(h, 1 - h) either way, which
         # is this fraction of the full-authority torque.
         h = self.hover_thrust
@@ -284,6 +319,7 @@ class MulticopterController:
         self._vel_int = [0.0, 0.0, 0.0]
         self._vel_prev: list[float] | None = None
         self._rate_int = [0.0, 0.0, 0.0]
+        self._yaw_torque = 0.0
         self._omega_prev = (0.0, 0.0, 0.0)
         self._yaw_sp = NAN
         self._yawspeed_ff = 0.0
@@ -296,6 +332,25 @@ class MulticopterController:
         self.vel_sp = [NAN, NAN, NAN]
         self.acc_sp = [NAN, NAN, NAN]
         self._body_rates: Vec3 = (NAN, NAN, NAN)
+        self._vel_dot = [0.0, 0.0, 0.0]
+        self._tilt_limit: float | None = None
+        self.flying = True
+        self._speed_caps: tuple[float | None, float | None, float | None] = (None, None, None)
+
+    def set_flight_limits(self, speed_xy: float | None = None, speed_up: float | None = None,
+                          speed_down: float | None = None, flying: bool = True) -> None:
+        """What PX4's position controller takes from the flight task and the takeoff state, each cycle.
+
+        The velocity caps (None: MPC_XY_VEL_MAX, MPC_Z_VEL_MAX_UP, MPC_Z_VEL_MAX_DN); `speed_up` may
+        be negative while the takeoff ramp starts (it then pushes down). Until `flying` (the ramp is
+        over) there is no minimum thrust and the tilt is limited to MPC_TILTMAX_LND.
+        """
+        self._speed_caps = (speed_xy, speed_up, speed_down)
+        self.flying = flying
+
+    def reset_integral(self) -> None:
+        """Forget the velocity integrator (PX4 does while the vehicle has not taken off)."""
+        self._vel_int = [0.0, 0.0, 0.0]
 
     def _sync_params(self) -> None:
         # Cheap enough to call every loop: the store bumps `version` on every change.
@@ -358,6 +413,7 @@ class MulticopterController:
         self._mode = mode
         self._vel_int = [0.0, 0.0, 0.0]
         self._vel_prev = None
+        self._vel_dot = [0.0, 0.0, 0.0]
         self._body_rates = (NAN, NAN, NAN)
         self._yaw_sp = dyn.yaw
         self._since_pos = math.inf
@@ -370,62 +426,87 @@ class MulticopterController:
     def _position_control(self, dyn: QuadrotorDynamics, sp: TrajectorySetpoint, dt: float) -> None:
         lim = self.lim
         pos, vel = dyn.pos, dyn.vel
-        landed = dyn.on_ground
+        caps = self._speed_caps
+        xy_max = min(caps[0], lim.vel_xy_max) if caps[0] is not None else lim.vel_xy_max
+        up_max = min(caps[1], lim.vel_up_max) if caps[1] is not None else lim.vel_up_max
+        down_max = max(caps[2], 0.0) if caps[2] is not None else lim.vel_dn_max
 
+        # P on position; the velocity setpoint, if any, is the feed-forward (unrolled: 100 Hz).
         vel_sp = [NAN, NAN, NAN]
-        for i in range(3):
-            p_sp, v_ff = sp.position[i], sp.velocity[i]
-            if isfinite(p_sp):
-                vel_sp[i] = lim.pos_p[i] * (p_sp - pos[i]) + (v_ff if isfinite(v_ff) else 0.0)
+        from_pos = [0.0, 0.0, 0.0]
+        sp_pos, sp_vel, pos_p = sp.position, sp.velocity, lim.pos_p
+        for i in (0, 1, 2):
+            p_sp, v_ff = sp_pos[i], sp_vel[i]
+            if p_sp == p_sp:  # not NaN (positions are finite or NaN)
+                f = from_pos[i] = pos_p[i] * (p_sp - pos[i])
+                vel_sp[i] = f + (v_ff if isfinite(v_ff) else 0.0)
             elif isfinite(v_ff):
                 vel_sp[i] = v_ff
         if isfinite(vel_sp[0]) and isfinite(vel_sp[1]):
-            speed = math.hypot(vel_sp[0], vel_sp[1])
-            if speed > lim.vel_xy_max:
-                vel_sp[0] *= lim.vel_xy_max / speed
-                vel_sp[1] *= lim.vel_xy_max / speed
+            # The part that closes the position error keeps priority over the feed-forward.
+            vel_sp[0], vel_sp[1] = _constrain_xy((from_pos[0], from_pos[1]),
+                                                 (vel_sp[0] - from_pos[0], vel_sp[1] - from_pos[1]), xy_max)
         if isfinite(vel_sp[2]):
-            vel_sp[2] = min(max(vel_sp[2], -lim.vel_up_max), lim.vel_dn_max)
+            # PX4's constrain: a negative upward limit (takeoff ramp) wins over the downward one.
+            vel_sp[2] = max(min(vel_sp[2], down_max), -up_max)
 
-        # Velocity PID -> acceleration. The derivative acts on the measured velocity only. The
-        # model's drag at the current velocity (still air) is compensated, so an acceleration
-        # setpoint means the acceleration flown and the integrator is left with wind alone.
+        # Velocity derivative for the D term, low-passed as PX4's MPC_VELD_LP does.
         prev = self._vel_prev
         self._vel_prev = [vel[0], vel[1], vel[2]]
-        drag_per_mass = self._drag_per_mass
+        if prev is not None:
+            alpha = dt / (dt + 1.0 / (math.tau * lim.vel_deriv_cutoff)) if lim.vel_deriv_cutoff > 0.0 else 1.0
+            vd = self._vel_dot
+            vd[0] += alpha * ((vel[0] - prev[0]) / dt - vd[0])
+            vd[1] += alpha * ((vel[1] - prev[1]) / dt - vd[1])
+            vd[2] += alpha * ((vel[2] - prev[2]) / dt - vd[2])
+
+        # Velocity PID -> acceleration, the acceleration setpoint as feed-forward (PX4: no drag
+        # model; the integrator learns drag and wind alike).
         acc = [0.0, 0.0, 0.0]
         vel_err = [0.0, 0.0, 0.0]
-        for i in range(3):
-            a_ff = sp.acceleration[i]
-            a_ff = (a_ff if isfinite(a_ff) else 0.0) + drag_per_mass * vel[i]
-            if isfinite(vel_sp[i]):
-                vel_err[i] = vel_sp[i] - vel[i]
-                v_dot = (vel[i] - prev[i]) / dt if prev is not None else 0.0
-                acc[i] = lim.vel_p[i] * vel_err[i] + self._vel_int[i] - lim.vel_d[i] * v_dot + a_ff
+        sp_acc, vel_p, vel_d, vel_int, vel_dot = sp.acceleration, lim.vel_p, lim.vel_d, self._vel_int, self._vel_dot
+        for i in (0, 1, 2):
+            a_ff = sp_acc[i]
+            v_sp = vel_sp[i]
+            if isfinite(v_sp):
+                e = vel_err[i] = v_sp - vel[i]
+                pid = vel_p[i] * e + vel_int[i] - vel_d[i] * vel_dot[i]
+                acc[i] = pid + a_ff if isfinite(a_ff) else pid
             else:
-                acc[i] = a_ff
-        demand = list(acc)
-        hor = math.hypot(acc[0], acc[1])
-        if hor > lim.acc_hor_max:
-            acc[0] *= lim.acc_hor_max / hor
-            acc[1] *= lim.acc_hor_max / hor
-        acc[2] = min(max(acc[2], -lim.acc_up_max), lim.acc_down_max)
+                acc[i] = a_ff if isfinite(a_ff) else 0.0
 
-        thr = self._thrust_vector(acc)
+        thr_min = lim.thr_min if self.flying else 0.0
+        tilt_target = lim.tilt_max if self.flying else lim.tilt_landed
+        if self._tilt_limit is None:
+            self._tilt_limit = tilt_target
+        else:  # PX4 slews the tilt limit at 0.2 rad/s
+            step = 0.2 * dt
+            self._tilt_limit += min(max(tilt_target - self._tilt_limit, -step), step)
+        thr = self._thrust_vector(acc, thr_min, self._tilt_limit)
 
-        # Anti-windup. Vertically as PX4: no integration against a saturated thrust. Horizontally
-        # PX4 uses tracking anti-windup, which drives the integrator negative during every long
-        # acceleration and leaves the vehicle creeping up to its speed afterwards; with the drag
-        # compensated the integrator only has wind to carry, so here it simply does not integrate
-        # an error that pushes further into saturation (acceleration cap, tilt or thrust limit).
-        if not landed:
-            h = self.hover_thrust
-            if (thr[2] >= -lim.thr_min and vel_err[2] >= 0.0) or (thr[2] <= -lim.thr_max and vel_err[2] <= 0.0):
-                vel_err[2] = 0.0
-            short_x = demand[0] - thr[0] * GRAVITY / h  # acceleration asked for but not delivered
-            short_y = demand[1] - thr[1] * GRAVITY / h
-            if short_x * short_x + short_y * short_y > 1e-6 and short_x * vel_err[0] + short_y * vel_err[1] > 0.0:
-                vel_err[0] = vel_err[1] = 0.0
+        # Anti-windup, as PX4: vertically no integration against a saturated thrust; vertical
+        # thrust first, keeping a horizontal margin; horizontally the integrator is pulled back
+        # by what the saturation took away (tracking anti-windup).
+        if (thr[2] >= -thr_min and vel_err[2] >= 0.0) or (thr[2] <= -lim.thr_max and vel_err[2] <= 0.0):
+            vel_err[2] = 0.0
+        xy_norm = math.hypot(thr[0], thr[1])
+        thr_max_sq = lim.thr_max * lim.thr_max
+        margin = min(xy_norm, lim.thr_xy_margin)
+        thr[2] = max(thr[2], -math.sqrt(max(thr_max_sq - margin * margin, 0.0)))
+        xy_room = math.sqrt(max(thr_max_sq - thr[2] * thr[2], 0.0))
+        if xy_norm > xy_room:
+            thr[0] *= xy_room / xy_norm
+            thr[1] *= xy_room / xy_norm
+        h = self.hover_thrust
+        made_x, made_y = thr[0] * GRAVITY / h, thr[1] * GRAVITY / h
+        if acc[0] * acc[0] + acc[1] * acc[1] > made_x * made_x + made_y * made_y:
+            arw = 2.0 / lim.vel_p[0]
+            vel_err[0] -= arw * (acc[0] - made_x)
+            vel_err[1] -= arw * (acc[1] - made_y)
+        # PX4 integrates on the ground too (that is what delays the liftoff during the takeoff ramp
+        # and lowers the thrust after touchdown); its takeoff and land logic resets the integrator.
+        # Without that logic (`ground_logic` False) the integrator holds still on the ground.
+        if self.ground_logic or not dyn.on_ground:
             for i in range(3):
                 if isfinite(vel_sp[i]):
                     self._vel_int[i] += lim.vel_i[i] * vel_err[i] * dt
@@ -442,31 +523,20 @@ class MulticopterController:
         self.thrust_sp = math.sqrt(thr[0] ** 2 + thr[1] ** 2 + thr[2] ** 2)
         self.attitude_sp = attitude_from_thrust((thr[0], thr[1], thr[2]), self._yaw_sp)
 
-    def _thrust_vector(self, acc: list[float]) -> list[float]:
-        """Normalized NED thrust vector for an acceleration setpoint, within tilt and thrust limits."""
-        lim = self.lim
+    def _thrust_vector(self, acc: list[float], thr_min: float, tilt_limit: float) -> list[float]:
+        """Normalized NED thrust vector for an acceleration setpoint (PX4's _accelerationControl)."""
         h = self.hover_thrust
         # Tilt from the horizontal acceleration against gravity alone (PX4's default decoupling
         # of horizontal and vertical acceleration); vertical acceleration sets the magnitude.
         bx, by, bz = -acc[0], -acc[1], GRAVITY
         n = math.sqrt(bx * bx + by * by + bz * bz)
         bx, by, bz = bx / n, by / n, bz / n
-        tilt = math.acos(min(1.0, bz))
-        if tilt > lim.tilt_max:
+        if math.acos(min(1.0, bz)) > tilt_limit:
             hor = math.hypot(bx, by)
-            s = math.sin(lim.tilt_max) / hor
-            bx, by, bz = bx * s, by * s, math.cos(lim.tilt_max)
-        thrust_z = acc[2] * (h / GRAVITY) - h  # NED: negative is up
-        collective = min(thrust_z / bz, -lim.thr_min)
-        thr = [bx * collective, by * collective, bz * collective]
-        # Vertical first: cap the vertical part, then let the horizontal part use what is left.
-        thr[2] = max(thr[2], -lim.thr_max)
-        xy_room = math.sqrt(max(lim.thr_max ** 2 - thr[2] ** 2, 0.0))
-        xy = math.hypot(thr[0], thr[1])
-        if xy > xy_room:
-            thr[0] *= xy_room / xy
-            thr[1] *= xy_room / xy
-        return thr
+            s = math.sin(tilt_limit) / hor
+            bx, by, bz = bx * s, by * s, math.cos(tilt_limit)
+        collective = min((acc[2] * (h / GRAVITY) - h) / bz, -thr_min)  # NED: negative is up
+        return [bx * collective, by * collective, bz * collective]
 
     # --- attitude (PX4 AttitudeControl) ------------------------------------------------------
 
@@ -522,7 +592,8 @@ class MulticopterController:
         for i, err, gain, ff_i in ((0, err_x, gain_x, ff_x), (1, err_y, gain_y, ff_y), (2, err_z, gain_z, ff_z)):
             rate = body[i]
             if rate != rate:  # NaN: not overridden by the setpoint
-                rate = _sqrt_controller(err, gain, brake[i]) + ff_i
+                # Yaw proportional as PX4 (its overshoot is PX4's); roll and pitch brake in time.
+                rate = (gain * err if i == 2 else _sqrt_controller(err, gain, brake[i])) + ff_i
             rates[i] = -rmax[i] if rate < -rmax[i] else (rmax[i] if rate > rmax[i] else rate)
 
     # --- body rates and allocation (PX4 RateControl + allocator without airmode) ---------------
@@ -543,11 +614,18 @@ class MulticopterController:
         # Angular acceleration wanted; the D term damps with the measured angular acceleration.
         ax = kp * ex - kd * (p - pp) * inv_dt + integ[0]
         ay = kp * ey - kd * (q - pq) * inv_dt + integ[1]
-        az = kp * ez - kd * (r - pr) * inv_dt + integ[2]
+        # Yaw: PX4's PID in normalized torque (integ[2] is in those units), then its low-pass.
+        lim = self.lim
+        yp, _, yd = lim.yaw_rate_pid
+        yaw_torque = yp * ez + integ[2] - yd * (r - pr) * inv_dt
+        if lim.yaw_torque_cutoff > 0.0:
+            k = dt / (dt + 1.0 / (math.tau * lim.yaw_torque_cutoff))
+            yaw_torque = self._yaw_torque + k * (yaw_torque - self._yaw_torque)
+        self._yaw_torque = yaw_torque
         jx, jy, jz, kdw = phys.ixx, phys.iyy, phys.izz, phys.kdw
         tx = jx * ax + (jz - jy) * q * r + kdw * p
         ty = jy * ay + (jx - jz) * r * p + kdw * q
-        tz = jz * az + (jy - jx) * p * q + kdw * r
+        tz = jz * self._yaw_accel_per_unit * yaw_torque
 
         # Roll and pitch first; the collective may only be lowered to make room (no airmode).
         c = self.thrust_sp
@@ -607,10 +685,15 @@ class MulticopterController:
             ki_dt = self._ki_rate * dt
             lim_i = self._rate_int_max
             if rp_scale >= 1.0:
-                integ[0] = min(max(integ[0] + ki_dt * ex, -lim_i[0]), lim_i[0])
-                integ[1] = min(max(integ[1] + ki_dt * ey, -lim_i[1]), lim_i[1])
+                i0, i1, m0, m1 = integ[0] + ki_dt * ex, integ[1] + ki_dt * ey, lim_i[0], lim_i[1]
+                integ[0] = m0 if i0 > m0 else (-m0 if i0 < -m0 else i0)
+                integ[1] = m1 if i1 > m1 else (-m1 if i1 < -m1 else i1)
             if yaw_scale >= 1.0:
-                integ[2] = min(max(integ[2] + ki_dt * ez, -lim_i[2]), lim_i[2])
+                fade = ez / YAW_I_FADE_RATE  # PX4 fades the integration out towards large rate errors
+                fade = 1.0 - fade * fade
+                if fade > 0.0:
+                    i2, m2 = integ[2] + lim.yaw_rate_pid[1] * fade * dt * ez, lim.yaw_int_limit
+                    integ[2] = m2 if i2 > m2 else (-m2 if i2 < -m2 else i2)
 
         return [0.0 if o0 < 0.0 else (1.0 if o0 > 1.0 else o0),
                 0.0 if o1 < 0.0 else (1.0 if o1 > 1.0 else o1),

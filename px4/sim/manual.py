@@ -51,8 +51,10 @@ class ManualControl:
         """RC is present while MANUAL_CONTROL keeps arriving."""
         return self.sticks is not None and now_s - self.sticks.time_s <= loss_timeout_s
 
-    def centred(self) -> bool:
-        return self.sticks is None or self.sticks.deflection() <= DEADBAND
+    def horizontal_centred(self) -> bool:
+        """Roll and pitch sticks centred: Position mode brakes and holds the position."""
+        s = self.sticks
+        return s is None or (abs(s.pitch) <= DEADBAND and abs(s.roll) <= DEADBAND)
 
     def velocity_setpoint(self, heading: float, max_xy: float, max_up: float, max_down: float
                           ) -> tuple[float, float, float, float]:

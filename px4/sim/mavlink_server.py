@@ -421,8 +421,8 @@ class MavlinkServer:
 
     def _msg_attitude(self):
         d = self.ap.dyn
-        r, p, y = d.euler()
-        return mavlink.MAVLink_attitude_message(self.boot_ms, r, p, y, d.omega[0], d.omega[1], d.omega[2])
+        (r, p, y), w = self.ap.sensors.attitude(d.euler(), d.omega, self.ap.armed)
+        return mavlink.MAVLink_attitude_message(self.boot_ms, r, p, y, w[0], w[1], w[2])
 
     def _msg_attitude_quaternion(self):
         d = self.ap.dyn
@@ -456,8 +456,8 @@ class MavlinkServer:
         d = self.ap.dyn
         alt = self.ap.origin.alt_m - d.pos[2]
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
-        f, w, mag, pressure, updated = self.ap.faults.imu_reading(list(d.specific_force), list(d.omega),
-                                                                  [0.21, 0.0, 0.42], pressure, 0x1FFF)
+        f, w, mag, pressure = self.ap.sensors.imu(d.specific_force, d.omega, (0.21, 0.0, 0.42), pressure, self.ap.armed)
+        f, w, mag, pressure, updated = self.ap.faults.imu_reading(f, w, mag, pressure, 0x1FFF)
         return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
                                                    mag[2], pressure, 0.0, alt, 25.0, updated, 0)
 
@@ -655,13 +655,14 @@ class MavlinkServer:
                 C.MAV_RESULT_UNSUPPORTED, f"unknown PX4 mode main={main} sub={sub}")
         elif command == C.MAV_CMD_DO_REPOSITION:
             result = self._reposition(p, frame)
+        elif command == C.MAV_CMD_DO_ORBIT:
+            alt = p[6] + (ap.origin.alt_m if frame in (C.MAV_FRAME_GLOBAL_RELATIVE_ALT, C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT)
+                          and not math.isnan(p[6]) else 0.0)
+            result = ap.orbit(p[0], p[1], p[2], p[4], p[5], alt)
         elif command == C.MAV_CMD_DO_CHANGE_SPEED:
             result = ap.change_speed(p[1])
         elif command == C.MAV_CMD_MISSION_START:
-            first = _int(p[0])
-            result = ap.set_mission_current(first) if first > 0 else CommandResult(C.MAV_RESULT_ACCEPTED)
-            if result.accepted:
-                result = ap.set_mode(FlightMode.MISSION)
+            result = ap.start_mission(_int(p[0]))
         elif command == C.MAV_CMD_DO_SET_MISSION_CURRENT:
             result = ap.set_mission_current(_int(p[0]))
             if result.accepted:

@@ -1,0 +1,83 @@
+"""Fidelity of the built-in vehicle against PX4 SITL: the manoeuvre suite on two targets, side by side.
+
+Flies hil/fidelity.py's manoeuvres (takeoff, offboard yaw/position/velocity steps and stop, a 20 Hz
+setpoint on a circle, land; goto, a mission with turns, return) --runs times on fresh vehicles of
+each target at --speed x real time, and prints one row per figure: the reference's runs (the first
+target, PX4), the candidate's runs, the ratio of the means, the band (the reference's spread, at
+least +-20 % of its mean) and the verdict. Exit status 1 when a figure is outside its band.
+
+    python benchmarks/fidelity.py --targets px4-sitl builtin --px4-dir ../shared/px4/v1.16.1 --runs 3
+    python benchmarks/fidelity.py --quick            # takeoff, velocity step, land; 2 runs each
+    python benchmarks/fidelity.py --reference px4.json --targets builtin   # PX4's saved runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
+
+from hil.fidelity import PX4_SITL, TARGETS, compare, format_table, load_runs, run_target, save_runs  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=[PX4_SITL, "builtin"],
+                        help="reference first, then the candidate (default: px4-sitl builtin)")
+    parser.add_argument("--px4-dir", default=os.environ.get("PX4_DIR"), help="PX4 SITL build (default: $PX4_DIR)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per target (default 3; 2 with --quick)")
+    parser.add_argument("--speed", type=float, default=4.0, help="speed factor of both targets (default 4)")
+    parser.add_argument("--quick", action="store_true", help="only takeoff, velocity step and land")
+    parser.add_argument("--reference", type=Path, help="a runs file saved by --save: its first target is the reference")
+    parser.add_argument("--save", type=Path, help="write every run's figures to this JSON file")
+    parser.add_argument("--traces", type=Path, help="keep each run's telemetry as CSV in this directory")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.quick and "--runs" not in (argv if argv is not None else sys.argv[1:]):
+        args.runs = 2
+    if args.reference is None and len(args.targets) != 2:
+        parser.error("--targets takes two targets (reference, candidate), or one with --reference")
+    return args
+
+
+async def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    runs: dict[str, list[dict[str, float]]] = {}
+    if args.reference is not None:
+        try:
+            saved = load_runs(args.reference)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        first = next(iter(saved))
+        runs[first] = saved[first]
+    started = time.monotonic()
+    if args.traces is not None:
+        args.traces.mkdir(parents=True, exist_ok=True)
+    for target in args.targets:
+        if target in runs:
+            continue
+        runs[target] = await run_target(target, args.runs, args.speed, args.px4_dir, args.quick,
+                                        say=lambda text: print(text, file=sys.stderr, flush=True),
+                                        trace_dir=args.traces)
+    if args.save is not None:
+        save_runs(args.save, runs)
+    (reference, ref_runs), (candidate, cand_runs) = list(runs.items())[:2]
+    rows = compare(ref_runs, cand_runs)
+    print(f"fidelity: {candidate} against {reference}, {len(ref_runs)} and {len(cand_runs)} runs at "
+          f"{args.speed:g}x ({time.monotonic() - started:.0f} s wall)")
+    print(format_table(rows, reference, candidate))
+    outside = [row.figure.name for row in rows if not row.within and not row.figure.known]
+    print(f"goal: every figure within the band; {len(rows) - len(outside)}/{len(rows)} are"
+          + (f" (outside: {', '.join(outside)})" if outside else ""))
+    return 1 if outside else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

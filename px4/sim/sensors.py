@@ -1,0 +1,67 @@
+"""What the built-in vehicle's sensors and estimator report: the true state plus PX4 SIH's noise.
+
+The built-in vehicle flies on its exact state, but a client reading HIGHRES_IMU or ATTITUDE from
+PX4 SITL never sees a gyro at exactly 0 or an attitude at exactly 0: SIH adds white noise to its
+IMU, and PX4's filters and estimator pass some of it on. The levels here are measured from PX4
+v1.16.1 SIH's own MAVLink output (standard deviation per axis, HIGHRES_IMU at 50 Hz and ATTITUDE
+at 100 Hz):
+
+* at rest, disarmed: accelerometer 0.07 m/s^2, gyro 0.007 rad/s, magnetometer 0.013-0.019 gauss,
+  barometer 0.007 hPa; attitude 0.0019 rad roll and yaw, 0.0008 rad pitch, rates 0.006 rad/s;
+* hovering at 5 m SIH's raw IMU noise is larger (it grows with the thrust) and so is what PX4
+  reports: accelerometer 0.37 / 1.14 / 0.97 m/s^2, gyro 0.13 / 0.06 / 0.03 rad/s, barometer
+  0.016 hPa, attitude 0.018 / 0.008 / 0.007 rad, rates 0.12 / 0.05 / 0.02 rad/s (two runs of
+  benchmarks/sensor_noise.py, averaged; the built-in vehicle's own hover adds almost nothing).
+
+Deterministic for a given seed, so a lockstep trial reproduces its telemetry exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+Vec3 = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class NoiseLevels:
+    """Standard deviations per axis of what the vehicle reports."""
+
+    accel: Vec3  # m/s^2
+    gyro: Vec3  # rad/s
+    mag: Vec3  # gauss
+    pressure: float  # hPa
+    attitude: Vec3  # rad: roll, pitch, yaw
+    rates: Vec3  # rad/s
+
+
+# PX4 v1.16.1 SIH, disarmed on the ground (benchmarks/sensor_noise.py measures it again).
+AT_REST = NoiseLevels(accel=(0.072, 0.070, 0.069), gyro=(0.0074, 0.0069, 0.0069), mag=(0.014, 0.012, 0.019),
+                      pressure=0.0069, attitude=(0.0019, 0.0008, 0.0019), rates=(0.0060, 0.0057, 0.0056))
+# PX4 v1.16.1 SIH hovering at 5 m after a takeoff (the same benchmark, mean of two runs).
+MOTORS_RUNNING = NoiseLevels(accel=(0.373, 1.139, 0.967), gyro=(0.132, 0.059, 0.0255), mag=AT_REST.mag,
+                             pressure=0.016, attitude=(0.0184, 0.0078, 0.0068), rates=(0.117, 0.052, 0.0216))
+
+
+class SensorModel:
+    """Noisy readings of the true state, as the vehicle reports them over MAVLink."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self._rng = random.Random(seed)
+
+    def _noisy(self, values, sigmas) -> list[float]:
+        gauss = self._rng.gauss
+        return [v + gauss(0.0, s) for v, s in zip(values, sigmas)]
+
+    def imu(self, accel: Vec3, gyro: Vec3, mag: Vec3, pressure: float, running: bool
+            ) -> tuple[list[float], list[float], list[float], float]:
+        """HIGHRES_IMU's accelerometer (m/s^2), gyro (rad/s), magnetometer (gauss) and pressure (hPa)."""
+        n = MOTORS_RUNNING if running else AT_REST
+        return (self._noisy(accel, n.accel), self._noisy(gyro, n.gyro), self._noisy(mag, n.mag),
+                pressure + self._rng.gauss(0.0, n.pressure))
+
+    def attitude(self, euler: Vec3, rates: Vec3, running: bool) -> tuple[list[float], list[float]]:
+        """ATTITUDE's roll, pitch, yaw (rad) and body rates (rad/s) as the estimator reports them."""
+        n = MOTORS_RUNNING if running else AT_REST
+        return self._noisy(euler, n.attitude), self._noisy(rates, n.rates)

@@ -1,0 +1,59 @@
+"""Fidelity: the built-in vehicle flies like PX4 v1.16.1 SIH (hil/fidelity.py, benchmarks/fidelity.py).
+
+The PX4 test flies the CI subset of the manoeuvre suite (takeoff, offboard velocity step and stop,
+land) on PX4 SITL twice, for its own run-to-run spread, and on a built-in vehicle process, both at a
+speed factor through MAVSDK, and fails when a built-in figure leaves PX4's band. The others check
+the suite itself without PX4: every figure is measured, and the band and verdict say what they mean.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bridges.lockstep_vehicle import LockstepVehicle
+from hil.fidelity import (BUILTIN, FIGURES, PX4_SITL, QUICK_FIGURES, Figure, band, compare, format_table, fly_suite,
+                          run_target)
+from px4.sim.realtime import SimOptions, build_vehicle
+
+from .conftest import SPEED
+from .px4_builds import MAIN_BUILD, needs_px4
+
+PX4_RUNS = 2
+
+
+async def test_the_suite_measures_every_figure_on_the_built_in_vehicle():
+    # In simulated time (the lockstep vehicle): the whole suite in seconds of wall time.
+    def lockstep():
+        autopilot, _ = build_vehicle(SimOptions())
+        return LockstepVehicle(autopilot)
+
+    figures = await fly_suite(lockstep)
+    assert set(figures) == {f.name for f in FIGURES}
+    assert all(math.isfinite(v) for v in figures.values()), figures
+    # PX4's own numbers for what the default parameters command (v1.16.1 defaults):
+    assert figures["rtl_alt"] == pytest.approx(15.0, abs=0.5)  # RTL_RETURN_ALT of the suite
+    assert 4.0 < figures["goto_speed"] < 5.0  # MPC_XY_CRUISE 5 m/s, less what drag and the lag take
+    assert figures["land_speed"] < 0.8  # MPC_LAND_SPEED 0.7 m/s
+
+
+def test_band_is_the_spread_or_20_percent_or_the_floor():
+    f = Figure("x", "s", "", floor=0.1)
+    assert band([10.0, 10.2], f) == pytest.approx((8.08, 12.12))  # spread narrower than +-20 % of the mean
+    assert band([5.0, 15.0], f) == pytest.approx((5.0, 15.0))  # PX4's own spread is wider
+    assert band([0.0, 0.02], f) == pytest.approx((-0.09, 0.11))  # near zero, the floor
+    rows = compare([{"takeoff_t90": 8.0}, {"takeoff_t90": 9.0}], [{"takeoff_t90": 8.4}, {"takeoff_t90": 3.3}])
+    assert len(rows) == 1 and not rows[0].within  # one candidate run outside fails the figure
+    assert "OUT" in format_table(rows, "px4", "builtin")
+    assert compare([{"takeoff_t90": 8.0}], [{"takeoff_t90": 8.4}])[0].within
+
+
+@needs_px4
+async def test_built_in_vehicle_stays_in_px4s_band_for_takeoff_velocity_step_and_land():
+    reference = await run_target(PX4_SITL, PX4_RUNS, SPEED, MAIN_BUILD, quick=True)
+    candidate = await run_target(BUILTIN, 1, SPEED, quick=True)
+    rows = compare(reference, candidate)
+    assert {row.figure.name for row in rows} == set(QUICK_FIGURES)
+    outside = [row.figure.name for row in rows if not row.within]
+    assert not outside, f"outside PX4's band: {outside}\n" + format_table(rows, "px4-sitl", "builtin")
