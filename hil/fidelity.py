@@ -602,24 +602,13 @@ TARGETS = (BUILTIN, PX4_SITL)
 @contextlib.asynccontextmanager
 async def connected(target: str, speed: float, px4_dir: str | None = None) -> AsyncIterator[Vehicle]:
     """A fresh vehicle of `target` (builtin or px4-sitl) at `speed` x real time, connected over MAVSDK."""
-    from bridges.mavsdk_vehicle import connect
+    from targets import TargetOptions, open_target
 
-    if target == BUILTIN:
-        from hil.targets import SimProcessOptions, builtin_vehicle
-
-        process = builtin_vehicle(SimProcessOptions(speed=speed))
-    elif target == PX4_SITL:
-        from px4.sitl import SitlOptions, px4_sitl
-
-        process = px4_sitl(SitlOptions(speed=speed, px4_dir=px4_dir))
-    else:
+    if target not in TARGETS:
         raise ValueError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
-    async with process as running:
-        vehicle = await connect(running.url, timeout=30.0, speed_factor=speed)
-        try:
-            yield vehicle
-        finally:
-            await vehicle.close()
+    options = TargetOptions(speed=speed, px4_dir=px4_dir, connect_timeout_s=30.0)
+    async with open_target("sim" if target == BUILTIN else PX4_SITL, options) as opened:
+        yield opened.vehicle
 
 
 async def run_target(target: str, runs: int, speed: float, px4_dir: str | None = None, quick: bool = False,
