@@ -32,7 +32,9 @@ def fly_sticks(ap: Autopilot, sticks, seconds: float) -> None:
 
 def test_position_mode_needs_rc_and_flies_the_sticks():
     ap = hovering()
-    assert not ap.set_mode(FlightMode.POSCTL).accepted, "no RC yet"
+    # PX4 v1.16 acknowledges Position without RC in the air, stays where it is and says why.
+    assert ap.set_mode(FlightMode.POSCTL).accepted and ap.mode == FlightMode.HOLD, "no RC yet"
+    assert any("Switching to Position is currently not available" in text for _, text in ap.statustexts)
     ap.manual_input(*CENTRED)
     assert ap.set_mode(FlightMode.POSCTL).accepted
     fly_sticks(ap, (1.0, 0.0, 0.5, 0.0), 3.0)  # full pitch forward: north at up to MPC_VEL_MANUAL
@@ -73,7 +75,7 @@ def test_sticks_do_not_take_over_offboard_unless_configured():
 
 
 @pytest.mark.parametrize("lose", ["silence", "fault"])
-def test_losing_rc_in_position_mode_returns_home(lose):
+def test_losing_rc_in_position_mode_holds_then_returns_home(lose):
     ap = hovering()
     ap.manual_input(*CENTRED)
     assert ap.set_mode(FlightMode.POSCTL).accepted
@@ -83,18 +85,40 @@ def test_losing_rc_in_position_mode_returns_home(lose):
         fly_sticks(ap, CENTRED, 1.0)  # the sticks keep coming, but RC counts as lost
     else:
         ap.run(1.0)
-    assert ap.mode == FlightMode.RTL and ap.failsafe
+    # PX4's failsafe framework: Hold for COM_FAIL_ACT_T (5 s), then NAV_RCL_ACT (2: Return).
+    assert ap.mode == FlightMode.HOLD and ap.failsafe
+    assert any(text.startswith("Failsafe activated: switching to RTL in 5 seconds") for _, text in ap.statustexts)
+    ap.run(5.0)
+    assert ap.mode == FlightMode.RTL
 
 
 @pytest.mark.parametrize("action, mode", [(2, FlightMode.HOLD), (3, FlightMode.RTL), (5, FlightMode.LAND)])
-def test_the_flight_controllers_geofence_acts_once_per_breach(action, mode):
+def test_the_flight_controllers_geofence_holds_then_acts_once_per_breach(action, mode):
+    from px4.sim.control import TrajectorySetpoint
+
+    nan = float("nan")
     ap = hovering(GF_MAX_HOR_DIST=15.0, GF_MAX_VER_DIST=30.0, GF_ACTION=action)
-    ap.reposition(40.0, 0.0, -5.0)
-    for _ in range(200):
+    north = TrajectorySetpoint((nan, nan, -5.0), (3.0, 0.0, nan), (nan,) * 3, 0.0, nan)
+    ap.offboard_setpoint(north)
+    assert ap.set_mode(FlightMode.OFFBOARD).accepted
+    for _ in range(200):  # offboard north at 3 m/s until the fence acts
+        ap.offboard_setpoint(north)
         ap.run(0.1)
-        if ap.mode != FlightMode.HOLD or math.hypot(*ap.position[:2]) > 15.0:
+        if ap.mode != FlightMode.OFFBOARD:
             break
-    ap.run(0.5)
+    assert ap.mode == FlightMode.HOLD, "the breach holds first"
+    assert 15.0 <= math.hypot(*ap.position[:2]) < 20.0, "stopped soon after crossing the fence"
+    ap.run(5.5)  # COM_FAIL_ACT_T
     assert ap.mode == mode
-    assert math.hypot(*ap.position[:2]) < 20.0, "stopped soon after crossing the fence"
-    assert sum("Geofence" in text for _, text in ap.statustexts) == 1
+    # One breach, one failsafe: its announcement (and, after the hold, the action's) name the fence.
+    said = [text for _, text in ap.statustexts if "Geofence violation" in text]
+    assert len(said) == (1 if action == 2 else 2), said
+
+
+def test_a_reposition_outside_the_fence_is_not_flown():
+    ap = hovering(GF_MAX_HOR_DIST=15.0, GF_ACTION=3)
+    start = ap.position
+    assert ap.reposition(40.0, 0.0, -5.0).accepted  # PX4 acknowledges it and stays
+    ap.run(3.0)
+    assert ap.mode == FlightMode.HOLD and math.dist(start, ap.position) < 0.5
+    assert any(text == "Reposition is outside geofence" for _, text in ap.statustexts)

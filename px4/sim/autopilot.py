@@ -24,6 +24,8 @@ from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics
+from px4.sim.failsafe import (GEOFENCE_ACTIONS, RC_LOSS_ACTIONS, FailsafeFramework, activated,
+                              offboard_loss_action)
 from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.manual import ManualControl
@@ -78,6 +80,8 @@ class CommandResult:
 
 
 ACCEPTED = CommandResult(mavlink.MAV_RESULT_ACCEPTED)
+# A pre-arm refusal PX4 makes without a word (Offboard without a setpoint stream).
+SILENT_REFUSAL = "silent"
 
 
 def _denied(reason: str) -> CommandResult:
@@ -137,6 +141,8 @@ class Autopilot:
         self.reached_items: deque[int] = deque(maxlen=64)
         self.offboard: OffboardInput | None = None
         self.manual = ManualControl()
+        self._failsafes = FailsafeFramework()
+        self._rc_loss_handled = False  # the current RC loss has had its failsafe
         self._stick_hold: tuple[float, float, float] | None = None
         self._altitude_hold: float | None = None
         self._geofence_breached = False
@@ -190,7 +196,11 @@ class Autopilot:
         if not self.ready:
             return "Arming denied: sensors initializing"
         if not self.gps_fix and self.params["COM_ARM_WO_GPS"] == 0:
-            return "Arming denied: no GPS fix (COM_ARM_WO_GPS 0)"
+            return "Arming denied: Global position estimate required (no GPS fix, COM_ARM_WO_GPS 0)"
+        if self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL) and not self.rc_available:
+            return "Arming denied: Resolve system health failures first"  # PX4 v1.16: no manual control input
+        if self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
+            return SILENT_REFUSAL
         if self.battery_remaining < self.params["BAT_LOW_THR"]:
             return f"Arming denied: battery low ({self.battery_remaining:.0%})"
         if self.mode in (FlightMode.LAND, FlightMode.RTL):
@@ -200,7 +210,8 @@ class Autopilot:
     @property
     def gps_fix(self) -> bool:
         """A 3D fix needs six satellites."""
-        return self.params["SIM_GPS_USED"] >= 6 and not self.faults.gps_fix_lost
+        # SENS_EN_GPSSIM 0: SIH's GPS simulator is off, so there is no GPS at all.
+        return self.params["SENS_EN_GPSSIM"] != 0 and self.params["SIM_GPS_USED"] >= 6 and not self.faults.gps_fix_lost
 
     @property
     def global_position_ok(self) -> bool:
@@ -236,6 +247,8 @@ class Autopilot:
             return ACCEPTED
         # PX4 runs the pre-arm checks even for a forced arm from MAVLink (force only matters to disarm).
         reason = self.prearm_failure()
+        if reason == SILENT_REFUSAL:
+            return _rejected("")
         if reason:
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
@@ -275,18 +288,18 @@ class Autopilot:
             reason = f"{mode.name} is not flown by the built-in vehicle"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
-        if mode in (FlightMode.ALTCTL, FlightMode.POSCTL) and not self.rc_available:
-            reason = f"{mode.name} not possible: no RC input"
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+        # PX4 takes any mode while disarmed (its arming checks then refuse what cannot be flown); in
+        # the air v1.16 acknowledges a mode it cannot enter and stays, saying why.
+        if mode in (FlightMode.ALTCTL, FlightMode.POSCTL) and not self.rc_available and self.armed:
+            word = "Position" if mode == FlightMode.POSCTL else "Altitude"
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Switching to {word} is currently not available")
+            return ACCEPTED
         if mode in _POSITION_MODES and self.armed and not self.position_valid:
             reason = f"{mode.name} not possible: no position estimate"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return _rejected(reason)
-        if mode == FlightMode.OFFBOARD and not self.offboard_signal:
-            reason = "Offboard not possible: no setpoint stream"
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+        if mode == FlightMode.OFFBOARD and not self.offboard_signal and self.armed:
+            return ACCEPTED  # v1.16: acknowledged, not entered, no text
         if mode == FlightMode.MISSION and not self._mission_valid:
             reason = "Mission not possible: no valid mission"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
@@ -344,6 +357,10 @@ class Autopilot:
         """MAV_CMD_DO_REPOSITION: go to a point and hold there (PX4 does it in Hold mode)."""
         if not self.armed:
             return _denied("Reposition denied: vehicle is not armed")
+        if self.params["GF_ACTION"] != 0 and self._outside_fence((north, east, down)):
+            # PX4's navigator does not fly it and stays in its mode (the command is still ACCEPTED).
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, "Reposition is outside geofence")
+            return ACCEPTED
         self._speed_override = speed if speed > 0 else None
         self._enter_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
         return ACCEPTED
@@ -620,13 +637,6 @@ class Autopilot:
         """Position mode: sticks command velocity; a centred throttle holds the altitude, centred
         roll and pitch brake and then hold the position reached (PX4's FlightTaskManualAltitude and
         its position-mode successors)."""
-        if not self.rc_available:
-            action = int(self.params["NAV_RCL_ACT"])
-            target = {1: FlightMode.HOLD, 3: FlightMode.LAND}.get(action, FlightMode.RTL)
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no RC, {target.name}")
-            self.failsafe = True
-            self._enter_mode(target)
-            return
         p = self.params
         yaw = self.dyn.yaw
         vn, ve, vd, yaw_rate = self.manual.velocity_setpoint(yaw, p["MPC_VEL_MANUAL"], p["MPC_Z_VEL_MAX_UP"],
@@ -797,25 +807,67 @@ class Autopilot:
         self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
 
     # --- safety
-    def _check_geofence(self) -> None:
-        """PX4's geofence: past GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home, act once per breach (GF_ACTION)."""
-        p, h = self.position, self.home
-        params = self._p()
+    def _outside_fence(self, point: tuple[float, float, float]) -> str | None:
+        """Which of PX4's fence limits (GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home) `point` is past."""
+        h, params = self.home, self._p()
         hor, ver = params["GF_MAX_HOR_DIST"], params["GF_MAX_VER_DIST"]
-        outside = (hor > 0 and math.hypot(p[0] - h[0], p[1] - h[1]) > hor) or (ver > 0 and h[2] - p[2] > ver)
-        if not outside or not self.armed or self.landed:
-            self._geofence_breached = outside and self._geofence_breached
+        if hor > 0 and math.hypot(point[0] - h[0], point[1] - h[1]) > hor:
+            return "Geofence violation: exceeding maximum distance to Home"
+        if ver > 0 and h[2] - point[2] > ver:
+            return "Geofence violation: exceeding maximum altitude"
+        return None
+
+    def _check_geofence(self) -> None:
+        """PX4's geofence: past a limit, act once per breach (GF_ACTION), holding first as the failsafe
+        framework does."""
+        breach = self._outside_fence(self.position)
+        if breach is None or not self.armed or self.landed:
+            self._geofence_breached = breach is not None and self._geofence_breached
             return
         if self._geofence_breached:
             return
         self._geofence_breached = True
-        action = int(self.params["GF_ACTION"])
-        self.say(mavlink.MAV_SEVERITY_CRITICAL, "Geofence violated")
-        if action in (2, 3, 5):
-            self.failsafe = True
-            self._enter_mode({2: FlightMode.HOLD, 3: FlightMode.RTL, 5: FlightMode.LAND}[action])
-        elif action == 4:
-            self._disarm("Geofence: flight termination")
+        action = GEOFENCE_ACTIONS.get(int(self.params["GF_ACTION"]))
+        if action is None:
+            self.say(mavlink.MAV_SEVERITY_WARNING, breach)
+            return
+        self._hold_then(action, (breach,))
+
+    def _check_rc_loss(self) -> None:
+        """RC (MANUAL_CONTROL) was there and stopped for COM_RC_LOSS_T: NAV_RCL_ACT after the hold,
+        in every mode COM_RCL_EXCEPT does not exempt (bit 0 Mission, 1 Hold, 2 Offboard)."""
+        if self.manual.sticks is None or self.rc_available:
+            self._rc_loss_handled = False
+            return
+        if self._rc_loss_handled or self.landed:
+            return
+        exempt = int(self.params["COM_RCL_EXCEPT"])
+        if (self.mode == FlightMode.MISSION and exempt & 1) or (self.mode == FlightMode.HOLD and exempt & 2) \
+                or (self.mode == FlightMode.OFFBOARD and exempt & 4):
+            return
+        self._rc_loss_handled = True
+        action = RC_LOSS_ACTIONS.get(int(self.params["NAV_RCL_ACT"]), FlightMode.RTL)
+        if action is not None:
+            self._hold_then(action, ("No manual control input",))
+
+    def _hold_then(self, action: FlightMode | str, reasons: tuple[str, ...]) -> None:
+        """Hold for COM_FAIL_ACT_T, then `action` (a Hold is entered at once); the first failsafe wins."""
+        if self._failsafes.pending is not None:
+            return
+        self.failsafe = True
+        if action == FlightMode.HOLD:
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, activated(action, reasons))
+        else:
+            self.say(mavlink.MAV_SEVERITY_CRITICAL,
+                     self._failsafes.start(self.time_s, action, self.params["COM_FAIL_ACT_T"], reasons))
+        self._enter_mode(FlightMode.HOLD)
+
+    def _failsafe_act(self, action: FlightMode | str) -> None:
+        self.failsafe = True
+        if isinstance(action, FlightMode):
+            self._enter_mode(action)
+        else:  # disarm or terminate: PX4 cuts the motors
+            self._disarm(f"Failsafe: {action}")
 
     def _check_position_estimate(self) -> None:
         """GPS off: EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT, then has no
@@ -837,18 +889,22 @@ class Autopilot:
 
     def _check_failsafes(self) -> None:
         self._check_position_estimate()
+        if not self.armed:
+            self._failsafes.clear()
+            return
+        due = self._failsafes.due(self.time_s, self.mode)
+        if due is not None:
+            action, text = due
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, text)
+            self._failsafe_act(action)
         self._check_geofence()
-        if self.armed and self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
-            self.failsafe = True
-            action = int(self.params["COM_OBL_RC_ACT"])
-            # Position/altitude/manual (0-2) need a pilot on RC; without one PX4 v1.14's fallback
-            # chain ends in Return, so that is what a harness without RC sees.
-            target = {4: FlightMode.LAND, 5: FlightMode.HOLD}.get(action, FlightMode.RTL)
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no offboard signal, {target.name}")
-            if action in (6, 7):
-                self._disarm("Failsafe: offboard lost, disarming")
-            else:
-                self._enter_mode(target)
+        self._check_rc_loss()
+        if self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
+            # No delay for offboard loss: its fallback (COM_OBL_RC_ACT) at once; without RC the
+            # position fallbacks end in a landing where the vehicle is.
+            action = offboard_loss_action(int(self.params["COM_OBL_RC_ACT"]), self.rc_available)
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, activated(action, ("No offboard control signal",)))
+            self._failsafe_act(action)
 
     def _detect_landing(self, vz_sp: float) -> None:
         """PX4's land detector, then auto-disarm after landing (COM_DISARM_LAND) or a takeoff that
