@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import sys
 
 # Verbs, in the order `hil --help` lists them.
 COMMAND_MODULES = (
@@ -52,4 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C before a verb's own handling (connecting, starting PX4...)
+        print(f"hil {args.verb}: interrupted", file=sys.stderr)
+        return 130

@@ -133,10 +133,19 @@ _WAYPOINT_FIELDS: dict[str, Field] = {
 }
 
 
+# A MAVLink mission counts its items in a uint16; each waypoint may add a speed and a delay item.
+MAX_WAYPOINTS = 65535 // 3
+
+
 def _read_waypoints(mapping: dict[Any, Any], problems: Problems) -> tuple[Waypoint, ...]:
     expect = "a non-empty list of waypoints, each {north, east, alt}"
     if "waypoints" not in mapping:
         problems.add("waypoints", f"missing required field, expected {expect}")
+        return ()
+    entries = mapping["waypoints"]
+    if isinstance(entries, list) and len(entries) > MAX_WAYPOINTS:
+        problems.add("waypoints", f"expected at most {MAX_WAYPOINTS} waypoints (with the takeoff and speed items, "
+                                  f"what a MAVLink mission holds), got {len(entries)}")
         return ()
     waypoints = []
     for path, entry in mapping_entries(mapping["waypoints"], "waypoints", "{north, east, alt} with optional hold, yaw",

@@ -139,3 +139,29 @@ async def test_parameters_on_a_flight_controller_are_set_for_the_flight_and_rest
     # The journal was written (its directory exists) and holds nothing left to restore.
     journals = tmp_path / "state" / "param-journals"
     assert journals.is_dir() and all(json.loads(j.read_text()) == {} for j in journals.glob("*.json"))
+
+
+def test_numbers_on_the_command_line_are_range_checked():
+    for args, expected in ((["sim", "--speed", "nan"], "finite number > 0"),
+                           (["sim", "--speed", "inf"], "finite number > 0"),
+                           (["sim", "--instance", "600"], "integer from 0 to 254"),
+                           (["fly", str(DEMO), "--geofence-radius", "nan"], "finite number > 0"),
+                           (["fly", str(DEMO), "--min-battery", "150"], "percentage from 0 to 100"),
+                           (["run", "hil/campaigns/demo.yaml", "--workers", "0"], "integer from 1 to 256")):
+        result = hil(*args, timeout=30)
+        assert result.returncode == 2 and expected in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_ctrl_c_while_connecting_exits_quietly():
+    import signal
+
+    # Nothing answers on this port: hil fly waits to connect, and Ctrl-C comes then.
+    target = f"udpin://127.0.0.1:{free_udp_port()}"
+    proc = subprocess.Popen([sys.executable, "-m", "hil", "fly", str(DEMO), "--target", target, "--arm",
+                             "--connect-timeout", "30"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err

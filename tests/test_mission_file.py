@@ -170,3 +170,15 @@ def test_all_problems_reported_together_one_line_each(tmp_path: Path) -> None:
     assert len(lines) == 3 and lines == list(caught.value.problems)
     assert all(line.startswith(f"{path}: ") for line in lines)
     assert {line.split(": ")[1] for line in lines} == {"speed", "mode", "waypoints[1].alt"}
+
+
+def test_a_mission_longer_than_mavlink_can_hold_is_refused(tmp_path):
+    from config.errors import ConfigError
+    from missions.waypoint import MAX_WAYPOINTS, load_mission
+
+    path = tmp_path / "long.yaml"
+    rows = "\n".join(f"  - {{north: {i % 50}, east: 0, alt: 5}}" for i in range(MAX_WAYPOINTS + 1))
+    path.write_text("name: long\nmode: mission\ntakeoff_altitude: 5\nspeed: 5\nacceptance_radius: 1\n"
+                    f"time_budget: 60\nwaypoints:\n{rows}\n")
+    with pytest.raises(ConfigError, match=rf"{path}: waypoints: expected at most {MAX_WAYPOINTS} waypoints"):
+        load_mission(path)

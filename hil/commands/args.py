@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def param_assignment(text: str) -> tuple[str, float]:
@@ -17,11 +18,35 @@ def param_assignment(text: str) -> tuple[str, float]:
 
 
 def positive_float(text: str) -> float:
-    """A number > 0."""
+    """A finite number > 0 (NaN freezes a simulator and inf spins it: neither is a speed)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """An argparse type: an integer in [low, high]."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {text!r}")
+        return value
+    return parse
+
+
+def percent(text: str) -> float:
+    """A number from 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
     return value

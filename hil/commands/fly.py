@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from hil.commands.args import param_assignment, positive_float
+from hil.commands.args import param_assignment, percent, positive_float
 
 
 def add_parser(verbs) -> None:
@@ -60,7 +60,7 @@ def add_parser(verbs) -> None:
                         help="altitude ceiling above home (default: the mission's highest point + 10 m)")
     safety.add_argument("--breach-action", choices=("land", "rtl"), default="land",
                         help="what the harness commands when the vehicle leaves its fence (default: land)")
-    safety.add_argument("--min-battery", type=float, default=50.0, metavar="PCT",
+    safety.add_argument("--min-battery", type=percent, default=50.0, metavar="PCT",
                         help="battery needed to start (default: 50)")
     parser.add_argument("--arm", action="store_true",
                      help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")

@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from hil.commands.args import bounded_int
+
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
@@ -23,7 +25,7 @@ def add_parser(verbs) -> None:
                "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster")
     parser.add_argument("campaign", type=Path, help="campaign YAML file, or a campaign directory to resume")
     parser.add_argument("--out", type=Path, help="campaign directory (default: runs/<campaign name>)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=os.cpu_count() or 1,
                         help="local worker processes (default: the number of CPUs, %(default)s)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="'local' process pool (default) or 'ray' for a cluster of machines")

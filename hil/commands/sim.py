@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from hil.commands.args import param_assignment, positive_float
+from hil.commands.args import bounded_int, param_assignment, positive_float
 
 
 def add_parser(verbs) -> None:
@@ -25,7 +25,9 @@ def add_parser(verbs) -> None:
                      help="where to speak MAVLink: udpout://HOST:PORT (send there), udpin://HOST:PORT (listen), "
                           "serial:///dev/DEV:BAUD or a pyserial URL; repeat for several ports "
                           "(default: udpout://127.0.0.1:14540+instance)")
-    parser.add_argument("--instance", type=int, default=0, help="PX4-style instance number: adds to the default port and system id")
+    # System ids are 1-255 and the ports 14540+N must stay ports: instances 0-254, as MAV_SYS_ID allows.
+    parser.add_argument("--instance", type=bounded_int(0, 254), default=0,
+                        help="PX4-style instance number 0-254: adds to the default port and system id")
     parser.add_argument("--profile", default="default", help="vehicle profile name or YAML file (default: %(default)s)")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="simulation speed factor, like PX4_SIM_SPEED_FACTOR (default: 1)")
     parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
