@@ -108,6 +108,9 @@ class _UdpProtocol(asyncio.DatagramProtocol):
 class UdpTransport:
     """UDP in the udpin (server) or udpout (client) role."""
 
+    # A MAVLink frame never spans datagrams: a reader may drop a partial frame at each one's end.
+    datagrams = True
+
     MAX_PEERS = 8
 
     def __init__(self, endpoint: Endpoint, receiver: Receiver):
@@ -157,6 +160,8 @@ class UdpTransport:
 
 class SerialTransport:
     """A pyserial port; a reader thread hands bytes to the event loop (pyserial has no asyncio API)."""
+
+    datagrams = False  # a byte stream: a frame may arrive in pieces
 
     def __init__(self, endpoint: Endpoint, receiver: Receiver):
         self.url = endpoint.url

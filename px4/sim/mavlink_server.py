@@ -19,7 +19,7 @@ import shutil
 import struct
 import tempfile
 import time
-import traceback
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -29,7 +29,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from px4 import modes
 from px4.modes import FlightMode, mode_from_set_mode
 from px4.params import HASH_CHECK, ParamError
-from px4.sim import mavlink_extra
+from px4.sim import inputs, mavlink_extra
 from px4.sim.autopilot import Autopilot, CommandResult
 from px4.sim.calibration import NO_ACK, Calibration
 from px4.sim.component_metadata import write_metadata
@@ -101,7 +101,25 @@ STATE_HEARTBEAT_MIN_S = 0.1
 
 def _int(value: float, default: int = 0) -> int:
     """A command parameter as an int; clients send NaN for "unused" (MAVSDK does)."""
-    return default if math.isnan(value) else int(value)
+    return int(value) if math.isfinite(value) and abs(value) < 2**31 else default
+
+
+def _invalid_item_field(msg) -> int | None:
+    """The MAV_MISSION_INVALID_PARAMn of a mission item's first unusable field, None if all are usable.
+    NaN stays allowed in param1-4 (MAVLink's "unchanged"); inf never is; x, y, z must be finite."""
+    params = (msg.param1, msg.param2, msg.param3, msg.param4)
+    for index, value in enumerate(params):
+        if math.isinf(value):
+            return mavlink.MAV_MISSION_INVALID_PARAM1 + index
+    x, y = (msg.x / 1e7, msg.y / 1e7) if msg.get_type() == "MISSION_ITEM_INT" else (msg.x, msg.y)
+    global_frame = msg.frame not in (mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_MISSION)
+    if not inputs.usable(x, 90.0 if global_frame else math.inf):
+        return mavlink.MAV_MISSION_INVALID_PARAM5_X
+    if not inputs.usable(y, 180.0 if global_frame else math.inf):
+        return mavlink.MAV_MISSION_INVALID_PARAM6_Y
+    if not math.isnan(msg.z) and not inputs.usable(msg.z, inputs.MAX_ABS_ALTITUDE_M):
+        return mavlink.MAV_MISSION_INVALID_PARAM7
+    return None
 
 
 def _param_wire_value(value: float, is_int: bool) -> float:
@@ -177,6 +195,11 @@ class Link:
         self.transport.send(buf)
 
     def parse(self, data: bytes) -> list:
+        if getattr(self.transport, "datagrams", False):
+            # Each datagram starts afresh: what a previous one left unfinished (a stray `fd ff`, junk)
+            # can never be completed by the next, and must not swallow its frames.
+            self.mav.buf, self.mav.buf_index = bytearray(), 0
+            self.mav.expected_length = mavlink.HEADER_LEN_V1 + 2
         try:
             msgs = self.mav.parse_buffer(data) or []
         except mavlink.MAVError:
@@ -258,10 +281,11 @@ class MavlinkServer:
             link.peer = (msg.get_srcSystem(), msg.get_srcComponent())
             try:
                 handler(link, msg)
-            except Exception:  # noqa: BLE001 - one bad message must never stop the vehicle
+            except Exception as exc:  # noqa: BLE001 - one bad message must never stop the vehicle
                 self.handler_errors += 1
-                if self.handler_errors <= 5:
-                    traceback.print_exc()
+                if self.handler_errors <= 5:  # one line, not a traceback: hostile input is normal input
+                    print(f"built-in vehicle: {msg.get_type()} not handled ({type(exc).__name__}: {exc})",
+                          file=sys.stderr)
                 if msg.get_type() in ("COMMAND_LONG", "COMMAND_INT"):
                     self._ack(link, msg.command, mavlink.MAV_RESULT_FAILED)
 
@@ -640,10 +664,11 @@ class MavlinkServer:
         if command == C.MAV_CMD_COMPONENT_ARM_DISARM:
             result = self._arm_disarm(p)
         elif command == C.MAV_CMD_NAV_TAKEOFF:
-            alt = p[6]
+            # PX4 v1.16.1 ACCEPTs an altitude of inf or 1e30 (measured); none is flown: the minimum is.
+            alt = inputs.altitude(p[6])
             if frame in (C.MAV_FRAME_GLOBAL_RELATIVE_ALT, C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) and not math.isnan(alt):
                 alt += ap.origin.alt_m
-            result = ap.takeoff(alt, p[4], p[5])
+            result = ap.takeoff(alt, *inputs.latitude_longitude(p[4], p[5]))
         elif command == C.MAV_CMD_NAV_LAND:
             result = ap.land()
         elif command == C.MAV_CMD_NAV_RETURN_TO_LAUNCH:
@@ -747,7 +772,10 @@ class MavlinkServer:
         ap = self.ap
         if not _int(p[1]) & mavlink.MAV_DO_REPOSITION_FLAGS_CHANGE_MODE:
             return CommandResult(mavlink.MAV_RESULT_UNSUPPORTED, "DO_REPOSITION without the change-mode flag is not supported")
-        speed, yaw, lat, lon, alt = p[0], p[3], p[4], p[5], p[6]
+        # PX4 v1.16.1 ACCEPTs lat/lon 1e30 and altitude inf and stays (measured); it flew 25 m towards an
+        # altitude of -1e30. Here a value that is no place keeps the current one, always.
+        speed, yaw, alt = p[0], p[3], inputs.altitude(p[6])
+        lat, lon = inputs.latitude_longitude(p[4], p[5])
         n, e, d = ap.position
         if not (math.isnan(lat) or math.isnan(lon)):
             n, e, _ = ap.origin.to_local(lat, lon, ap.origin.alt_m)
@@ -763,6 +791,8 @@ class MavlinkServer:
         return name if name is not None and hasattr(self, "_msg_" + name.lower()) else None
 
     def _set_interval(self, link: Link, msg_id: int, interval_us: float) -> CommandResult:
+        if not math.isfinite(interval_us):
+            return CommandResult(mavlink.MAV_RESULT_FAILED, "message interval is not a number")  # PX4 v1.16.1
         name = self._stream_name(msg_id)
         if name is None:
             return CommandResult(mavlink.MAV_RESULT_FAILED, f"message id {msg_id} is not streamed")  # as PX4
@@ -836,9 +866,12 @@ class MavlinkServer:
         mask = msg.type_mask
         pos = (NAN, NAN, NAN)
         if not mask & _POS_IGNORE:
+            lat, lon = inputs.latitude_longitude(msg.lat_int / 1e7, msg.lon_int / 1e7)
+            if math.isnan(lat) or not inputs.usable(msg.alt, inputs.MAX_ABS_ALTITUDE_M):
+                return  # no place on Earth: not a setpoint (and not a sign of life of the offboard stream)
             alt = msg.alt + (self.ap.origin.alt_m if msg.coordinate_frame in (
                 mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) else 0.0)
-            pos = self.ap.origin.to_local(msg.lat_int / 1e7, msg.lon_int / 1e7, alt)
+            pos = self.ap.origin.to_local(lat, lon, alt)
         vel = (NAN, NAN, NAN) if mask & _VEL_IGNORE else (msg.vx, msg.vy, msg.vz)
         acc = (NAN, NAN, NAN) if mask & _ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
         yaw = NAN if mask & _YAW_IGNORE else msg.yaw
@@ -852,6 +885,8 @@ class MavlinkServer:
             msg.body_roll_rate, msg.body_pitch_rate, msg.body_yaw_rate)
         # Thrust ignored means "keep the current collective", as PX4 holds its last value.
         thrust = self.ap.ctrl.thrust_sp if mask & _ATT_THRUST_IGNORE else msg.thrust
+        if not inputs.all_finite(thrust, *(q or ())) or (q is not None and not 0.5 < math.hypot(*q) < 1.5):
+            return  # a NaN thrust or quaternion is no attitude: ignored, not flown (it killed the vehicle)
         if q is None:
             q = tuple(self.ap.dyn.q)
         self.ap.offboard_setpoint(AttitudeSetpoint(q_d=q, thrust=thrust, body_rates=rates))
@@ -949,6 +984,11 @@ class MavlinkServer:
             self._request_item(link)  # a repeat or a skip: ask again for the one we need
             return
         item = MissionItem.from_message(msg)
+        invalid = _invalid_item_field(msg)
+        if invalid is not None:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], invalid, up.mission_type))
+            link.upload = None
+            return
         if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and item.frame not in SUPPORTED_FRAMES:
             link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED_FRAME,
                                                           up.mission_type))
