@@ -17,6 +17,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
     computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
+    physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
 
 The file is validated as a whole; a bad one raises `ConfigError` listing every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
@@ -37,6 +38,7 @@ from config.errors import ConfigError
 from config.fields import (
     Field,
     Problems,
+    choice,
     integer,
     mapping_entries,
     number,
@@ -102,6 +104,7 @@ class TrialSpec:
     repeat: int
     seed: int
     speed: float
+    physics: str = "default"  # px4-sitl and HITL boards: SIH inside PX4 or the harness's physics
 
     def as_config(self) -> dict[str, Any]:
         """The resolved configuration for the trial manifest."""
@@ -131,6 +134,7 @@ class Campaign:
     rate_hz: float
     speed: float
     source: str
+    physics: str = "default"
 
     def trials(self) -> list[TrialSpec]:
         """The cross-join, scene-major, with a stable id and seed per trial."""
@@ -151,7 +155,8 @@ class Campaign:
                                             config=config, rule=mission.rule, profile=profile, target=target,
                                             link=link, fault=fault, planner=planner, compute=compute,
                                             rate_hz=self.rate_hz, repeat=repeat,
-                                            seed=trial_seed(self.seed, trial_id), speed=self.speed))
+                                            seed=trial_seed(self.seed, trial_id), speed=self.speed,
+                                            physics=self.physics))
         return out
 
 
@@ -181,6 +186,7 @@ _FIELDS: dict[str, Field] = {
     "repeats": integer("trials per combination", at_least=1, at_most=MAX_TRIALS, required=False, default=1),
     "speed": number("speed factor of real-time simulated targets", above=0, required=False, default=1.0),
     "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
+    "physics": choice(("default", "harness"), required=False, default="default"),
 }
 _LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes")
 
@@ -203,8 +209,11 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         # Faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link for them.
         problems.add("targets", f"{LOCKSTEP} flies without fault profiles; give them a MAVLink target "
                                 "(sim, px4-sitl, a connection string) or use faults: [none]")
-    if any(t.startswith(PX4_SITL) for t in targets):
-        _check_px4_can_fly(profiles, problems)
+    if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
+        _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
+    if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):
+        problems.add("physics", "expected default unless a target is px4-sitl or a flight controller on the bench "
+                                "(the harness's physics drives PX4; the built-in vehicle has its own)")
     count = math.prod((sum(len(m.configs) for m in missions), len(profiles), len(targets), len(links), len(faults),
                        len(planners), len(computes), values.get("repeats") or 1))
     if count > MAX_TRIALS:
@@ -213,7 +222,8 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
-                        computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source)
+                        computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source,
+                        physics=values["physics"])
     raise ConfigError(problems.lines)
 
 

@@ -125,7 +125,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
 def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) -> TargetOptions:
     """How the trial's target comes up: its profile and link; PX4's console and logs into the record."""
     return TargetOptions(profile=spec.profile, speed=spec.speed, link=spec.link if spec.link != NONE else None,
-                         seed=spec.seed, keep_in=record_dir, sink=recorder.append,
+                         seed=spec.seed, physics=spec.physics, keep_in=record_dir, sink=recorder.append,
                          connect_timeout_s=CONNECT_TIMEOUT_S)
 
 

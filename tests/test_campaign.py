@@ -65,6 +65,8 @@ def test_a_bad_campaign_lists_every_problem():
         assert f"c.yaml: {field}:" in text
     with pytest.raises(ConfigError, match="lockstep flies without fault profiles"):
         parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
+    with pytest.raises(ConfigError, match="physics: expected default unless a target is px4-sitl"):
+        parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "physics": "harness"}, "c.yaml")
     # A link profile is fine in lockstep: the same impairment model runs in simulated time.
     parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "links": ["wifi"]}, "c.yaml")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import re
@@ -429,3 +430,24 @@ def test_the_hil_suite_runs_through_the_pytest_plugin_on_px4_over_the_harness_ph
     assert len(flown) >= passed
     for record in flown:
         assert len(read_table(record, TRUTH_TABLE)) > 100, record
+
+
+@needs_px4
+def test_a_campaign_trial_flies_px4_on_the_harness_physics(tmp_path):
+    """`physics: harness` in a campaign: the trial's PX4 flies the harness's physics, whose truth is in the record."""
+    import yaml
+
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "hp", "missions": [{"scene": "forest", "configs": [0]}],
+                                        "targets": ["px4-sitl"], "physics": "harness", "speed": SPEED,
+                                        "planners": ["straight"]}))
+    out = tmp_path / "run"
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--no-progress"],
+                            cwd=root, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PX4_DIR": MAIN_BUILD})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (record,) = list((out / "trials").iterdir())
+    manifest = json.loads((record / "manifest.json").read_text())
+    assert manifest["config"]["physics"] == "harness" and manifest["outcome"] in ("collision", "success", "timeout")
+    assert len(read_table(record, TRUTH_TABLE)) > 100
