@@ -105,6 +105,11 @@ async def watch(vehicle: Vehicle, limits: SafetyLimits) -> SafetyStop:
         await samples.aclose()
 
 
+# Vehicle seconds of telemetry looked at before deciding a vehicle is on the ground (PX4 sends
+# HEARTBEAT at 1 Hz of vehicle time).
+STATE_SETTLE_S = 1.5
+
+
 class UnexpectedVehicleState(VehicleError):
     """The vehicle is not disarmed on the ground: the harness commands nothing to it."""
 
@@ -115,7 +120,11 @@ async def require_on_ground(vehicle: Vehicle, timeout: float = 10.0) -> None:
     Someone else is flying it (a pilot, a mission, another script): uploading, arming or changing a
     parameter now would take it over in the air. Waits (vehicle time) for the first telemetry.
     """
-    state = await vehicle.wait_until(lambda s: s.t_ns > 0, timeout, "the vehicle's first telemetry")
+    await vehicle.wait_until(lambda s: s.t_ns > 0, timeout, "the vehicle's first telemetry")
+    # The snapshot is assembled from streams that arrive apart (armed from HEARTBEAT, in-air from
+    # EXTENDED_SYS_STATE): the first may predate them, so look over more than a heartbeat period.
+    states = await vehicle.collect(STATE_SETTLE_S)
+    state = next((s for s in states if s.armed or s.in_air), states[-1] if states else vehicle.state)
     if state.armed or state.in_air:
         raise UnexpectedVehicleState(
             f"refused: the vehicle is already {'flying' if state.in_air else 'armed'} (mode {state.flight_mode}, "

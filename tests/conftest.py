@@ -7,6 +7,8 @@ so that the flights take seconds, exactly as PX4_SIM_SPEED_FACTOR would make PX4
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from bridges.mavsdk_vehicle import connect
@@ -17,6 +19,12 @@ from .mavlink_client import Client
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest sessions of its own
 
 SPEED = 4.0
+
+# A shell that starts `make test` in the background (`cmd &` without job control) ignores SIGINT,
+# and every process it starts inherits that: the Ctrl-C tests' `hil` processes would never see their
+# Ctrl-C. The tests' own process takes SIGINT back, so the processes they start get the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -67,8 +67,10 @@ async def test_moving_the_sticks_takes_over_from_an_auto_mode(autopilot, gcs):
     gcs.sticks = (0.0, 0.0, 0.5, 0.0)  # a joystick with its sticks centred: RC is there
     _take_off(gcs, autopilot.speed)
     gcs.sticks = (0.0, 0.6, 0.5, 0.0)
-    took_over = _watch_mode(gcs, FlightMode.POSCTL, 2.0)
-    assert took_over is not None and took_over * autopilot.speed < 2.0, "the pilot's sticks took over"
+    # PX4 takes over within 0.25 s of vehicle time; the window is wide for a machine loaded beyond
+    # the speed factor.
+    took_over = _watch_mode(gcs, FlightMode.POSCTL, 5.0)
+    assert took_over is not None and took_over * autopilot.speed < 4.0, "the pilot's sticks took over"
     assert any("Pilot took over using sticks" in text for text in gcs.texts), gcs.texts
     # Sticks back to centre and left there (moving them again would take over from Land too).
     gcs.sticks = (0.0, 0.0, 0.5, 0.0)
