@@ -320,8 +320,14 @@ class MavsdkVehicle(VehicleBase):
         """
         async with self.params_changed({"MIS_TAKEOFF_ALT": altitude}):
             await self._act("takeoff", self.action.takeoff())
-            await self.wait_until(lambda s: s.altitude >= altitude - 0.8 and s.flight_mode == "HOLD", timeout,
-                                  f"takeoff to {altitude:.1f} m")
+            # Done when PX4 holds after the climb: at the altitude, or (seen once on v1.14 under load,
+            # at its old MIS_TAKEOFF_ALT) level below it, when the rest is climbed by a reposition.
+            done = await self.wait_until(lambda s: s.flight_mode == "HOLD" and s.in_air
+                                         and (s.altitude >= altitude - 0.8 or abs(s.vd) < 0.1), timeout,
+                                         f"takeoff to {altitude:.1f} m")
+        if done.altitude < altitude - 0.8:
+            await self.goto(done.north, done.east, -altitude)
+            await self.wait_until(lambda s: s.altitude >= altitude - 0.8, timeout, f"takeoff to {altitude:.1f} m")
         await self._settle_at_altitude(altitude, timeout)
 
     async def goto(self, north: float, east: float, down: float, yaw: float = NAN) -> None:
