@@ -108,6 +108,7 @@ async def watch(vehicle: Vehicle, limits: SafetyLimits) -> SafetyStop:
 # Vehicle seconds of telemetry looked at before deciding a vehicle is on the ground (PX4 sends
 # HEARTBEAT at 1 Hz of vehicle time).
 STATE_SETTLE_S = 1.5
+AIRBORNE_ALTITUDE_M = 1.0
 
 
 class UnexpectedVehicleState(VehicleError):
@@ -124,9 +125,13 @@ async def require_on_ground(vehicle: Vehicle, timeout: float = 10.0) -> None:
     # The snapshot is assembled from streams that arrive apart (armed from HEARTBEAT, in-air from
     # EXTENDED_SYS_STATE): the first may predate them, so look over more than a heartbeat period.
     states = await vehicle.collect(STATE_SETTLE_S)
-    state = next((s for s in states if s.armed or s.in_air), states[-1] if states else vehicle.state)
+    # Name the worse of the two: a flying snapshot over one that is only armed.
+    state = next((s for s in states if s.in_air), next((s for s in states if s.armed),
+                                                      states[-1] if states else vehicle.state))
     if state.armed or state.in_air:
+        # Armed and well above home is flying too, whether or not the landed state has arrived yet.
+        flying = state.in_air or state.altitude > AIRBORNE_ALTITUDE_M
         raise UnexpectedVehicleState(
-            f"refused: the vehicle is already {'flying' if state.in_air else 'armed'} (mode {state.flight_mode}, "
+            f"refused: the vehicle is already {'flying' if flying else 'armed'} (mode {state.flight_mode}, "
             f"{state.altitude:.1f} m above home); the harness starts only from a vehicle disarmed on the ground")
 
