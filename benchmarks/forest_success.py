@@ -1,61 +1,78 @@
 """Success rate of a planner over a scene's ten configurations, in lockstep (goal: >= 70 % in Forest).
 
 Each configuration is flown once on the built-in vehicle in simulated time with the virtual depth
-camera, judged as FLYINGTRUST judges (goal within 2 m inside 1.5 min, no collision), with the
-planner's own computation time felt by the loop (compute profile, default desktop).
+camera, judged as a campaign trial is (`hil.navigation.fly_scene`; rule FLYINGTRUST's by default: goal
+within 2 m, held 2 s, inside 1.5 min, no collision), with the planner's own computation time felt by
+the loop (compute profile, default desktop).
 
     python benchmarks/forest_success.py [--scene forest] [--planner onboard.planners.avoid:OccupancyPlanner]
                                         [--profile default] [--compute-profile desktop] [--speed-cap 4]
+                                        [--rule flyingtrust] [--record-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
+from hil.campaign import planner_choice  # noqa: E402
+from hil.monitor import RULES  # noqa: E402
+from hil.navigation import Navigation, NavigationResult, fly_scene  # noqa: E402
 from missions.scenes import CONFIGURATIONS, generate  # noqa: E402
 from onboard.planner import load_planner  # noqa: E402
-from onboard.task import task_for_scene  # noqa: E402
-from onboard.trial import fly_task  # noqa: E402
 from profiles.compute import load_compute_profile  # noqa: E402
 from px4.sim.realtime import SimOptions, build_vehicle  # noqa: E402
+from records.record import TrialRecorder  # noqa: E402
 
 GOAL = 0.7
 TELEMETRY_HZ = 100  # lockstep sleep resolution 10 ms, so compute holds are felt
 
 
-async def fly(args, seed: int):
+async def fly(args, seed: int, record_dir: Path) -> NavigationResult:
+    """One configuration, flown and judged as a campaign trial is (`hil.navigation.fly_scene`)."""
     scene = generate(args.scene, seed)
+    choice = planner_choice(args.planner)
+    navigation = Navigation(load_planner(choice.spec), args.planner, sensor=choice.sensor,
+                            compute=load_compute_profile(args.compute_profile))
+    rule = dataclasses.replace(RULES[args.rule], speed_cap=args.speed_cap)
     autopilot, _ = build_vehicle(SimOptions(profile=args.profile))
-    async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ) as vehicle:
-        return await fly_task(vehicle, load_planner(args.planner), task_for_scene(scene, speed_cap=args.speed_cap),
-                              scene=scene, radius=autopilot.profile.radius,
-                              compute_profile=load_compute_profile(args.compute_profile), land=False)
+    with TrialRecorder(record_dir, config=vars(args), target="lockstep", seed=seed) as recorder:
+        async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ) as vehicle:
+            flight = await fly_scene(vehicle, navigation, scene, rule, autopilot.profile.radius, recorder, land=False)
+        recorder.finish(flight.verdict.outcome, flight.summary())
+    return flight
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scene", default="forest")
-    parser.add_argument("--planner", default="onboard.planners.avoid:OccupancyPlanner")
+    parser.add_argument("--planner", default="avoid", help="avoid, straight or MODULE:CLASS")
     parser.add_argument("--profile", default="default", help="vehicle profile")
     parser.add_argument("--compute-profile", default="desktop")
     parser.add_argument("--speed-cap", type=float, default=4.0)
+    parser.add_argument("--rule", choices=sorted(RULES), default="flyingtrust")
+    parser.add_argument("--record-dir", type=Path, help="keep the trial records here (default: a temporary directory)")
     args = parser.parse_args()
     successes = 0
-    for seed in range(CONFIGURATIONS):
-        start = time.perf_counter()
-        outcome = asyncio.run(fly(args, seed))
-        successes += outcome.outcome == "success"
-        timing = outcome.runtime.timing.get("total")
-        print(f"{args.scene}:{seed}  {outcome.outcome:<10} {outcome.flight_time_s:5.1f} s  min clearance "
-              f"{outcome.min_clearance_m:5.2f} m  T_tot {timing.mean_ms if timing else float('nan'):6.2f} ms  "
-              f"({time.perf_counter() - start:.1f} s wall)  {outcome.reason}", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        records = args.record_dir or Path(scratch)
+        for seed in range(CONFIGURATIONS):
+            start = time.perf_counter()
+            flight = asyncio.run(fly(args, seed, records / f"{args.scene}-{seed}"))
+            verdict = flight.verdict
+            successes += verdict.outcome == "success"
+            timing = flight.runtime.timing.get("total") if flight.runtime else None
+            print(f"{args.scene}:{seed}  {verdict.outcome:<10} {verdict.t_s:5.1f} s  min clearance "
+                  f"{flight.monitor.min_clearance_m:5.2f} m  T_tot {timing.mean_ms if timing else float('nan'):6.2f} ms  "
+                  f"({time.perf_counter() - start:.1f} s wall)  {verdict.reason}", flush=True)
     rate = successes / CONFIGURATIONS
     print(f"success {successes}/{CONFIGURATIONS} = {rate:.0%} (goal >= {GOAL:.0%}) {'ok' if rate >= GOAL else 'BELOW GOAL'}")
     return 0 if rate >= GOAL else 1

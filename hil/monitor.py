@@ -83,6 +83,8 @@ class TrialMonitor:
         self.end_ns: int | None = None  # stamp of the last snapshot checked: the deciding one once decided
         self.elapsed_s = 0.0  # mission time of the last snapshot checked
         self.clearance_m = math.inf  # obstacle distance of the last snapshot checked
+        self.min_clearance_m = math.inf  # smallest gap between the vehicle's sphere and an obstacle so far
+        self.goal_distance_m = math.nan  # goal distance of the last snapshot checked
 
     @property
     def t0_ns(self) -> int | None:
@@ -101,7 +103,9 @@ class TrialMonitor:
         self.end_ns = state.t_ns
         position = np.array([state.north, state.east, state.down]) + self.offset
         clearance = float(self.scene.distance(position)[0])
-        self.elapsed_s, self.clearance_m = t, clearance
+        distance = float(np.linalg.norm(position - self.scene.goal))
+        self.elapsed_s, self.clearance_m, self.goal_distance_m = t, clearance, distance
+        self.min_clearance_m = min(self.min_clearance_m, clearance - self.radius)
         if clearance < self.radius:
             return self._decide("collision", f"obstacle within {clearance:.2f} m of the centre "
                                              f"(vehicle radius {self.radius:.2f} m) at {_fmt(position)}", t)
@@ -109,7 +113,6 @@ class TrialMonitor:
             return self._decide("failsafe", "the vehicle disarmed or landed during navigation", t)
         if state.flight_mode in FAILSAFE_MODES:
             return self._decide("failsafe", f"the vehicle switched to {state.flight_mode} by itself", t)
-        distance = float(np.linalg.norm(position - self.scene.goal))
         if distance <= self.rule.goal_radius:
             if self._inside_since is None:
                 self._inside_since = t

@@ -1,13 +1,10 @@
-"""One campaign trial: bring its target up, fly the scene's navigation task with its planner under
-the trial monitor, and write the trial record whose manifest summary becomes a results-table row.
+"""One campaign trial: bring its target up, fly the scene's navigation task with its planner
+(`hil.navigation.fly_scene`, the one trial loop and judge), and write the trial record whose manifest
+summary becomes a results-table row.
 
-The flight: the vehicle's home is on the ground below the scene's start (`onboard.task`), so it
-takes off straight to the start point; then the rule's speed cap is applied, the mission clock
-starts, and the planner flies towards the goal in the onboard runtime (`onboard.runtime`, stage
-timing recorded) while the trial's fault profile is applied, until the monitor decides (success,
-collision, timeout, failsafe) or something breaks (error). A lockstep vehicle is simply dropped at
-the end; a vehicle in real time lands, as it must on PX4 SITL or hardware. On MAVLink targets a
-link profile puts the impairment proxy (`bridges.link_proxy`) between the target and this side.
+A lockstep vehicle is simply dropped at the end; a vehicle in real time lands, as it must on PX4
+SITL or hardware. On MAVLink targets a link profile puts the impairment proxy
+(`bridges.link_proxy`) between the target and this side.
 
 `run_trial_spec` is the executors' entry point: synchronous, self-contained, returns the summary.
 """
@@ -15,7 +12,6 @@ link profile puts the impairment proxy (`bridges.link_proxy`) between the target
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 from pathlib import Path
@@ -23,18 +19,15 @@ from typing import Any
 
 import pandas as pd
 
-from bridges.vehicle import Vehicle, VehicleError
+from bridges.vehicle import VehicleError
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import land_and_wait
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
-from hil.param_journal import ParamJournal, restore_pending
-from hil.safety import require_on_ground
-from hil.recording import record_telemetry
+from hil.navigation import Navigation, NavigationResult, fly_scene
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
-from onboard.task import NavTask, task_for_scene
+from onboard.task import task_for_scene
 from profiles.vehicle import VehicleProfile, load_vehicle_profile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
@@ -44,8 +37,6 @@ from reports.metrics import Trajectory, timing_summary, trial_metrics
 from targets import TargetOptions, open_target
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
-PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
-ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
 
 
 def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
@@ -82,25 +73,26 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
     profile = load_vehicle_profile(spec.profile)
-    task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
-                          time_budget=rule.time_budget_s)
     with TrialRecorder(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as recorder:
-        rows: list[dict] = []
-        speed_factor = 1.0
-        monitor = TrialMonitor(scene, rule, profile.radius, task.home_in_scene)
+        flight: NavigationResult | None = None
+        speed_factor, error = 1.0, "not flown"
         try:
             async with open_target(spec.target, _target_options(spec, record_dir, recorder)) as opened:
                 vehicle = opened.vehicle
                 recorder.event("connected", url=vehicle.url, target=opened.name)
                 speed_factor = vehicle.speed_factor
-                monitor = TrialMonitor(scene, rule, profile.radius, task.home_in_scene, speed_factor)
-                verdict = await fly_navigation(vehicle, spec, scene, task, rule, monitor, recorder, rows,
-                                               land=spec.target != LOCKSTEP, hardware=opened.hardware)
+                flight = await fly_scene(vehicle, navigation_for(spec), scene, rule, profile.radius, recorder,
+                                         land=spec.target != LOCKSTEP, hardware=opened.hardware)
                 if opened.link is not None:
                     recorder.event("link_summary", **opened.link.summary())
         except (VehicleError, SitlError) as exc:
-            verdict = monitor.fail(str(exc))
-        recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
+            error = str(exc)  # after a flight that was judged, its verdict stands
+        if flight is None:
+            recorder.event("verdict", outcome="error", reason=error, t_s=math.nan)
+            task = task_for_scene(scene)
+            flight = NavigationResult(Verdict("error", error, math.nan),
+                                      TrialMonitor(scene, rule, profile.radius, task.home_in_scene), task, None)
+        verdict, monitor = flight.verdict, flight.monitor
         recorder.flush()
         summary = {
             "outcome": verdict.outcome,
@@ -112,10 +104,10 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
             # so reports can cut the flown track out of the record again.
             "nav_start_ns": monitor.t0_ns,
             "nav_end_ns": monitor.end_ns,
-            **dict(zip(("home_north", "home_east", "home_down"), task.home_in_scene)),
+            **dict(zip(("home_north", "home_east", "home_down"), flight.task.home_in_scene)),
             **_profile_columns(profile),
             **facts,
-            **_flight_columns(rows, speed_factor, monitor, verdict, scene, profile, rule, facts),
+            **_flight_columns(flight.rows, speed_factor, monitor, verdict, scene, profile, rule, facts),
             **timing_summary(_optional_table(record_dir, "timing")),
         }
         recorder.finish(verdict.outcome, summary)
@@ -129,110 +121,16 @@ def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) 
                          connect_timeout_s=CONNECT_TIMEOUT_S)
 
 
-async def fly_navigation(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: NavTask, rule: SuccessRule,
-                         monitor: TrialMonitor, recorder: TrialRecorder, rows: list[dict], *, land: bool,
-                         hardware: bool = False) -> Verdict:
-    """Take off to the start, fly the planner under the monitor, land if asked; returns the verdict.
-
-    The rule's speed cap is set for the navigation phase only and restored after; on a flight
-    controller that outlives the run (`hardware`) it is journaled first, and what an interrupted run
-    left changed is restored before anything else.
-    """
-    await require_on_ground(vehicle)  # raised, not judged: a vehicle someone else flies is never landed either
-    telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
-    try:
-        if hardware:
-            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
-            restored = await restore_pending(vehicle, vehicle.journal)
-            if restored:
-                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
-        await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
-        await vehicle.arm()
-        await vehicle.takeoff(task.altitude)
-        recorder.event("at_start", altitude=vehicle.state.altitude)
-        caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
-        async with vehicle.params_changed(caps):
-            verdict = await _navigate(vehicle, spec, scene, task, monitor, recorder)
-    except VehicleError as exc:
-        recorder.event("failed", reason=str(exc))
-        verdict = monitor.fail(str(exc))
-    finally:
-        telemetry.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await telemetry
-    # Not in `finally`: a cancelled trial (Ctrl-C) must not wait for a landing; closing the vehicle
-    # leaves it landing or disarmed anyway (the Vehicle.close contract).
-    if land:
-        with contextlib.suppress(VehicleError):
-            await land_and_wait(vehicle)
-    return verdict
-
-
-async def _navigate(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: NavTask, monitor: TrialMonitor,
-                    recorder: TrialRecorder) -> Verdict:
-    monitor.start(vehicle.state)
-    recorder.event("navigation_started", planner=spec.planner)
-    stop = asyncio.Event()
-    watch = asyncio.create_task(monitor.watch(vehicle, stop))
-    planner = asyncio.create_task(fly_planner(vehicle, spec, scene, task, recorder, stop))
-    faults = asyncio.create_task(apply_faults(vehicle, spec, monitor, recorder))
-    try:
-        done, _ = await asyncio.wait({watch, planner}, return_when=asyncio.FIRST_COMPLETED)
-        if planner in done and planner.exception() is not None and watch not in done:
-            error = planner.exception()
-            return monitor.fail(f"planner {spec.planner} failed: {type(error).__name__}: {error}")
-        # A planner that finished by itself (it thinks it is there) leaves the decision to the monitor.
-        return await watch
-    finally:
-        watch.cancel()
-        faults.cancel()
-        # `stop` is set: the runtime ends at its next cycle, holds the vehicle and records its
-        # summary; only a runtime that does not is cancelled.
-        await asyncio.wait({planner}, timeout=PLANNER_STOP_S)
-        planner.cancel()
-        await asyncio.gather(watch, planner, faults, return_exceptions=True)
-
-
-async def fly_planner(vehicle: Vehicle, spec: TrialSpec, scene: Scene, task: NavTask, recorder: TrialRecorder,
-                      stop: asyncio.Event) -> None:
-    """Fly the navigation phase with the trial's planner in the onboard runtime until `stop` is set."""
+def navigation_for(spec: TrialSpec) -> Navigation:
+    """The trial's planner and onboard conditions, from its campaign entry."""
+    from missions.faults import load_fault_profile
     from onboard.planner import load_planner
-    from onboard.runtime import run_planner
-    from onboard.sensing import SceneSensor
     from profiles.compute import load_compute_profile
 
     choice = planner_choice(spec.planner)
-    await run_planner(vehicle, load_planner(choice.spec), task, rate_hz=spec.rate_hz,
-                      sensor=SceneSensor(scene, task.home_in_scene) if choice.sensor else None,
-                      compute_profile=load_compute_profile(spec.compute) if spec.compute != NONE else None,
-                      recorder=recorder, stop=stop)
-
-
-async def apply_faults(vehicle: Vehicle, spec: TrialSpec, monitor: TrialMonitor, recorder: TrialRecorder) -> None:
-    """Inject each fault of the trial's fault profile when its trigger fires, clear it when its time is up."""
-    if spec.fault == NONE:
-        return
-    from bridges.failure import FailureInjector
-    from missions.faults import load_fault_profile
-
-    pending = list(load_fault_profile(spec.fault))
-    active: list[tuple[float, object]] = []
-    async with FailureInjector(vehicle) as injector:
-        async for _ in vehicle.telemetry():
-            elapsed, clearance = monitor.elapsed_s, monitor.clearance_m
-            for fault in [f for f in pending if f.due(elapsed, 0, clearance)]:
-                pending.remove(fault)
-                result = await injector.inject(fault)
-                recorder.event("fault_injected", fault=fault.describe(), accepted=result.accepted,
-                               result=result.result, reason=result.reason, t_s=elapsed)
-                if result.accepted and fault.duration_s is not None:
-                    active.append((elapsed + fault.duration_s, fault))
-            for ends, fault in [a for a in active if a[0] <= elapsed]:
-                active.remove((ends, fault))
-                await injector.clear(fault)
-                recorder.event("fault_cleared", fault=fault.describe(), t_s=elapsed)
-            if not pending and not active:
-                return
+    return Navigation(load_planner(choice.spec), spec.planner, sensor=choice.sensor, rate_hz=spec.rate_hz,
+                      compute=load_compute_profile(spec.compute) if spec.compute != NONE else None,
+                      faults=load_fault_profile(spec.fault) if spec.fault != NONE else ())
 
 
 def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,

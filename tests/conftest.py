@@ -27,6 +27,15 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_state_dir(tmp_path_factory):
+    """Parameter journals of the flights tests make (and of the processes they start) stay in the
+    test session's own directory, never in the user's ~/.local/state."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HIL_STATE_DIR", str(tmp_path_factory.mktemp("hil-state")))
+        yield
+
+
 @pytest.fixture
 async def sim():
     """A built-in vehicle process at SPEED x real time; its URL is `sim.url`."""

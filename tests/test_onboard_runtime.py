@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
+from hil.monitor import RULES
+from hil.navigation import Navigation, fly_scene
 from records.record import TrialRecorder, read_manifest, read_table
 from missions.scenes import generate
 from onboard.planner import Command, Observation
 from onboard.planners.avoid import OccupancyPlanner
 from onboard.runtime import run_planner
 from onboard.task import NavTask, task_for_scene
-from onboard.trial import fly_task
 from profiles.compute import load_compute_profile
 from px4.sim.realtime import SimOptions, build_vehicle
 
@@ -31,13 +32,14 @@ def lockstep() -> LockstepVehicle:
 async def test_avoiding_planner_crosses_a_forest_and_its_record_holds_per_stage_timings(tmp_path):
     scene = generate("forest", 1)
     task = task_for_scene(scene)
+    navigation = Navigation(OccupancyPlanner(), "avoid", compute=load_compute_profile("desktop"))
     with TrialRecorder(tmp_path / "rec", config={"task": task}, target="lockstep") as recorder:
         async with lockstep() as vehicle:
-            outcome = await fly_task(vehicle, OccupancyPlanner(), task, scene=scene, radius=vehicle.ap.profile.radius,
-                                     compute_profile=load_compute_profile("desktop"), recorder=recorder)
-        recorder.finish(outcome.outcome, outcome.summary())
-    assert outcome.outcome == "success", outcome.reason
-    assert outcome.min_clearance_m > 0
+            flight = await fly_scene(vehicle, navigation, scene, RULES["flyingtrust"], vehicle.ap.profile.radius,
+                                     recorder, land=False)
+        recorder.finish(flight.verdict.outcome, flight.summary())
+    assert flight.verdict.outcome == "success", flight.verdict.reason
+    assert flight.monitor.min_clearance_m > 0
     timing = read_table(tmp_path / "rec", "timing")
     assert {"sense", "map", "plan", "control"} <= set(timing["stage"])
     summary = read_manifest(tmp_path / "rec")["summary"]["onboard"]
@@ -49,7 +51,7 @@ async def test_avoiding_planner_crosses_a_forest_and_its_record_holds_per_stage_
     assert len(read_table(tmp_path / "rec", "tracking")) > 0
 
 
-async def test_jetson_profile_lowers_success_or_raises_tracking_error_on_a_dense_forest():
+async def test_jetson_profile_lowers_success_or_raises_tracking_error_on_a_dense_forest(tmp_path):
     """The closed loop feels the added compute time.
 
     A finer map (0.1 m cells) gives the planner a FlightBench-sized budget (tens of ms per step),
@@ -63,13 +65,14 @@ async def test_jetson_profile_lowers_success_or_raises_tracking_error_on_a_dense
         successes, errors, latencies = 0, [], []
         for seed in range(4):
             scene = generate("flightbench-forest-high", seed)
-            async with lockstep() as vehicle:
-                outcome = await fly_task(vehicle, OccupancyPlanner(resolution=0.1), task_for_scene(scene), scene=scene,
-                                         radius=vehicle.ap.profile.radius,
-                                         compute_profile=load_compute_profile(name), land=False)
-            successes += outcome.outcome == "success"
-            errors.append(outcome.runtime.tracking_error_mean_m)
-            latencies.append(outcome.runtime.latency_mean_s)
+            navigation = Navigation(OccupancyPlanner(resolution=0.1), "avoid", compute=load_compute_profile(name))
+            with TrialRecorder(tmp_path / f"{name}-{seed}", config={}, target="lockstep") as recorder:
+                async with lockstep() as vehicle:
+                    flight = await fly_scene(vehicle, navigation, scene, RULES["flyingtrust"],
+                                             vehicle.ap.profile.radius, recorder, land=False)
+            successes += flight.verdict.outcome == "success"
+            errors.append(flight.runtime.tracking_error_mean_m)
+            latencies.append(flight.runtime.latency_mean_s)
         results[name] = (successes, float(np.mean(errors)), float(np.mean(latencies)))
     (desk_ok, desk_error, desk_latency), (jet_ok, jet_error, jet_latency) = results.values()
     assert jet_latency > 1.5 * desk_latency, results

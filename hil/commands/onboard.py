@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import time
 from pathlib import Path
 
+from bridges.vehicle import VehicleError
 from hil.commands.args import positive_float
-
-DEFAULT_PLANNER = "onboard.planners.avoid:OccupancyPlanner"
+from hil.monitor import RULES
 
 
 def add_parser(verbs) -> None:
@@ -19,27 +20,34 @@ def add_parser(verbs) -> None:
         help="run a planner as a companion-computer process against a MAVLink flight controller",
         description="Connect to a flight controller over MAVLink (as a companion computer would), take off, run "
                     "the planner in a closed loop with a virtual depth camera in the mission's scene, time every "
-                    "stage, judge the flight (goal, collision, time budget), land, and write a trial record. "
+                    "stage, judge the flight as a campaign trial is judged (--rule: goal radius held, collision, failsafe, time "
+                    "budget), land, and write a trial record. "
                     "The exit code is 0 only when the vehicle reached the goal.",
         epilog="examples:\n"
                "  hil sim &    # the built-in vehicle, then:\n"
                "  hil onboard --connect udpin://127.0.0.1:14540 --mission forest:3 --arm\n"
                "  hil onboard --connect udpin://127.0.0.1:14540 --mission forest:3 --arm "
                "--compute-profile jetson_orin_nx\n"
-               "  hil onboard --connect udpin://127.0.0.1:14540 --planner onboard.planners.straight:StraightLine "
+               "  hil onboard --connect udpin://127.0.0.1:14540 --planner straight "
                "--mission forest:0 --arm\n"
                "\nsafety: the connection may be a real aircraft: nothing arms without --arm.")
     parser.add_argument("--connect", required=True, metavar="CONNECTION",
                         help="MAVSDK connection string of the flight controller, e.g. udpin://127.0.0.1:14540")
-    parser.add_argument("--planner", default=DEFAULT_PLANNER, metavar="MODULE:CLASS",
-                        help="planner class, constructed without arguments (default: %(default)s)")
+    parser.add_argument("--planner", default="avoid", metavar="MODULE:CLASS",
+                        help="planner class, constructed without arguments, or a built-in one: avoid (with the "
+                             "virtual depth camera) or straight (blind) (default: %(default)s)")
     parser.add_argument("--mission", required=True, metavar="SCENE[:SEED]",
                         help="scene to fly from its start to its goal, e.g. forest:3 (see missions.scenes)")
     parser.add_argument("--compute-profile", metavar="NAME",
                         help="emulate a slower onboard computer, e.g. jetson_orin_nx (profiles/compute/); "
                              "default: none (the planner's time is felt only as it happens)")
     parser.add_argument("--rate", type=positive_float, default=10.0, help="planner loop rate, Hz (default: 10)")
-    parser.add_argument("--speed-cap", type=positive_float, default=4.0, help="m/s (default: 4, FLYINGTRUST)")
+    parser.add_argument("--rule", choices=sorted(RULES), default="flyingtrust",
+                        help="success rule: goal radius, hold time, time budget and speed cap, as campaigns judge "
+                             "(default: %(default)s: 2 m held 2 s within 90 s at 4 m/s)")
+    parser.add_argument("--speed-cap", type=positive_float,
+                        help="m/s horizontal speed limit set on the vehicle (MPC_XY_VEL_MAX, journaled and restored); "
+                             "default: the rule's")
     parser.add_argument("--speed-factor", type=positive_float, default=1.0,
                         help="the target's simulation speed factor (1 for hardware) (default: 1)")
     parser.add_argument("--profile", default="default", help="vehicle profile, for the collision radius (default: default)")
@@ -50,50 +58,62 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from config.errors import ConfigError
+    from hil.campaign import planner_choice
+    from hil.navigation import Navigation
     from missions.scenes import SceneError
-    from onboard.planner import PlannerLoadError, load_planner
+    from onboard.planner import load_planner
     from onboard.profile_table import format_table
-    from onboard.task import scene_from_spec, task_for_scene
-    from profiles.compute import ComputeProfileError, load_compute_profile
-    from profiles.vehicle import ProfileError, load_vehicle_profile
+    from onboard.task import scene_from_spec
+    from profiles.compute import load_compute_profile
+    from profiles.vehicle import load_vehicle_profile
 
     if not args.arm:
         print(f"hil onboard: refusing to arm {args.connect} without --arm: it may be a real aircraft.", file=sys.stderr)
         return 2
     try:
-        planner = load_planner(args.planner)
         scene = scene_from_spec(args.mission)
-        profile = load_compute_profile(args.compute_profile) if args.compute_profile else None
+        choice = planner_choice(args.planner)
+        navigation = Navigation(load_planner(choice.spec), args.planner, sensor=choice.sensor, rate_hz=args.rate,
+                                compute=load_compute_profile(args.compute_profile) if args.compute_profile else None)
         radius = load_vehicle_profile(args.profile).radius
-    except (PlannerLoadError, SceneError, ComputeProfileError, ProfileError) as exc:
+    except (ConfigError, SceneError) as exc:
         print(f"hil onboard: {exc}", file=sys.stderr)
         return 2
-    task = task_for_scene(scene, speed_cap=args.speed_cap)
+    rule = RULES[args.rule]
+    if args.speed_cap is not None:
+        rule = dataclasses.replace(rule, speed_cap=args.speed_cap)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     record_dir = args.record_dir or Path("runs") / f"{stamp}-onboard-{scene.name}-{scene.seed}"
-    print(f"flying {task.name} with {args.planner} via {args.connect}...", flush=True)
-    outcome = asyncio.run(_fly(args, planner, scene, task, profile, radius, record_dir))
-    print(f"outcome  {outcome.outcome}: {outcome.reason}")
-    print(f"time     {outcome.flight_time_s:.1f} s, min clearance {outcome.min_clearance_m:.2f} m")
-    print(format_table([record_dir.name], [outcome.runtime.timing]))
+    print(f"flying {scene.name}:{scene.seed} with {args.planner} via {args.connect}...", flush=True)
+    try:
+        flight = asyncio.run(_fly(args, navigation, scene, rule, radius, record_dir))
+    except VehicleError as exc:  # not flown: no connection, or a vehicle someone else is flying
+        print(f"hil onboard: {exc}", file=sys.stderr)
+        return 1
+    verdict = flight.verdict
+    print(f"outcome  {verdict.outcome}{': ' + verdict.reason if verdict.reason else ''}")
+    print(f"time     {verdict.t_s:.1f} s from the start point, {flight.monitor.goal_distance_m:.2f} m from the goal, "
+          f"min clearance {flight.monitor.min_clearance_m:.2f} m")
+    if flight.runtime is not None:
+        print(format_table([record_dir.name], [flight.runtime.timing]))
     print(f"record   {record_dir}")
-    return 0 if outcome.outcome == "success" else 1
+    return 0 if verdict.outcome == "success" else 1
 
 
-async def _fly(args, planner, scene, task, profile, radius: float, record_dir: Path):
-    from bridges.mavsdk_vehicle import connect
-    from onboard.trial import fly_task
+async def _fly(args, navigation, scene, rule, radius: float, record_dir: Path):
+    from hil.navigation import fly_scene
     from records.record import TrialRecorder
+    from targets import TargetOptions
+    from targets.connection import connected
 
-    config = {"planner": args.planner, "mission": args.mission, "task": task, "compute_profile":
-              profile.as_dict() if profile else None, "rate_hz": args.rate, "vehicle_profile": args.profile,
-              "speed_factor": args.speed_factor}
+    config = {"planner": args.planner, "mission": args.mission, "rule": dataclasses.asdict(rule),
+              "compute_profile": navigation.compute.as_dict() if navigation.compute else None,
+              "rate_hz": args.rate, "vehicle_profile": args.profile, "speed_factor": args.speed_factor}
+    options = TargetOptions(profile=args.profile, speed=args.speed_factor, connect_timeout_s=args.connect_timeout)
     with TrialRecorder(record_dir, config=config, target=args.connect, seed=scene.seed) as recorder:
-        vehicle = await connect(args.connect, args.connect_timeout, args.speed_factor)
-        try:
-            outcome = await fly_task(vehicle, planner, task, scene=scene, radius=radius, rate_hz=args.rate,
-                                     compute_profile=profile, recorder=recorder)
-        finally:
-            await vehicle.close()
-        recorder.finish(outcome.outcome, outcome.summary())
-    return outcome
+        async with connected(args.connect, options) as (vehicle, _):
+            # The flight controller may be a real one that outlives this run: what it changes is journaled.
+            flight = await fly_scene(vehicle, navigation, scene, rule, radius, recorder, land=True, hardware=True)
+        recorder.finish(flight.verdict.outcome, flight.summary())
+    return flight

@@ -153,6 +153,36 @@ def hil_mission(hil_vehicle, hil_recorder):
     return run
 
 
+@pytest.fixture
+def hil_navigation(hil_vehicle, hil_recorder, hil_profile: str, hil_target: str):
+    """`await hil_navigation("forest:3", planner="avoid", rule="flyingtrust")`: fly a scene from its start
+    to its goal with a planner, judged as campaign trials and `hil onboard` judge it (one loop, one judge:
+    `hil.navigation.fly_scene`); returns its `NavigationResult` (`.verdict.outcome`, `.monitor`, `.runtime`).
+
+    `planner`: avoid, straight or MODULE:CLASS; `compute`: a compute profile name to emulate.
+    """
+    from hil.campaign import planner_choice
+    from hil.monitor import RULES
+    from hil.navigation import Navigation, fly_scene
+    from onboard.planner import load_planner
+    from onboard.task import scene_from_spec
+    from profiles.compute import load_compute_profile
+    from profiles.vehicle import load_vehicle_profile
+
+    kind = target_kind(hil_target)
+
+    async def run(mission: str, planner: str = "avoid", rule: str = "flyingtrust", compute: str | None = None,
+                  rate_hz: float = 10.0):
+        choice = planner_choice(planner)
+        navigation = Navigation(load_planner(choice.spec), planner, sensor=choice.sensor, rate_hz=rate_hz,
+                                compute=load_compute_profile(compute) if compute else None)
+        # Telemetry is recorded by hil_vehicle already; a lockstep vehicle is dropped, not landed.
+        return await fly_scene(hil_vehicle, navigation, scene_from_spec(mission), RULES[rule],
+                               load_vehicle_profile(hil_profile).radius, hil_recorder, land=kind != "lockstep",
+                               hardware=kind == "hardware", record=False)
+    return run
+
+
 @pytest_asyncio.fixture
 async def hil_faults(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_vehicle, hil_recorder):
     """A fault injector with its monitor: `await hil_faults.inject_and_verify(spec)` -> a FaultVerdict.

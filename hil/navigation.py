@@ -1,0 +1,175 @@
+"""One navigation flight through a scene, whoever asks for it: the one trial loop of the harness.
+
+A campaign trial (`hil.trial`), `hil onboard` (a companion computer on a MAVLink link), the pytest
+plugin's `hil_navigation` fixture and the onboard benchmarks all fly `fly_scene`, so one flight gets
+one verdict, whichever way it was started. The flight:
+
+1. the vehicle must be disarmed on the ground (`hil.safety.require_on_ground`); on a flight
+   controller that outlives the run, what an interrupted run left changed is restored first;
+2. arm, take off straight to the scene's start (home is on the ground below it, `onboard.task`);
+3. the rule's speed cap is set (and restored after), the mission clock starts, and the planner flies
+   towards the goal in the onboard runtime (stage timing recorded) while the fault profile is applied,
+   until the one judge, `hil.monitor.TrialMonitor`, decides (success, collision, timeout, failsafe)
+   or something breaks (error);
+4. land, when asked (a lockstep vehicle is simply dropped; one in real time must come down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridges.vehicle import Vehicle, VehicleError
+from hil.fly import land_and_wait
+from hil.monitor import SuccessRule, TrialMonitor, Verdict
+from hil.param_journal import ParamJournal, restore_pending
+from hil.recording import record_telemetry
+from hil.safety import require_on_ground
+from missions.faults import FaultSpec
+from missions.geometry import Scene
+from onboard.planner import Planner
+from onboard.runtime import DEFAULT_RATE_HZ, RuntimeResult, run_planner
+from onboard.sensing import SceneSensor
+from onboard.task import NavTask, task_for_scene
+from profiles.compute import ComputeProfile
+from records.record import TrialRecorder
+
+PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
+ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
+
+
+@dataclass(frozen=True)
+class Navigation:
+    """What flies the navigation phase: the planner and the conditions it runs under."""
+
+    planner: Planner
+    name: str  # how the record names the planner (its MODULE:CLASS or short name)
+    sensor: bool = True  # the virtual depth camera in the scene; False: the planner flies blind
+    rate_hz: float = DEFAULT_RATE_HZ
+    compute: ComputeProfile | None = None  # emulate a slower onboard computer
+    faults: tuple[FaultSpec, ...] = ()  # injected when their triggers fire
+
+
+@dataclass
+class NavigationResult:
+    """How the flight ended: the judge's verdict, the judge itself (where the navigation phase lies in
+    the telemetry, clearances) and the onboard runtime's own account (None if it never finished)."""
+
+    verdict: Verdict
+    monitor: TrialMonitor
+    task: NavTask
+    runtime: RuntimeResult | None
+    rows: list[dict] = field(default_factory=list, repr=False)  # telemetry snapshots, when recorded here
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: the verdict, the distances the judge saw, and the runtime's timing."""
+        return {"outcome": self.verdict.outcome, "reason": self.verdict.reason, "end_time_s": self.verdict.t_s,
+                "goal_distance_m": self.monitor.goal_distance_m, "min_clearance_m": self.monitor.min_clearance_m,
+                "onboard": self.runtime.summary() if self.runtime is not None else None}
+
+
+async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule: SuccessRule, vehicle_radius: float,
+                    recorder: TrialRecorder, *, land: bool, hardware: bool = False,
+                    record: bool = True) -> NavigationResult:
+    """Fly the scene's start -> goal task under `rule` (module docstring); returns the verdict and more.
+
+    `hardware`: the flight controller outlives the run, so parameter changes are journaled first.
+    `record`: record telemetry here (False where the caller records it already, as the pytest plugin does).
+    Raises only what happens before the vehicle is touched (`UnexpectedVehicleState`): a vehicle someone
+    else flies is never judged, and never landed either.
+    """
+    task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
+                          time_budget=rule.time_budget_s)
+    monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor)
+    rows: list[dict] = []
+    runtime = None
+    await require_on_ground(vehicle)
+    telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows)) if record else None
+    try:
+        if hardware:
+            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+            restored = await restore_pending(vehicle, vehicle.journal)
+            if restored:
+                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+        await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
+        await vehicle.arm()
+        await vehicle.takeoff(task.altitude)
+        recorder.event("at_start", altitude=vehicle.state.altitude)
+        caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
+        async with vehicle.params_changed(caps):
+            verdict, runtime = await _navigate(vehicle, navigation, scene, task, monitor, recorder)
+    except VehicleError as exc:
+        recorder.event("failed", reason=str(exc))
+        verdict = monitor.fail(str(exc))
+    finally:
+        if telemetry is not None:
+            telemetry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await telemetry
+    recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
+    # Not in `finally`: a cancelled flight (Ctrl-C) must not wait for a landing; closing the vehicle
+    # leaves it landing or disarmed anyway (the Vehicle.close contract).
+    if land:
+        with contextlib.suppress(VehicleError):
+            await land_and_wait(vehicle)
+    return NavigationResult(verdict, monitor, task, runtime, rows)
+
+
+async def _navigate(vehicle: Vehicle, navigation: Navigation, scene: Scene, task: NavTask, monitor: TrialMonitor,
+                    recorder: TrialRecorder) -> tuple[Verdict, RuntimeResult | None]:
+    monitor.start(vehicle.state)
+    recorder.event("navigation_started", planner=navigation.name)
+    stop = asyncio.Event()
+    watch = asyncio.create_task(monitor.watch(vehicle, stop))
+    sensor = SceneSensor(scene, task.home_in_scene) if navigation.sensor else None
+    planner = asyncio.create_task(run_planner(vehicle, navigation.planner, task, rate_hz=navigation.rate_hz,
+                                              sensor=sensor, compute_profile=navigation.compute, recorder=recorder,
+                                              stop=stop))
+    faults = asyncio.create_task(apply_faults(vehicle, navigation.faults, monitor, recorder))
+    try:
+        done, _ = await asyncio.wait({watch, planner}, return_when=asyncio.FIRST_COMPLETED)
+        if planner in done and planner.exception() is not None and watch not in done:
+            error = planner.exception()
+            return monitor.fail(f"planner {navigation.name} failed: {type(error).__name__}: {error}"), None
+        # A planner that finished by itself (it thinks it is there) leaves the decision to the judge.
+        verdict = await watch
+    finally:
+        watch.cancel()
+        faults.cancel()
+        # `stop` is set: the runtime ends at its next cycle, holds the vehicle and records its
+        # summary; only a runtime that does not is cancelled.
+        await asyncio.wait({planner}, timeout=PLANNER_STOP_S)
+        planner.cancel()
+        await asyncio.gather(watch, planner, faults, return_exceptions=True)
+    finished = planner.done() and not planner.cancelled() and planner.exception() is None
+    return verdict, planner.result() if finished else None
+
+
+async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor: TrialMonitor,
+                       recorder: TrialRecorder) -> None:
+    """Inject each fault when its trigger fires, clear it when its time is up."""
+    if not faults:
+        return
+    from bridges.failure import FailureInjector
+
+    pending = list(faults)
+    active: list[tuple[float, FaultSpec]] = []
+    async with FailureInjector(vehicle) as injector:
+        async for _ in vehicle.telemetry():
+            elapsed, clearance = monitor.elapsed_s, monitor.clearance_m
+            for fault in [f for f in pending if f.due(elapsed, 0, clearance)]:
+                pending.remove(fault)
+                answer = await injector.inject(fault)
+                recorder.event("fault_injected", fault=fault.describe(), accepted=answer.accepted,
+                               result=answer.result, reason=answer.reason, t_s=elapsed)
+                if answer.accepted and fault.duration_s is not None:
+                    active.append((elapsed + fault.duration_s, fault))
+            for ends, fault in [a for a in active if a[0] <= elapsed]:
+                active.remove((ends, fault))
+                await injector.clear(fault)
+                recorder.event("fault_cleared", fault=fault.describe(), t_s=elapsed)
+            if not pending and not active:
+                return
