@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -34,8 +33,8 @@ async def _sample(vehicle, seconds: float) -> dict[str, float]:
     rows: dict[str, list[dict]] = {name: [] for name in FIELDS}
 
     async def follow(name: str) -> None:
-        async for msg in vehicle.mavlink.subscribe_message(name):
-            rows[name].append(json.loads(msg.fields_json))
+        async for fields in vehicle.messages(name):
+            rows[name].append(fields)
 
     tasks = [asyncio.create_task(follow(name)) for name in FIELDS]
     await vehicle.sleep(seconds)

@@ -21,11 +21,13 @@ import heapq
 import itertools
 import math
 from dataclasses import replace
-from typing import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from profiles.link import LinkSpec
+from bridges.failure import failure_result
 from bridges.sim_link import LOCAL_POSITION_NED, SET_ATTITUDE_TARGET, SET_POSITION_TARGET_LOCAL_NED, SimulatedLink
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
                              VehicleState)
@@ -79,6 +81,8 @@ def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tupl
 
 class LockstepVehicle(VehicleBase):
     """An Autopilot stepped as fast as the CPU allows. Use `async with LockstepVehicle(ap) as v:`."""
+
+    echoes_setpoints = False
 
     def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0, link: LinkSpec | None = None,
                  link_sink: Callable[[dict], None] | None = None):
@@ -309,6 +313,33 @@ class LockstepVehicle(VehicleBase):
             while seen < len(self._reached):
                 seen += 1
                 yield self._reached[seen - 1]
+
+    async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
+        """Nothing: setpoints reach the autopilot within the step, there is no link to time."""
+        return
+        yield  # unreachable; makes this an async generator that ends at once
+
+    async def messages(self, name: str) -> AsyncIterator[dict[str, Any]]:
+        raise VehicleError(f"{self.url}: no MAVLink in lockstep, so no {name} messages")
+        yield  # unreachable; makes this an async generator
+
+    # ------------------------------------------------------------------ faults and logs
+    async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
+        """As the built-in vehicle answers MAV_CMD_INJECT_FAILURE over MAVLink."""
+        answer = self.ap.faults.inject_failure(unit, failure_type, instance, enabled=self.ap.params["SYS_FAILURE_EN"] != 0)
+        return failure_result(answer.result)
+
+    async def inject_sim_fault(self, kind: int, instance: int, severity: float,
+                               wind: tuple[float, float, float]) -> str:
+        answer = self.ap.faults.inject_sim(kind, instance, severity, wind, enabled=self.ap.params["SYS_FAILURE_EN"] != 0)
+        return failure_result(answer.result)
+
+    async def download_newest_log(self, dest: Path) -> Path | None:
+        """None: a lockstep run keeps its telemetry in the trial record, not as a flight log."""
+        return None
+
+    async def identity(self) -> str:
+        return self.url
 
     # ------------------------------------------------------------------ parameters
     async def get_param(self, name: str) -> float:

@@ -16,12 +16,15 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
 from mavsdk.asyncio.plugins.events import EventsAsync
+from mavsdk.asyncio.plugins.failure import FailureAsync
 from mavsdk.asyncio.plugins.info import InfoAsync
+from mavsdk.asyncio.plugins.log_files import LogFilesAsync
 from mavsdk.asyncio.plugins.mavlink_direct import MavlinkDirectAsync
 from mavsdk.asyncio.plugins.mission import MissionAsync
 from mavsdk.asyncio.plugins.offboard import OffboardAsync
@@ -30,14 +33,18 @@ from mavsdk.asyncio.plugins.telemetry import TelemetryAsync
 from mavsdk.exceptions import MavsdkError
 from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
+from mavsdk.plugins.failure import FailureError, FailureType, FailureUnit
+from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
 from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
 
+from bridges.failure import failure_result
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
                              VehicleConnectionError, VehicleError, VehicleState)
 from px4.geo import GeoOrigin
+from px4.sim.faults import SIM_FAULT_COMMAND
 
 NAN = float("nan")
 # A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.
@@ -88,6 +95,8 @@ class MavsdkVehicle(VehicleBase):
     `speed_factor` is how much faster than real time the target runs (a simulator's speed factor;
     1 for hardware): vehicle-time durations are divided by it to get wall-clock ones.
     """
+
+    echoes_setpoints = True  # PX4 and the built-in vehicle stream POSITION_TARGET_LOCAL_NED
 
     def __init__(self, url: str, mavsdk: Mavsdk, system, speed_factor: float = 1.0):
         super().__init__()
@@ -468,6 +477,56 @@ class MavsdkVehicle(VehicleBase):
             if seq != last:
                 last = seq
                 yield seq
+
+    async def messages(self, name: str) -> AsyncIterator[dict[str, Any]]:
+        """Every MAVLink message `name` from the autopilot, as its fields (MAVSDK's MavlinkDirect)."""
+        async for msg in self.mavlink.subscribe_message(name):
+            yield json.loads(msg.fields_json)
+
+    async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
+        """MAV_CMD_INJECT_FAILURE through MAVSDK's failure plugin; its result's name."""
+        # A plugin per command: it reads SYS_FAILURE_EN when made and refuses client-side (DISABLED)
+        # while it read 0, and it does not see a change made since through the param plugin.
+        plugin = FailureAsync(self._system)
+        try:
+            await plugin.inject(FailureUnit(unit), FailureType(failure_type), instance)
+        except FailureError as exc:
+            return exc.result.name
+        finally:
+            plugin.destroy()
+        return "SUCCESS"
+
+    async def inject_sim_fault(self, kind: int, instance: int, severity: float,
+                               wind: tuple[float, float, float]) -> str:
+        """SIM_FAULT_COMMAND (MAV_CMD_USER_1) as a COMMAND_LONG through MAVSDK's MavlinkDirect."""
+        fields = {"target_system": 1, "target_component": 1, "command": SIM_FAULT_COMMAND, "confirmation": 0,
+                  "param1": float(kind), "param2": float(instance), "param3": severity,
+                  "param4": wind[0], "param5": wind[1], "param6": wind[2], "param7": 0.0}
+        command = MavlinkMessage(message_name="COMMAND_LONG", system_id=0, component_id=0, target_system_id=1,
+                                 target_component_id=1, fields_json=json.dumps(fields))
+        try:
+            ack = await self.mavlink.send_command(command)
+        except MavlinkDirectError:
+            return "TIMEOUT"
+        return failure_result(int(json.loads(ack.fields_json)["result"]))
+
+    async def download_newest_log(self, dest: Path) -> Path | None:
+        """The newest ULog the autopilot lists (MAVSDK's log files plugin), into `dest`; None if it lists none."""
+        plugin = LogFilesAsync(self._system)
+        try:
+            entries = await asyncio.wait_for(plugin.get_entries(), 10.0)
+            if not entries:
+                return None
+            newest = max(entries, key=lambda e: e.id)
+            dest.mkdir(parents=True, exist_ok=True)
+            path = dest / f"log_{newest.id}_{newest.date.replace(':', '-') or 'undated'}.ulg"
+            async for _ in plugin.download_log_file(newest, str(path)):
+                pass
+            return path
+        except (MavsdkError, TimeoutError):
+            return None
+        finally:
+            plugin.destroy()
 
     async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
         """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""

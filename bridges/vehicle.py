@@ -14,7 +14,10 @@ import contextlib
 import math
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable, Mapping, Protocol, Sequence
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
+
+from px4.geo import GeoOrigin
 
 
 class VehicleError(RuntimeError):
@@ -112,10 +115,21 @@ class MissionProgress:
 
 
 class Vehicle(Protocol):
-    """What every target offers. Implementations: MavsdkVehicle (any MAVLink target)."""
+    """What every target offers. Implementations: MavsdkVehicle (any MAVLink target), LockstepVehicle
+    (the built-in vehicle in simulated time). Callers use only this; nothing reaches into MAVSDK."""
 
     url: str
     speed_factor: float  # vehicle seconds per wall second (1 for hardware, inf for lockstep)
+    journal: ParamJournal | None  # where params_changed keeps originals first (hardware); None: not kept
+    echoes_setpoints: bool  # whether setpoint_echo yields (MAVLink targets stream the setpoint they fly)
+
+    @property
+    def home(self) -> GeoOrigin:
+        """Where home is (WGS84, AMSL); VehicleError before the flight controller has told."""
+
+    async def identity(self) -> str:
+        """A stable name for this flight controller (its hardware uid where it has one): parameter
+        journals are kept per flight controller under it."""
 
     @property
     def state(self) -> VehicleState:
@@ -176,6 +190,29 @@ class Vehicle(Protocol):
     async def start_mission(self) -> None: ...
 
     def mission_progress(self) -> AsyncIterator[MissionProgress]: ...
+
+    def mission_items_reached(self) -> AsyncIterator[int]:
+        """Each mission item the flight controller reports reached (MAVLink item indices), once."""
+
+    def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
+        """(harness ns, NED position) of each setpoint the flight controller reports flying; nothing
+        where `echoes_setpoints` is False."""
+
+    def messages(self, name: str) -> AsyncIterator[dict[str, Any]]:
+        """Every MAVLink message `name` from the flight controller, as its fields; VehicleError where
+        there is no MAVLink (lockstep)."""
+
+    async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
+        """MAV_CMD_INJECT_FAILURE (FAILURE_UNIT_*, FAILURE_TYPE_*, instance; PX4 needs SYS_FAILURE_EN 1).
+        The answer as MAVSDK's failure plugin names it: SUCCESS, DENIED, DISABLED, UNSUPPORTED, TIMEOUT..."""
+
+    async def inject_sim_fault(self, kind: int, instance: int, severity: float,
+                               wind: tuple[float, float, float]) -> str:
+        """A fault in the built-in vehicle's simulation (`px4.sim.faults.SimFault`; severity 0 clears),
+        answered as `inject_failure` is; PX4 answers UNSUPPORTED."""
+
+    async def download_newest_log(self, dest: Path) -> Path | None:
+        """The flight controller's newest flight log (ULog), downloaded into `dest`; None where it keeps none."""
 
     async def get_param(self, name: str) -> float: ...
 

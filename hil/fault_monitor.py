@@ -21,14 +21,14 @@ HEARTBEAT system_status CRITICAL or worse):
   unhealthy in SYS_STATUS; gyro/accel degraded (noise): gyro scatter well above normal;
 - battery off: battery remaining unknown; battery degraded (sag): remaining drops.
 
-Telemetry comes from MAVSDK's MavlinkDirect, so the check is the same on every target.
+Telemetry is the flight controller's own MAVLink messages (`Vehicle.messages`), so the check is the
+same on every MAVLink target. Timeouts and delays are vehicle time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import statistics
 import time
@@ -41,6 +41,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.failure import FailureInjector, InjectionResult
 from missions.faults import FaultSpec
+from records.clock import clock_scale
 
 OBSERVED = "injected and observed"
 NOT_OBSERVED = "injected, not observed"
@@ -67,7 +68,7 @@ class FaultVerdict:
     verdict: str  # OBSERVED | NOT_OBSERVED | REFUSED
     result: str  # the flight controller's answer (InjectionResult.result)
     evidence: str  # what was seen, or why it was refused
-    observed_after_s: float = math.nan  # wall seconds from the accepted command to the evidence
+    observed_after_s: float = math.nan  # vehicle seconds from the accepted command to the evidence
 
     def as_row(self) -> dict[str, Any]:
         return {"fault": self.fault.describe(), "type": self.fault.type, "target": self.fault.target,
@@ -84,7 +85,7 @@ def _distance_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 
 class FaultMonitor:
-    """Watches a MavsdkVehicle's telemetry; `inject_and_verify()` injects one fault and judges it.
+    """Watches a MAVLink vehicle's telemetry; `inject_and_verify()` injects one fault and judges it.
 
     Use as ``async with FaultMonitor(vehicle, injector, recorder) as monitor``; the injector must be
     entered already (it owns SYS_FAILURE_EN). Each verdict becomes a "fault_verdict" event and a
@@ -99,6 +100,7 @@ class FaultMonitor:
         self.history: dict[str, deque[tuple[float, Fields]]] = {name: deque(maxlen=history) for name in WATCHED}
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._scale = clock_scale(vehicle.speed_factor)  # vehicle seconds per monotonic second
 
     async def __aenter__(self) -> FaultMonitor:
         for name in WATCHED:
@@ -111,21 +113,20 @@ class FaultMonitor:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _follow(self, name: str) -> None:
-        async for msg in self.vehicle.mavlink.subscribe_message(name):
-            fields = json.loads(msg.fields_json)
+        async for fields in self.vehicle.messages(name):
             self.latest[name] = fields
             self.history[name].append((time.monotonic(), fields))
             self._changed.set()
 
     async def wait_for_telemetry(self, names: tuple[str, ...] = WATCHED, timeout: float = 5.0) -> None:
-        """Until every named message has been seen once (a baseline needs them)."""
-        async with asyncio.timeout(timeout):
+        """Until every named message has been seen once (a baseline needs them); `timeout` in vehicle seconds."""
+        async with self.vehicle.deadline(timeout):
             while not all(n in self.latest for n in names):
                 self._changed.clear()
                 await self._changed.wait()
 
     async def inject_and_verify(self, spec: FaultSpec, timeout: float = 5.0) -> FaultVerdict:
-        """Inject `spec`, then watch up to `timeout` wall seconds for its effect."""
+        """Inject `spec`, then watch up to `timeout` vehicle seconds for its effect."""
         baseline = {name: dict(fields) for name, fields in self.latest.items()}
         answer: InjectionResult = await self.injector.inject(spec)
         if not answer.accepted:
@@ -133,13 +134,13 @@ class FaultMonitor:
         start = time.monotonic()
         check = _check_for(spec, baseline)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
+            async with self.vehicle.deadline(timeout):
                 while True:
                     self._changed.clear()
                     evidence = check(self, start) or _failsafe(self.latest, baseline)
                     if evidence:
                         return self._record(FaultVerdict(spec, OBSERVED, answer.result, evidence,
-                                                         time.monotonic() - start))
+                                                         (time.monotonic() - start) * self._scale))
                     await self._changed.wait()
         return self._record(FaultVerdict(spec, NOT_OBSERVED, answer.result,
                                          f"no effect in telemetry within {timeout:g} s"))

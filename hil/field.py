@@ -16,7 +16,6 @@ import sys
 import termios
 import tty
 from collections.abc import Callable
-from pathlib import Path
 
 from bridges.vehicle import Vehicle
 
@@ -65,25 +64,3 @@ def abort_key(on_abort: Callable[[], None]):
     finally:
         loop.remove_reader(fd)
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-
-async def fetch_ulog(vehicle, dest: Path) -> Path | None:
-    """Download the flight controller's newest log into `dest`; None where the target keeps none."""
-    from mavsdk.asyncio.plugins.log_files import LogFilesAsync
-    from mavsdk.exceptions import MavsdkError
-
-    plugin = LogFilesAsync(vehicle.system)
-    try:
-        entries = await asyncio.wait_for(plugin.get_entries(), 10.0)
-        if not entries:
-            return None
-        newest = max(entries, key=lambda e: e.id)
-        dest.mkdir(parents=True, exist_ok=True)
-        path = dest / f"log_{newest.id}_{newest.date.replace(':', '-') or 'undated'}.ulg"
-        async for _ in plugin.download_log_file(newest, str(path)):
-            pass
-        return path
-    except (MavsdkError, TimeoutError):
-        return None
-    finally:
-        plugin.destroy()

@@ -286,10 +286,9 @@ async def _checklist_and_flight(vehicle: Vehicle, mission: WaypointMission, reco
 async def _keep_ulog(vehicle: Vehicle, record_dir: Path, rows: list[dict], recorder: TrialRecorder,
                      say: Callable[[str], None]) -> None:
     """The flight controller's own log of the flight, in the record and aligned with the harness clock."""
-    from hil.field import fetch_ulog
     from px4.ulog import keep_in_record
 
-    path = await fetch_ulog(vehicle, record_dir / "ulog")
+    path = await vehicle.download_newest_log(record_dir / "ulog")
     if path is None:
         recorder.event("ulog_unavailable", reason="the flight controller offers no log")
         say("no ULog on the flight controller to keep")

@@ -1,7 +1,7 @@
 """The link stage: a setpoint sent by the runtime until the flight controller echoes it back.
 
 Targets that echo what they fly (PX4 and the built-in vehicle stream POSITION_TARGET_LOCAL_NED;
-`MavsdkVehicle.setpoint_echo` yields it) let the runtime time the way down the link. The echo
+`Vehicle.setpoint_echo` yields it) let the runtime time the way down the link. The echo
 carries positions only, so position setpoints are timed and velocity setpoints are not. The echo
 is a stream at a fixed rate (10 Hz on PX4 by default), so a span is the true one-way latency plus
 up to one stream period: an upper bound, exact to within that period. The lockstep vehicle has no
@@ -38,7 +38,7 @@ class LinkTimer:
     @staticmethod
     def supported(vehicle) -> bool:
         """Whether the target echoes setpoints (only MAVLink targets do)."""
-        return callable(getattr(vehicle, "setpoint_echo", None))
+        return vehicle.echoes_setpoints
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._follow())

@@ -30,6 +30,11 @@ COMMAND_KINDS: tuple[str, ...] = ("position", "velocity", "acceleration", "traje
 TRAJECTORY_COLUMNS = ("t", "north", "east", "down", "vn", "ve", "vd")
 
 
+# m/s: a planner says "done" only within the goal radius and slower than this. "done" hands the
+# vehicle to the flight controller's Hold, which from cruise speed brakes out of the radius again.
+SETTLED_SPEED = 0.3
+
+
 @dataclass(frozen=True)
 class Observation:
     """What the planner knows at one loop: vehicle time, state, goal and sensor data (NED frame)."""

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from onboard.planner import Command, Observation
+from onboard.planner import SETTLED_SPEED, Command, Observation
 from onboard.planners.occupancy import OccupancyGrid
 from onboard.task import NavTask
 from onboard.timing import span
@@ -64,7 +64,8 @@ class OccupancyPlanner:
 
     def step(self, obs: Observation) -> Command:
         here = obs.position
-        if np.linalg.norm(self.goal - here) <= 0.5 * self.task.goal_radius:
+        if np.linalg.norm(self.goal - here) <= 0.5 * self.task.goal_radius \
+                and np.linalg.norm(obs.velocity) < SETTLED_SPEED:
             return Command("done")
         with span("map"):
             self.grid.insert(obs.points)

@@ -13,11 +13,9 @@ import math
 
 import numpy as np
 
-from onboard.planner import Command, Observation
+from onboard.planner import SETTLED_SPEED, Command, Observation
 from onboard.task import NavTask
 from onboard.timing import span
-
-SETTLED_SPEED = 0.3  # m/s: slower than this within the goal radius counts as arrived
 
 
 class StraightLine:
