@@ -205,10 +205,6 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     faults = _names(data.get("faults", [NONE]), "faults", problems, _fault_problem)
     planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
-    if LOCKSTEP in targets and set(faults) - {NONE}:
-        # Faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link for them.
-        problems.add("targets", f"{LOCKSTEP} flies without fault profiles; give them a MAVLink target "
-                                "(sim, px4-sitl, a connection string) or use faults: [none]")
     if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
     if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):

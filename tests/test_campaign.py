@@ -63,8 +63,6 @@ def test_a_bad_campaign_lists_every_problem():
     text = str(info.value)
     for field in ("repeats", "missions[0].scene", "missions[0].configs", "profiles[0]", "targets[0]", "colour"):
         assert f"c.yaml: {field}:" in text
-    with pytest.raises(ConfigError, match="lockstep flies without fault profiles"):
-        parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "faults": ["some_faults.yaml"]}, "c.yaml")
     with pytest.raises(ConfigError, match="physics: expected default unless a target is px4-sitl"):
         parse_campaign({"name": "x", "missions": [{"scene": "forest"}], "physics": "harness"}, "c.yaml")
     # A link profile is fine in lockstep: the same impairment model runs in simulated time.
@@ -162,6 +160,19 @@ def test_ctrl_c_stops_cleanly_without_orphan_simulators(tmp_path):
     assert not _wait_gone(everything, timeout=10), "processes left behind after Ctrl-C"
     assert not (out / ".partial").exists()
     assert (out / "results.parquet").exists()
+
+
+def test_a_lockstep_trial_flies_its_fault_profile(tmp_path):
+    """Faults reach the lockstep vehicle through the same Vehicle calls as over MAVLink, and are felt."""
+    faults = tmp_path / "motor_off.yaml"
+    faults.write_text("faults:\n  - {start_s: 2, type: \"off\", target: motor1}\n")
+    campaign = write_campaign(tmp_path / "c.yaml", faults=[str(faults)])
+    done = hil("run", str(campaign), "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    [record] = (tmp_path / "out" / "trials").iterdir()
+    injected = [e for e in read_events(record) if e["kind"] == "fault_injected"]
+    assert [(e["accepted"], e["result"]) for e in injected] == [(True, "SUCCESS")], injected
+    assert load_results(tmp_path / "out")["outcome"].tolist() != ["success"]  # a quad does not fly on three motors
 
 
 def test_ray_executor_on_a_local_cluster(tmp_path):

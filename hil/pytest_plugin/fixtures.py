@@ -198,7 +198,8 @@ async def hil_faults(request: pytest.FixtureRequest, hil_config: HilConfig, hil_
         pytest.skip("fault injection on a connection-string target needs --allow-hardware-faults")
     simulator = request.node.stash.get(SIMULATOR, None)
     if target_kind(hil_target) == "lockstep":
-        pytest.skip("faults are injected over MAVLink (MAV_CMD_INJECT_FAILURE); the lockstep vehicle has no link")
+        pytest.skip("the fault monitor proves a fault in the flight controller's MAVLink telemetry, which the "
+                    "lockstep vehicle has none of (lockstep campaigns still fly fault profiles)")
     injector = PhysicsFailureInjector(simulator) if simulator is not None else FailureInjector(hil_vehicle)
     async with injector:
         async with FaultMonitor(hil_vehicle, injector, hil_recorder) as monitor:
