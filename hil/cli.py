@@ -1,4 +1,4 @@
-"""The `hil` command: one verb per job (DESIGN.md, "The command line"); each verb is a module of hil.commands."""
+"""The `hil` command: one verb per job (README.md, "A short tour"); each verb is a module of hil.commands."""
 
 from __future__ import annotations
 

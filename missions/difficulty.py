@@ -9,7 +9,7 @@
 * Angle Over Length, AOL (Eq. 4): (1 / L) * sum_i (exp(theta_i / (pi / 6)) - 1) over the turning
   angles theta_i of the path; zero for a straight path, steeply higher for sharp turns.
 
-Parameters are the FlightBench authors' defaults (DESIGN.md): R = 4 m, drone radius 0.15 m, K = 40
+Parameters are the FlightBench authors' defaults (FlightBench, Sec. 3.1.1; docs/design.md): R = 4 m, drone radius 0.15 m, K = 40
 candidates, k1..k4 = 0.7, 0.1, 0.35, 0.1, M = 4 rings weighted 0.55, 0.3, 0.1, 0.05, half-FOV 36 deg.
 
 Choices the paper leaves open, made here: sphere radii are capped at R (nothing beyond the sensing

@@ -1,7 +1,7 @@
 """Writing scenes for other tools: point clouds (PLY, PCD), a triangle mesh (OBJ), and the exact scene (NPZ).
 
 Point clouds and meshes are written in ENU (x east, y north, z up), the frame ROS, Gazebo and most
-point-cloud tools assume; the harness itself stays in NED (DESIGN.md: convert at the boundary).
+point-cloud tools assume; the harness itself stays in NED (docs/design.md: convert at the boundary).
 `frame="ned"` writes the harness's own frame instead. The NPZ file holds the primitives exactly,
 in NED, and `load_scene` reads it back for missions that name a scene file.
 """

@@ -13,7 +13,7 @@ Distances are exact signed distances to the obstacle surface (negative inside), 
 analytically for cylinders and boxes. For voxels the distance is exact to the nearest few cubes,
 found with a k-d tree over cube centres (see `Voxels.distance`).
 
-Frames (DESIGN.md): NED, so ``down = -altitude``; the ground is ``down = 0``. The ground and the
+Frames (docs/design.md, conventions): NED, so ``down = -altitude``; the ground is ``down = 0``. The ground and the
 ceiling are not obstacles here: they bound the flight volume (`Scene.bounds_min` / `bounds_max`),
 and the trial monitor treats ground contact separately from collisions because take-off and
 landing touch it on purpose.

@@ -3,8 +3,7 @@
 A ULog stamps every sample with PX4's own clock (microseconds since PX4 booted; in SITL that
 clock runs at the speed factor). The trial record stamps everything with the harness's monotonic
 clock (nanoseconds). The two are related by ``t_harness_ns = offset_ns + scale * t_px4_us * 1000``
-with ``scale = 1 / speed factor`` (1 on hardware). When the offset is known (MAVLink TIMESYNC,
-DESIGN.md) it is used as given; otherwise :func:`fit_offset` finds it by matching the altitude
+with ``scale = 1 / speed factor`` (1 on hardware). When the offset is known (MAVLink TIMESYNC) it is used as given; otherwise :func:`fit_offset` finds it by matching the altitude
 PX4 logged (vehicle_local_position.z) against the altitude the harness recorded in its telemetry
 table: a flight's climb and descent pin the offset to a few tens of milliseconds, whatever
 the target, with no cooperation from the flight controller.

@@ -98,7 +98,7 @@ def test_mission_items_follow_mavsdks_mapping():
 
 
 async def test_lockstep_and_mavlink_clocks_fly_the_same_mission_alike():
-    """DESIGN.md: both ways of running the built-in vehicle agree; the same mission, both clocks."""
+    """docs/design.md: both ways of running the built-in vehicle agree; the same mission, both clocks."""
     async with lockstep() as vehicle:
         fast = summarize_trial(await fly_square(vehicle), REFERENCE)
     async with builtin_vehicle(SimProcessOptions(speed=SPEED)) as sim:

@@ -16,7 +16,7 @@ from missions.scenes.base import make_scene, vertical_cylinders
 from missions.sensors import Pose
 from onboard.sensing import SceneSensor
 
-# Keep DDS discovery on loopback and off the real network (DESIGN.md: tests stay on 127.0.0.1).
+# Keep DDS discovery on loopback and off the real network (docs/design.md: traffic stays on loopback).
 os.environ.setdefault("CYCLONEDDS_URI", "<CycloneDDS><Domain><General><Interfaces><NetworkInterface address="
                       "\"127.0.0.1\"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery>"
                       "<Peers><Peer address=\"127.0.0.1\"/></Peers><ParticipantIndex>auto</ParticipantIndex>"
