@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
-from profiles.vehicle import load_vehicle_profile  # noqa: E402
+from profiles.library import load_vehicle_profile  # noqa: E402
 from px4.limits import cap_plan  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
 from px4.sim.step_response import METRICS, measure, permissive_params  # noqa: E402

@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
 from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
-from profiles.vehicle import VehicleProfile, load_vehicle_profile  # noqa: E402
+from profiles.library import load_vehicle_profile  # noqa: E402
+from profiles.vehicle import VehicleProfile  # noqa: E402
 from px4.sim.autopilot import Autopilot  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
 from px4.sim.control import MulticopterController, TrajectorySetpoint  # noqa: E402

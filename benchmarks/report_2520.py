@@ -21,7 +21,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from missions.scenes import FLYINGTRUST  # noqa: E402
-from profiles.vehicle import library_profiles  # noqa: E402
+from profiles.library import library_profiles  # noqa: E402
 from reports.render import write_report  # noqa: E402
 from reports.results import load_results  # noqa: E402
 

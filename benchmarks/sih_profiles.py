@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bridges.capability_flight import measure_on_px4  # noqa: E402
-from profiles.vehicle import library_profiles, load_vehicle_profile  # noqa: E402
+from profiles.library import library_profiles, load_vehicle_profile  # noqa: E402
 from px4.sih import sitl_params  # noqa: E402
 from px4.sih_check import TOLERANCE, SihCheck, check_log  # noqa: E402
 

@@ -48,7 +48,8 @@ from config.fields import (
 from config.loading import load_yaml
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
-from profiles.vehicle import ProfileError, library_profiles, load_vehicle_profile
+from profiles.library import library_profiles, load_vehicle_profile
+from profiles.vehicle import ProfileError
 from targets.spec import LOCKSTEP, PX4_SITL, TargetSpec
 
 NONE = "none"

@@ -28,7 +28,8 @@ from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
 from onboard.task import task_for_scene
-from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from profiles.library import load_vehicle_profile
+from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
 from records.clock import vehicle_time

@@ -19,7 +19,7 @@ The rotor may be described in any of three ways, whichever the data sheet gives:
   ``T = ct rho n^2 D^4``, ``Q = cq rho n^2 D^5`` with ``n`` in rev/s), ``rpm_max`` under load, and
   optionally ``air_density`` (kg/m^3, default 1.225, sea level).
 
-The frame geometry (which rotors push which side) is shared with :mod:`profiles.vehicle`, so the
+The frame geometry (which rotors push which side) is shared with :mod:`profiles.physical`, so the
 forward derivation and this inverse cannot drift apart.
 """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 from px4.external_physics.simulator import SimulatorOptions
 from px4.external_physics.sitl_run import (
     EXTERNAL_PHYSICS_AIRFRAME,

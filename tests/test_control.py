@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from profiles.library import load_vehicle_profile
+from profiles.vehicle import VehicleProfile
 from px4.params import ParamStore
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics

@@ -30,7 +30,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import MissionWaypoint, VehicleError
 from targets.builtin import SimProcessOptions, builtin_vehicle
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot

@@ -32,7 +32,8 @@ from bridges.ptypair import PtyPair
 from bridges.vehicle import CommandDenied, MissionWaypoint
 from hil.fault_monitor import OBSERVED, FaultMonitor
 from missions.faults import FaultSpec
-from profiles.vehicle import GRAVITY, VehicleProfile
+from profiles.airframe import GRAVITY
+from profiles.vehicle import VehicleProfile
 from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_harness_physics, px4_params_for
 from px4.external_physics.hil_messages import ActuatorControls
 from px4.external_physics.links import SerialLink
@@ -391,7 +392,8 @@ async def test_fault_specs_act_in_the_physics_and_unsupported_ones_are_refused_w
 
 
 def test_a_profiles_sensors_block_sets_what_px4_reads_and_bad_ones_are_named(tmp_path):
-    from profiles.vehicle import ProfileError, load_vehicle_profile
+    from profiles.library import load_vehicle_profile
+    from profiles.vehicle import ProfileError
 
     path = tmp_path / "noisy.yaml"
     path.write_text("mass: 1.0\ntwr_max: 2.0\nalpha_xy_max: 80\nalpha_z_max: 6\n"

@@ -23,7 +23,7 @@ from missions.suite import load_suite
 from missions.waypoint import load_mission
 from profiles.compute import load_compute_profile
 from profiles.link import load_link_profile
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADERS = {"mission": load_mission, "benchmark mission": load_benchmark_mission, "suite": load_suite,

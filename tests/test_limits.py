@@ -9,7 +9,9 @@ import math
 
 import pytest
 
-from profiles.vehicle import GRAVITY, VehicleProfile, load_vehicle_profile
+from profiles.airframe import GRAVITY
+from profiles.library import load_vehicle_profile
+from profiles.vehicle import VehicleProfile
 from px4.limits import CAP_PARAMS, cap_plan, hover_angular_acceleration
 from px4.params import ParamStore
 from px4.sim.step_response import measure, permissive_params

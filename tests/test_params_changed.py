@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from bridges.vehicle import VehicleBase
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 from px4.limits import CAP_PARAMS, cap_plan
 from px4.params import ParamStore
 

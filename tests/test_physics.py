@@ -8,8 +8,10 @@ import math
 
 import pytest
 
-from profiles.vehicle import (GRAVITY, PhysicalParams, ProfileError, VehicleProfile, list_vehicle_profiles,
-                              load_vehicle_profile)
+from profiles.airframe import GRAVITY
+from profiles.library import list_vehicle_profiles, load_vehicle_profile
+from profiles.physical import PhysicalParams
+from profiles.vehicle import ProfileError, VehicleProfile
 from px4.params import ParamStore
 from px4.sim.dynamics import QuadrotorDynamics
 

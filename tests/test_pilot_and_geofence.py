@@ -7,7 +7,7 @@ import math
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot

@@ -9,7 +9,9 @@ import math
 import pytest
 
 from profiles.airframe import Airframe, rotor_limits
-from profiles.vehicle import GRAVITY, ProfileError, VehicleProfile, library_profiles, load_vehicle_profile
+from profiles.airframe import GRAVITY
+from profiles.library import library_profiles, load_vehicle_profile
+from profiles.vehicle import ProfileError, VehicleProfile
 from px4.sih import controller_params, sih_capability, sih_default_capability, sih_params, sitl_params
 from tests.test_physics import SATURATING, airborne, one_step_acceleration
 
@@ -166,10 +168,10 @@ def test_physical_block_errors_name_the_field(tmp_path, edit, fragment):
 # --- library validation -------------------------------------------------------------------------
 
 def library_dir(tmp_path, monkeypatch, entries):
-    import profiles.vehicle as vehicle
+    import profiles.library as library
 
     (tmp_path / "lib.yaml").write_text("profiles:\n" + "".join(f"  - {e}\n" for e in entries))
-    monkeypatch.setattr(vehicle, "VEHICLES_DIR", tmp_path)
+    monkeypatch.setattr(library, "VEHICLES_DIR", tmp_path)
 
 
 def test_library_entry_errors_name_file_index_and_field(tmp_path, monkeypatch):
@@ -187,7 +189,7 @@ def test_library_rejects_duplicate_names(tmp_path, monkeypatch):
 
 
 def test_library_file_cannot_be_loaded_as_one_profile():
-    from profiles.vehicle import VEHICLES_DIR
+    from profiles.library import VEHICLES_DIR
 
     with pytest.raises(ProfileError, match="library of 36 profiles"):
         load_vehicle_profile(VEHICLES_DIR / "flyingtrust.yaml")

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from bridges.capability_flight import measure_on_px4
-from profiles.vehicle import VehicleProfile, library_profiles, load_vehicle_profile
+from profiles.library import library_profiles, load_vehicle_profile
+from profiles.vehicle import VehicleProfile
 from px4.sih import SIH_STEP_S, sih_motor_tau, sih_params, sitl_params
 from px4.sih_check import TOLERANCE, MeasurementError, check_log
 

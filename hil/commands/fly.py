@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from hil.safety import SafetyLimits
     from missions.waypoint import load_mission
     from profiles.link import load_link_profile
-    from profiles.vehicle import load_vehicle_profile
+    from profiles.library import load_vehicle_profile
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from onboard.profile_table import format_table
     from onboard.task import scene_from_spec
     from profiles.compute import load_compute_profile
-    from profiles.vehicle import load_vehicle_profile
+    from profiles.library import load_vehicle_profile
 
     if not args.arm:
         print(f"hil onboard: refusing to arm {args.connect} without --arm: it may be a real aircraft.", file=sys.stderr)

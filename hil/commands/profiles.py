@@ -32,7 +32,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from profiles.vehicle import ProfileError, load_vehicle_profile
+    from profiles.library import load_vehicle_profile
+    from profiles.vehicle import ProfileError
 
     try:
         if args.action == "show":
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(profiles))
         return 0
     from profiles.plot import plot_library
-    from profiles.vehicle import library_profiles
+    from profiles.library import library_profiles
 
     # The figure is of the library (Table I), not of one-off profile files such as `default`.
     library = [p for p in library_profiles() if args.category is None or p.category == args.category]
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shipped(category: str | None):
-    from profiles.vehicle import list_vehicle_profiles, load_vehicle_profile
+    from profiles.library import list_vehicle_profiles, load_vehicle_profile
 
     profiles = [load_vehicle_profile(name) for name in list_vehicle_profiles()]
     profiles = [p for p in profiles if category is None or p.category == category]

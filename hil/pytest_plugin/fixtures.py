@@ -167,7 +167,7 @@ def hil_navigation(hil_vehicle, hil_recorder, hil_profile: str, hil_target: str)
     from onboard.planner import load_planner
     from onboard.task import scene_from_spec
     from profiles.compute import load_compute_profile
-    from profiles.vehicle import load_vehicle_profile
+    from profiles.library import load_vehicle_profile
 
     kind = target_kind(hil_target)
 

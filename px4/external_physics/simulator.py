@@ -22,7 +22,8 @@ from typing import Any
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.vehicle import VehicleProfile, load_vehicle_profile
+from profiles.library import load_vehicle_profile
+from profiles.vehicle import VehicleProfile
 from px4.external_physics.hil_messages import (ACCEL_BITS, BARO_BITS, DIFF_PRESSURE_BITS, GYRO_BITS, MAG_BITS, MOTORS,
                                                ActuatorControls, HilEncoder)
 from px4.external_physics.records import RecordBuffer

@@ -18,7 +18,8 @@ from enum import Enum
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.vehicle import PhysicalParams, VehicleProfile
+from profiles.physical import PhysicalParams
+from profiles.vehicle import VehicleProfile
 from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamStore

@@ -49,7 +49,8 @@ from math import isfinite
 from dataclasses import dataclass
 from typing import Sequence
 
-from profiles.vehicle import GRAVITY, PhysicalParams
+from profiles.airframe import GRAVITY
+from profiles.physical import PhysicalParams
 from px4.params import ParamStore
 from px4.sih import sih_default_capability
 from px4.sim.dynamics import QuadrotorDynamics, rotor_geometry

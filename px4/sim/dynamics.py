@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from profiles.vehicle import GRAVITY, PhysicalParams
+from profiles.airframe import GRAVITY
+from profiles.physical import PhysicalParams
 
 MAX_DT = 0.002  # s; 500 Hz is the slowest rate at which the 30 ms motor lag is well resolved
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from profiles.vehicle import load_vehicle_profile
+from profiles.library import load_vehicle_profile
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
 from px4.sim.mavlink_server import MavlinkServer

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Sequence
 
-from profiles.vehicle import GRAVITY
+from profiles.airframe import GRAVITY
 
 # A commanded descent faster than this counts as "descending" for the ground-contact check.
 DESCENT_VZ_THRESHOLD = 0.25  # m/s
