@@ -95,7 +95,7 @@ def format_profile(profile) -> str:
         ("alpha_xy_max", f"{profile.alpha_xy_max:g} rad/s^2"), ("alpha_z_max", f"{profile.alpha_z_max:g} rad/s^2"),
         ("layout", profile.layout), ("motor_tau", f"{profile.motor_tau:g} s"), ("radius", f"{profile.radius:.3f} m"),
         ("", ""),
-        ("rigid body", "(profiles/vehicle.py: derived, reproduces the three numbers)"),
+        ("rigid body", "(profiles/physical.py: derived, reproduces the three numbers)"),
         ("arm length", f"{phys.arm_length:.4f} m"), ("rotor thrust max", f"{phys.rotor_thrust_max:.4f} N"),
         ("rotor torque max", f"{phys.rotor_torque_max:.5f} N m"),
         ("inertia xx yy zz", f"{phys.ixx:.6f} {phys.iyy:.6f} {phys.izz:.6f} kg m^2"),
