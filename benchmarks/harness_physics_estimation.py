@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
@@ -31,11 +29,11 @@ from px4.external_physics import SimulatorOptions, px4_on_harness_physics  # noq
 from px4.external_physics.simulator import TRUTH_TABLE  # noqa: E402
 from px4.sitl import SitlOptions  # noqa: E402
 from px4.ulog import read_topic  # noqa: E402
+from reports.estimation import BLOCK_S, QUANTITIES, estimation_errors, summarize  # noqa: E402
 
 SPEED = 4.0
 SQUARE = [MissionWaypoint(20, 0, -5, acceptance_radius=1.0), MissionWaypoint(20, 20, -5, acceptance_radius=1.0),
           MissionWaypoint(0, 20, -5, acceptance_radius=1.0), MissionWaypoint(0, 0, -5, acceptance_radius=1.0)]
-BLOCK_S = 2.0  # error samples within this much vehicle time are treated as one, for the confidence interval
 
 
 async def fly_mission(profile: str, seed: int, record: Path) -> pd.DataFrame:
@@ -62,27 +60,6 @@ async def fly_mission(profile: str, seed: int, record: Path) -> pd.DataFrame:
     return pd.DataFrame(truth)
 
 
-def _quat_to_euler(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q.T
-    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1, 1))
-    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return np.column_stack([roll, pitch, yaw])
-
-
-def _at(truth: pd.DataFrame, t_us: np.ndarray, columns: list[str], angles: bool = False) -> np.ndarray:
-    """Truth interpolated to PX4's sample times (angles unwrapped first, so +-180 deg is no jump)."""
-    values = [np.unwrap(truth[c].to_numpy()) if angles else truth[c] for c in columns]
-    return np.column_stack([np.interp(t_us, truth["time_us"], v) for v in values])
-
-
-def summary(name: str, unit: str, errors: np.ndarray, t_us: np.ndarray) -> str:
-    blocks = pd.Series(errors).groupby((t_us - t_us[0]) // int(BLOCK_S * 1e6)).mean().to_numpy()
-    half = 1.96 * blocks.std(ddof=1) / math.sqrt(len(blocks)) if len(blocks) > 1 else math.nan
-    return (f"{name:<26} mean {errors.mean():7.3f} +- {half:.3f}  rms {math.sqrt((errors ** 2).mean()):7.3f}  "
-            f"p95 {np.percentile(errors, 95):7.3f}  max {errors.max():7.3f} {unit}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
@@ -94,27 +71,16 @@ def main() -> int:
         ulog = sorted((record / "ulog").glob("*.ulg"))[-1]
         lpos = read_topic(ulog, "vehicle_local_position")
         att = read_topic(ulog, "vehicle_attitude")
-    airborne = truth[~truth["on_ground"]]
-    t0, t1 = airborne["time_us"].min() + 1_000_000, airborne["time_us"].max() - 1_000_000  # leave out touch-downs
-    lpos = lpos[(lpos["timestamp"] >= t0) & (lpos["timestamp"] <= t1)]
-    att = att[(att["timestamp"] >= t0) & (att["timestamp"] <= t1)]
-    t_pos = lpos["timestamp"].to_numpy()
-    pos_err = lpos[["x", "y", "z"]].to_numpy() - _at(truth, t_pos, ["north", "east", "down"])
-    vel_err = lpos[["vx", "vy", "vz"]].to_numpy() - _at(truth, t_pos, ["vn", "ve", "vd"])
-    t_att = att["timestamp"].to_numpy()
-    q_est = att[[f"q[{i}]" for i in range(4)]].to_numpy()
-    euler_err = _quat_to_euler(q_est) - _at(truth, t_att, ["roll", "pitch", "yaw"], angles=True)
-    euler_err = np.degrees((euler_err + np.pi) % (2 * np.pi) - np.pi)
+    errors = estimation_errors(truth, lpos, att)
+    t_pos, t_att = errors["est_pos_h_m"][0], errors["est_roll_deg"][0]
     print(f"PX4 EKF2 vs the harness's truth: profile {args.profile}, seed {args.seed}, "
-          f"{(t1 - t0) / 1e6:.1f} s airborne, {len(t_pos)} position and {len(t_att)} attitude samples "
-          f"(mean +- 95 % CI over {BLOCK_S:g} s blocks)")
-    print(summary("horizontal position", "m", np.hypot(pos_err[:, 0], pos_err[:, 1]), t_pos))
-    print(summary("vertical position", "m", np.abs(pos_err[:, 2]), t_pos))
-    print(summary("horizontal velocity", "m/s", np.hypot(vel_err[:, 0], vel_err[:, 1]), t_pos))
-    print(summary("vertical velocity", "m/s", np.abs(vel_err[:, 2]), t_pos))
-    print(summary("roll", "deg", np.abs(euler_err[:, 0]), t_att))
-    print(summary("pitch", "deg", np.abs(euler_err[:, 1]), t_att))
-    print(summary("yaw", "deg", np.abs(euler_err[:, 2]), t_att))
+          f"{(t_pos[-1] - t_pos[0]) / 1e6:.1f} s airborne, {len(t_pos)} position and {len(t_att)} attitude samples "
+          f"(mean with the 95 % CI over {BLOCK_S:g} s blocks)")
+    for name, label in QUANTITIES.items():
+        t_us, values = errors[name]
+        s = summarize(t_us, values)
+        print(f"{label:<26} mean {s.mean:7.3f} [{s.low:.3f}, {s.high:.3f}]  rms {s.rms:7.3f}  p95 {s.p95:7.3f}  "
+              f"max {s.max:7.3f}")
     print("goal: printed (no threshold); the sensor models' noise and the magnetic field set what EKF2 can reach")
     return 0
 

@@ -28,6 +28,7 @@ from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
 from records.clock import clock_scale, vehicle_time
 from records.record import TrialRecorder
+from reports.estimation import trial_estimation
 from reports.trial_summary import TrialSummary, summarize_trial
 from targets import TargetOptions, TargetSpec, open_target
 
@@ -43,6 +44,7 @@ class TrialResult:
     reason: str
     record_dir: Path
     summary: TrialSummary | None
+    estimation: dict[str, float] = field(default_factory=dict)  # on the harness's physics: PX4's estimate vs truth
 
 
 def default_record_dir(mission: WaypointMission, root: Path = Path("runs")) -> Path:
@@ -194,8 +196,9 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), vehicle.speed_factor),
                                   mission.reference_path()) if rows else None
-        recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {})})
-    return TrialResult(outcome, reason, record_dir, summary)
+        estimation = trial_estimation(record_dir)
+        recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation})
+    return TrialResult(outcome, reason, record_dir, summary, estimation)
 
 
 def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:

@@ -34,6 +34,7 @@ from px4.sitl import SitlError
 from records.atomic import write_file_atomically
 from records.clock import vehicle_time
 from records.record import TrialRecorder, read_table
+from reports.estimation import trial_estimation
 from reports.metrics import Trajectory, timing_summary, trial_metrics
 from targets import TargetOptions, open_target
 
@@ -110,6 +111,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
             **facts,
             **_flight_columns(flight.rows, speed_factor, monitor, verdict, scene, profile, rule, facts),
             **timing_summary(_optional_table(record_dir, "timing")),
+            **trial_estimation(record_dir),  # on the harness's physics: PX4's estimate against the truth
         }
         recorder.finish(verdict.outcome, summary)
     return summary

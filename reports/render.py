@@ -24,6 +24,7 @@ import pandas as pd
 
 from reports import plots
 from reports.compare import metric_gaps, track_deviations
+from reports.estimation import QUANTITIES
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means
@@ -71,6 +72,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report") -> list[
     blocks += _score_section(results)
     blocks += _metrics_section(results)
     blocks += _timing_section(results)
+    blocks += _estimation_section(results)
     blocks += _flakiness_section(results)
     blocks += _track_section(results)
     targets = list(dict.fromkeys(results["target"]))
@@ -148,7 +150,7 @@ SAFETY_COLUMNS = [("Min clearance (m)", "min_clearance_m"), ("Geofence viol. (s)
                   ("Altitude viol. (s)", "altitude_violation_s")]
 
 
-def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str, str]]) -> pd.DataFrame:
+def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str, str]], digits: int = 2) -> pd.DataFrame:
     rows = []
     for key, group in results.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
@@ -156,7 +158,7 @@ def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str,
         row["n"] = len(group)
         for label, column in columns:
             if column in group:
-                row[label] = bootstrap_mean(group[column].to_numpy(float), label=f"{column}|{key}").format()
+                row[label] = bootstrap_mean(group[column].to_numpy(float), label=f"{column}|{key}").format(digits)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -180,6 +182,26 @@ def _timing_section(results: pd.DataFrame) -> list[Block]:
     return [Heading("Onboard computation time"),
             Paragraph("Mean per planner cycle (FlightBench Table 5), per planner and target."),
             Table(_metric_table(results, ["planner", "target"], columns))]
+
+
+def _estimation_section(results: pd.DataFrame) -> list[Block]:
+    """PX4's estimate against the physics' truth, for trials flown on the harness's physics."""
+    if "est_pos_h_m" not in results or not results["est_pos_h_m"].notna().any():
+        return []
+    flown = results[results["est_pos_h_m"].notna()]
+    columns = [(label, name) for name, label in QUANTITIES.items()]
+    per_trial = flown[["trial_id", "target", "profile", "scene"]].copy()
+    for name, label in QUANTITIES.items():
+        per_trial[label] = [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else f"{m:.3f}"
+                            for m, lo, hi in zip(flown[name], flown[f"{name}_low"], flown[f"{name}_high"])]
+    return [Heading("PX4's estimate against the truth"),
+            Paragraph(f"{len(flown)} trials flew PX4 on the harness's physics, whose truth is in each record: "
+                      "PX4's EKF2 estimate (its ULog) against that truth while airborne, absolute errors. Across "
+                      "trials, per target and profile: mean of the trial means [95 % bootstrap CI over trials]. "
+                      "Per trial: mean [95 % CI from 2 s block means, since successive errors are correlated]."),
+            Table(_metric_table(flown, ["target", "profile"], columns, digits=3)),
+            Heading("Per trial", 3),
+            Table(per_trial)]
 
 
 def _flakiness_section(results: pd.DataFrame) -> list[Block]:

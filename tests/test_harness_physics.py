@@ -38,6 +38,8 @@ from px4.external_physics import SimulatorLinkError, SimulatorOptions, px4_on_ha
 from px4.external_physics.hil_messages import ActuatorControls
 from px4.external_physics.links import SerialLink
 from px4.external_physics.lockstep import SimulatorLoop
+from reports.render import write_report
+from reports.results import load_results
 from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
 from px4.sitl import Px4Build, SitlOptions, px4_sitl
 from records.record import read_table
@@ -453,3 +455,25 @@ def test_a_campaign_trial_flies_px4_on_the_harness_physics(tmp_path):
     manifest = json.loads((record / "manifest.json").read_text())
     assert manifest["config"]["physics"] == "harness" and manifest["outcome"] in ("collision", "success", "timeout")
     assert len(read_table(record, TRUTH_TABLE)) > 100
+    # PX4's estimate against the truth, with its interval, in the results and the report.
+    results = load_results(out)
+    h = results.iloc[0]
+    assert 0 < h["est_pos_h_m_low"] <= h["est_pos_h_m"] <= h["est_pos_h_m_high"] < 1.0, h.filter(like="est_")
+    assert 0 < h["est_roll_deg"] < 5.0 and h["est_pos_h_m"] <= h["est_pos_h_m_p95"]
+    _, html_path = write_report(results, tmp_path / "report")
+    page = html_path.read_text()
+    assert "PX4&#x27;s estimate against the truth" in page or "PX4's estimate against the truth" in page
+    assert "horizontal position (m)" in page
+
+
+@needs_px4
+def test_hil_fly_on_the_harness_physics_prints_px4s_estimate_against_the_truth(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    record = tmp_path / "fly"
+    result = subprocess.run([sys.executable, "-m", "hil", "fly", "missions/examples/demo_square.yaml", "--target",
+                             "px4-sitl", "--physics", "harness", "--speed", str(SPEED), "--record-dir", str(record)],
+                            cwd=root, capture_output=True, text=True, timeout=300, env={**os.environ, "PX4_DIR": MAIN_BUILD})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "PX4's estimate against the truth" in result.stdout and "horizontal position (m)" in result.stdout
+    summary = json.loads((record / "manifest.json").read_text())["summary"]
+    assert 0 < summary["est_pos_h_m_low"] <= summary["est_pos_h_m"] <= summary["est_pos_h_m_high"] < 0.5

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
+    from reports.estimation import format_estimation
     from reports.trial_summary import format_summary
     from targets import PX4_SITL, TargetOptions, TargetSpec
 
@@ -132,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(result.outcome, result.summary))
     else:
         print(f"outcome  {result.outcome}")
+    if result.estimation:
+        print(format_estimation(result.estimation))
     if result.reason:
         print(f"reason   {result.reason}")
     print(f"record   {result.record_dir}")
