@@ -1,6 +1,6 @@
 """Faults of the built-in vehicle: what is broken right now, and how that changes what it does and says.
 
-Two ways in, both MAVLink commands handled by `mavlink_server.py`:
+Two ways in, both MAVLink commands handled by `mavlink_commands.py`:
 
 - `MAV_CMD_INJECT_FAILURE` (420) with PX4's FAILURE_UNIT / FAILURE_TYPE and instance (1-based,
   0 = all), gated by SYS_FAILURE_EN exactly as PX4 gates it (0: DENIED). Supported here:

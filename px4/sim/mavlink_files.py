@@ -1,0 +1,99 @@
+"""Files: MAVLink FTP over the vehicle's own folder, and flight-log download (LOG_REQUEST_*), each
+sent in bursts a tick at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.sim.flight_log import LogFile
+from px4.sim.mavlink_ftp import FtpServer
+
+if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
+    from px4.sim.mavlink_link import Link
+
+
+FTP_BURST_PER_TICK = 20
+LOG_DATA_PER_TICK = 20
+LOG_DATA_LEN = 90
+
+
+@dataclass
+class _LogTransfer:
+    """A LOG_REQUEST_DATA being answered: chunks of one log, ``offset`` up to ``end``."""
+
+    log_id: int
+    handle: BinaryIO
+    offset: int
+    end: int
+
+
+
+class FileProtocols:
+    """Serves FTP sessions and log transfers per link.
+
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
+    autopilot `ap`, the links and their per-link protocol state.
+    """
+
+    # ---- files: FTP and flight logs
+    def _on_file_transfer_protocol(self, link: Link, msg) -> None:
+        if msg.target_component not in (0, self.compid):
+            return
+        if link.ftp is None:
+            link.ftp = FtpServer(self.root)
+        for payload in link.ftp.handle(bytes(msg.payload)):
+            self._send_ftp(link, payload)
+
+    def _send_ftp(self, link: Link, payload: bytes) -> None:
+        link.send(mavlink.MAVLink_file_transfer_protocol_message(0, link.peer[0], link.peer[1], list(payload)))
+
+    def _logs(self) -> list[LogFile]:
+        return self.logger.files()
+
+    def _on_log_request_list(self, link: Link, msg) -> None:
+        # v1.16.1 numbers logs from 0, reports last_log_num as the count, and says nothing when there
+        # are none (measured).
+        logs = self._logs()
+        last = min(msg.end, len(logs) - 1)
+        for log_id in range(max(0, msg.start), last + 1):
+            log = logs[log_id]
+            link.send(mavlink.MAVLink_log_entry_message(log_id, len(logs), len(logs), log.time_utc, log.size))
+
+    def _on_log_request_data(self, link: Link, msg) -> None:
+        self._end_log_transfer(link)
+        logs = self._logs()
+        if not 0 <= msg.id < len(logs) or msg.ofs >= logs[msg.id].size:
+            return  # PX4 answers an unknown log or an offset past the end with nothing
+        log = logs[msg.id]
+        end = min(log.size, msg.ofs + msg.count)
+        link.log_transfer = _LogTransfer(msg.id, open(log.path, "rb"), msg.ofs, end)
+
+    def _pump_log_data(self, link: Link) -> None:
+        transfer = link.log_transfer
+        for _ in range(LOG_DATA_PER_TICK if transfer is not None else 0):
+            transfer.handle.seek(transfer.offset)
+            data = transfer.handle.read(min(LOG_DATA_LEN, transfer.end - transfer.offset))
+            if not data:
+                break
+            link.send(mavlink.MAVLink_log_data_message(transfer.log_id, transfer.offset, len(data),
+                                                       list(data.ljust(LOG_DATA_LEN, b"\0"))))
+            transfer.offset += len(data)
+        if transfer is not None and transfer.offset >= transfer.end:
+            self._end_log_transfer(link)
+
+    def _end_log_transfer(self, link: Link) -> None:
+        if link.log_transfer is not None:
+            link.log_transfer.handle.close()
+            link.log_transfer = None
+
+    def _on_log_request_end(self, link: Link, msg) -> None:
+        self._end_log_transfer(link)
+
+    def _on_log_erase(self, link: Link, msg) -> None:
+        for each in self.links:
+            self._end_log_transfer(each)
+        self.logger.erase()

@@ -1,0 +1,172 @@
+"""The mission protocol: upload (MISSION_COUNT, then MISSION_REQUEST_INT with retries), download,
+clear and set current, for missions, fences and rally points; a malformed item is rejected
+naming its field, as PX4 does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.sim import inputs
+from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
+
+if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
+    from px4.sim.mavlink_link import Link
+
+
+MISSION_RETRY_S = 0.25
+MISSION_RETRIES = 5
+
+
+def _invalid_item_field(msg) -> int | None:
+    """The MAV_MISSION_INVALID_PARAMn of a mission item's first unusable field, None if all are usable.
+    NaN stays allowed in param1-4 (MAVLink's "unchanged"); inf never is; x, y, z must be finite."""
+    params = (msg.param1, msg.param2, msg.param3, msg.param4)
+    for index, value in enumerate(params):
+        if math.isinf(value):
+            return mavlink.MAV_MISSION_INVALID_PARAM1 + index
+    x, y = (msg.x / 1e7, msg.y / 1e7) if msg.get_type() == "MISSION_ITEM_INT" else (msg.x, msg.y)
+    global_frame = msg.frame not in (mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_MISSION)
+    if not inputs.usable(x, 90.0 if global_frame else math.inf):
+        return mavlink.MAV_MISSION_INVALID_PARAM5_X
+    if not inputs.usable(y, 180.0 if global_frame else math.inf):
+        return mavlink.MAV_MISSION_INVALID_PARAM6_Y
+    if not math.isnan(msg.z) and not inputs.usable(msg.z, inputs.MAX_ABS_ALTITUDE_M):
+        return mavlink.MAV_MISSION_INVALID_PARAM7
+    return None
+
+
+@dataclass
+class _Upload:
+    """An upload in progress: the client announced `count` items of one mission type."""
+
+    mission_type: int
+    count: int
+    peer: tuple[int, int]
+    items: list[MissionItem] = field(default_factory=list)
+    asked_at: float = 0.0
+    retries: int = 0
+
+
+class MissionProtocol:
+    """Runs mission uploads and downloads per link.
+
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
+    autopilot `ap`, the links and their per-link protocol state.
+    """
+
+    # ---- mission protocol
+    def _on_mission_count(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        peer = (msg.get_srcSystem(), msg.get_srcComponent())
+        if msg.count == 0:
+            self._install(mtype, [])
+            link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mtype))
+            return
+        link.upload = _Upload(mtype, msg.count, peer)
+        self._request_item(link)
+
+    def _request_item(self, link: Link) -> None:
+        up = link.upload
+        assert up is not None
+        up.asked_at = time.monotonic()
+        link.send(mavlink.MAVLink_mission_request_int_message(up.peer[0], up.peer[1], len(up.items), up.mission_type))
+
+    def _retry_upload(self, link: Link) -> None:
+        up = link.upload
+        if up is None or time.monotonic() - up.asked_at < MISSION_RETRY_S:
+            return
+        if up.retries >= MISSION_RETRIES:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_OPERATION_CANCELLED,
+                                                          up.mission_type))
+            link.upload = None
+            return
+        up.retries += 1
+        self._request_item(link)
+
+    def _on_mission_item_int(self, link: Link, msg) -> None:
+        up = link.upload
+        if up is None or getattr(msg, "mission_type", 0) != up.mission_type:
+            return
+        if msg.seq != len(up.items):
+            self._request_item(link)  # a repeat or a skip: ask again for the one we need
+            return
+        item = MissionItem.from_message(msg)
+        invalid = _invalid_item_field(msg)
+        if invalid is not None:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], invalid, up.mission_type))
+            link.upload = None
+            return
+        if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and item.frame not in SUPPORTED_FRAMES:
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED_FRAME,
+                                                          up.mission_type))
+            link.upload = None
+            return
+        up.items.append(item)
+        up.retries = 0
+        if len(up.items) < up.count:
+            self._request_item(link)
+            return
+        self._install(up.mission_type, up.items)
+        link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_ACCEPTED, up.mission_type))
+        link.upload = None
+
+    _on_mission_item = _on_mission_item_int
+
+    def _install(self, mission_type: int, items: list[MissionItem]) -> None:
+        if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
+            self.ap.set_mission(items)
+        else:
+            self.ap.extra_missions[mission_type] = items
+
+    def _items(self, mission_type: int) -> list[MissionItem]:
+        if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
+            return self.ap.mission
+        return self.ap.extra_missions.get(mission_type, [])
+
+    def _on_mission_request_list(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        link.send(mavlink.MAVLink_mission_count_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                        len(self._items(mtype)), mtype))
+
+    def _on_mission_request_int(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        items = self._items(mtype)
+        if not 0 <= msg.seq < len(items):
+            link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                          mavlink.MAV_MISSION_INVALID_SEQUENCE, mtype))
+            return
+        it = items[msg.seq]
+        current = int(mtype == mavlink.MAV_MISSION_TYPE_MISSION and msg.seq == self.ap.mission_current)
+        if msg.get_type() == "MISSION_REQUEST":
+            scale = 1e7 if it.frame not in (mavlink.MAV_FRAME_LOCAL_NED,) else 1e4
+            out = mavlink.MAVLink_mission_item_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq, it.frame,
+                                                       it.command, current, it.autocontinue, it.param1, it.param2,
+                                                       it.param3, it.param4, it.x / scale, it.y / scale, it.z, mtype)
+        else:
+            out = mavlink.MAVLink_mission_item_int_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq, it.frame,
+                                                           it.command, current, it.autocontinue, it.param1, it.param2,
+                                                           it.param3, it.param4, it.x, it.y, it.z, mtype)
+        link.send(out)
+
+    _on_mission_request = _on_mission_request_int
+
+    def _on_mission_clear_all(self, link: Link, msg) -> None:
+        mtype = getattr(msg, "mission_type", 0)
+        if mtype == mavlink.MAV_MISSION_TYPE_ALL:
+            self._install(mavlink.MAV_MISSION_TYPE_MISSION, [])
+            self.ap.extra_missions.clear()
+        else:
+            self._install(mtype, [])
+        link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
+                                                      mavlink.MAV_MISSION_ACCEPTED, mtype))
+
+    def _on_mission_set_current(self, link: Link, msg) -> None:
+        if self.ap.set_mission_current(msg.seq).accepted:
+            for each in self.links:
+                each.send(self._mission_current())

@@ -1,0 +1,85 @@
+"""Offboard setpoints (SET_POSITION_TARGET_LOCAL_NED / _GLOBAL_INT, SET_ATTITUDE_TARGET) with their
+type masks, frames and PX4's rule that a stream must be arriving before offboard is entered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.sim import inputs
+from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
+
+if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
+    from px4.sim.mavlink_link import Link
+
+
+# SET_POSITION_TARGET_* type_mask bits (set = ignore)
+POS_IGNORE, VEL_IGNORE, ACC_IGNORE = 0x007, 0x038, 0x1C0
+YAW_IGNORE, YAW_RATE_IGNORE = 0x400, 0x800
+# SET_ATTITUDE_TARGET type_mask bits
+ATT_RATES_IGNORE, ATT_THRUST_IGNORE, ATT_IGNORE = 0x07, 0x40, 0x80
+
+
+class OffboardSetpoints:
+    """Turns offboard setpoint messages into the autopilot's setpoints.
+
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
+    autopilot `ap`, the links and their per-link protocol state.
+    """
+
+    # ---- offboard
+    def _on_set_position_target_local_ned(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        pos = (math.nan, math.nan, math.nan) if mask & POS_IGNORE else (msg.x, msg.y, msg.z)
+        vel = (math.nan, math.nan, math.nan) if mask & VEL_IGNORE else (msg.vx, msg.vy, msg.vz)
+        acc = (math.nan, math.nan, math.nan) if mask & ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
+        yaw = math.nan if mask & YAW_IGNORE else msg.yaw
+        yawspeed = math.nan if mask & YAW_RATE_IGNORE else msg.yaw_rate
+        if msg.coordinate_frame in (mavlink.MAV_FRAME_BODY_NED, mavlink.MAV_FRAME_BODY_OFFSET_NED, mavlink.MAV_FRAME_BODY_FRD):
+            # Body frames are yaw-rotated local frames for setpoints (PX4 ignores roll/pitch here).
+            yaw_now = self.ap.dyn.yaw
+            c, s = math.cos(yaw_now), math.sin(yaw_now)
+
+            def rot(v):
+                return (c * v[0] - s * v[1], s * v[0] + c * v[1], v[2])
+            vel, acc = rot(vel), rot(acc)
+            if not math.isnan(pos[0]):
+                p0 = self.ap.position
+                dp = rot(pos)
+                pos = (p0[0] + dp[0], p0[1] + dp[1], p0[2] + dp[2])
+        elif msg.coordinate_frame == mavlink.MAV_FRAME_LOCAL_OFFSET_NED and not math.isnan(pos[0]):
+            p0 = self.ap.position
+            pos = (p0[0] + pos[0], p0[1] + pos[1], p0[2] + pos[2])
+        self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+
+    def _on_set_position_target_global_int(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        pos = (math.nan, math.nan, math.nan)
+        if not mask & POS_IGNORE:
+            lat, lon = inputs.latitude_longitude(msg.lat_int / 1e7, msg.lon_int / 1e7)
+            if math.isnan(lat) or not inputs.usable(msg.alt, inputs.MAX_ABS_ALTITUDE_M):
+                return  # no place on Earth: not a setpoint (and not a sign of life of the offboard stream)
+            alt = msg.alt + (self.ap.origin.alt_m if msg.coordinate_frame in (
+                mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT) else 0.0)
+            pos = self.ap.origin.to_local(lat, lon, alt)
+        vel = (math.nan, math.nan, math.nan) if mask & VEL_IGNORE else (msg.vx, msg.vy, msg.vz)
+        acc = (math.nan, math.nan, math.nan) if mask & ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
+        yaw = math.nan if mask & YAW_IGNORE else msg.yaw
+        yawspeed = math.nan if mask & YAW_RATE_IGNORE else msg.yaw_rate
+        self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+
+    def _on_set_attitude_target(self, link: Link, msg) -> None:
+        mask = msg.type_mask
+        q = None if mask & ATT_IGNORE else tuple(msg.q)
+        rates = (math.nan, math.nan, math.nan) if (mask & ATT_RATES_IGNORE) == ATT_RATES_IGNORE else (
+            msg.body_roll_rate, msg.body_pitch_rate, msg.body_yaw_rate)
+        # Thrust ignored means "keep the current collective", as PX4 holds its last value.
+        thrust = self.ap.ctrl.thrust_sp if mask & ATT_THRUST_IGNORE else msg.thrust
+        if not inputs.all_finite(thrust, *(q or ())) or (q is not None and not 0.5 < math.hypot(*q) < 1.5):
+            return  # a NaN thrust or quaternion is no attitude: ignored, not flown (it killed the vehicle)
+        if q is None:
+            q = tuple(self.ap.dyn.q)
+        self.ap.offboard_setpoint(AttitudeSetpoint(q_d=q, thrust=thrust, body_rates=rates))

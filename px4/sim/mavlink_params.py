@@ -1,0 +1,98 @@
+"""The parameter protocol as PX4 speaks it: the list streamed a few per tick with _HASH_CHECK after
+it, reads by name or index, sets echoed back, int32 values encoded bytewise in the float field.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.params import HASH_CHECK, ParamError
+
+if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
+    from px4.sim.mavlink_link import Link
+
+
+PARAMS_PER_TICK = 5  # per 4 ms of vehicle time: the list takes ~0.7 s, as on PX4
+HASH_CHECK_INDEX = 65535  # PX4 sends _HASH_CHECK after the list with index -1 as uint16
+
+
+def _param_wire_value(value: float, is_int: bool) -> float:
+    """PX4 sends int32 parameters bytewise inside the float field (PARAM_ENCODE_BYTEWISE)."""
+    if is_int:
+        return struct.unpack("<f", struct.pack("<i", int(value)))[0]
+    return value
+
+
+def _param_from_wire(value: float, param_type: int) -> float:
+    if param_type in (mavlink.MAV_PARAM_TYPE_INT32, mavlink.MAV_PARAM_TYPE_UINT32, mavlink.MAV_PARAM_TYPE_INT16,
+                      mavlink.MAV_PARAM_TYPE_UINT16, mavlink.MAV_PARAM_TYPE_INT8, mavlink.MAV_PARAM_TYPE_UINT8):
+        return float(struct.unpack("<i", struct.pack("<f", value))[0])
+    return value
+
+
+
+class ParamProtocol:
+    """Answers PARAM_REQUEST_LIST / _READ and PARAM_SET.
+
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
+    autopilot `ap`, the links and their per-link protocol state.
+    """
+
+    # ---- parameters
+    def _param_value(self, index: int):
+        store = self.ap.params
+        name = store.name_at(index)
+        spec = store.spec(name)
+        ptype = mavlink.MAV_PARAM_TYPE_INT32 if spec.is_int else mavlink.MAV_PARAM_TYPE_REAL32
+        return mavlink.MAVLink_param_value_message(name.encode(), _param_wire_value(store[name], spec.is_int), ptype,
+                                                   len(store), index)
+
+    def _hash_check(self):
+        return mavlink.MAVLink_param_value_message(HASH_CHECK.encode(),
+                                                   _param_wire_value(self.ap.params.hash_check(), True),
+                                                   mavlink.MAV_PARAM_TYPE_UINT32, len(self.ap.params), HASH_CHECK_INDEX)
+
+    def _on_param_request_list(self, link: Link, msg) -> None:
+        # PX4 ends the list with _HASH_CHECK (index -1): a client with the same hash may keep its cache.
+        link.param_queue = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
+
+    def _pump_params(self, link: Link) -> None:
+        # Paced so a list request does not flood a slow radio link in one burst.
+        batch, link.param_queue = link.param_queue[:PARAMS_PER_TICK], link.param_queue[PARAMS_PER_TICK:]
+        for index in batch:
+            link.send(self._hash_check() if index == HASH_CHECK_INDEX else self._param_value(index))
+
+    def _param_index(self, param_id: str, param_index: int) -> int | None:
+        store = self.ap.params
+        if param_index >= 0:
+            return param_index if param_index < len(store) else None
+        return store.index(param_id) if param_id in store else None
+
+    def _on_param_request_read(self, link: Link, msg) -> None:
+        name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
+        if name == HASH_CHECK:
+            link.send(self._hash_check())
+            return
+        index = self._param_index(name, msg.param_index)
+        if index is None:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
+            return
+        link.send(self._param_value(index))
+
+    def _on_param_set(self, link: Link, msg) -> None:
+        name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
+        store = self.ap.params
+        if name not in store:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
+            return
+        try:
+            store.set(name, _param_from_wire(msg.param_value, msg.param_type))
+        except ParamError as exc:
+            self.ap.say(mavlink.MAV_SEVERITY_WARNING, str(exc))
+        self.ap.apply_params()
+        # PX4 always answers a set with the value now stored: a client sees a refusal as an unchanged value.
+        for each in self.links:
+            each.send(self._param_value(store.index(name)))

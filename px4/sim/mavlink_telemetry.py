@@ -1,0 +1,371 @@
+"""What the built-in vehicle streams, as PX4 v1.16.1 SITL fills each message: the default streams and
+their rates (measured from the binary, px4/reference/), the version the vehicle reports, and one
+builder per message (`_msg_<name>`, found by name when a stream is due or requested).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import re
+import time
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4 import modes
+from px4.modes import FlightMode
+from px4.sim import mavlink_extra
+from px4.sim.control import TrajectorySetpoint
+from px4.sim.mavlink_offboard import ACC_IGNORE, POS_IGNORE, VEL_IGNORE
+
+NAN = float("nan")
+# The release imitated, reported in AUTOPILOT_VERSION. Type OFFICIAL (0xFF) as the v1.16.1 release
+# build reports itself: clients (the harness's own version check, MAVSDK's info plugin, QGC) then
+# treat the built-in vehicle exactly as that release. It tells itself apart by its uid (random per
+# process) and by nothing else a client relies on.
+PX4_VERSION = (1, 16, 1)
+FIRMWARE_TYPE_OFFICIAL = 0xFF
+# The first bytes of v1.16.1's commit (94cb2012...) as its AUTOPILOT_VERSION carries them.
+PX4_GIT_HASH = [0, 0, 0, 0x79, 0x12, 0x20, 0xCB, 0x94]
+# MAVLink's own library version hash as PX4 v1.16.1 sends it in PROTOCOL_VERSION.
+MAVLINK_LIBRARY_HASH = [0x02, 0xF6, 0x81, 0x02, 0xD8, 0x76, 0xFD, 0x5B]
+
+
+# Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
+# (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
+# configured at 10 Hz too but PX4 sends it only once its estimator has a wind estimate, which SIH's
+# never has; here it goes out while the simulation has wind.
+DEFAULT_RATES_HZ = {
+    "HEARTBEAT": 1.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0, "HOME_POSITION": 0.5,
+    "GPS_RAW_INT": 8.0, "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 30.0, "ODOMETRY": 30.0,
+    "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0, "ALTITUDE": 10.0, "BATTERY_STATUS": 0.5,
+    "VFR_HUD": 10.0, "HIGHRES_IMU": 50.0, "ATTITUDE_TARGET": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
+    "SERVO_OUTPUT_RAW": 10.0, "ESTIMATOR_STATUS": 1.0, "SYSTEM_TIME": 1.0, "TIMESYNC": 10.0,
+    "MISSION_CURRENT": 1.0, "CURRENT_MODE": 0.5, "DISTANCE_SENSOR": 10.0, "OPEN_DRONE_ID_LOCATION": 1.0,
+    "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 1.0, "SCALED_PRESSURE": 1.0, "VIBRATION": 0.5,
+    "LINK_NODE_STATUS": 1.0, "TIME_ESTIMATE_TO_TARGET": 0.5, "CURRENT_EVENT_SEQUENCE": 0.4, "WIND_COV": 10.0,
+}
+S = mavlink
+# SYS_STATUS sensor bits as v1.16.1 SITL sets them (measured): present, enabled (present and RC)
+# and healthy; LOGGING is present while a log is being written. No geofence bit: PX4 sets none.
+SENSORS_PRESENT = (S.MAV_SYS_STATUS_SENSOR_3D_GYRO | S.MAV_SYS_STATUS_SENSOR_3D_ACCEL | S.MAV_SYS_STATUS_SENSOR_3D_MAG
+                   | S.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE | S.MAV_SYS_STATUS_SENSOR_GPS
+                   | S.MAV_SYS_STATUS_SENSOR_XY_POSITION_CONTROL | S.MAV_SYS_STATUS_SENSOR_BATTERY)
+SENSORS_HEALTHY = (SENSORS_PRESENT | S.MAV_SYS_STATUS_SENSOR_DIFFERENTIAL_PRESSURE
+                   | S.MAV_SYS_STATUS_SENSOR_ATTITUDE_STABILIZATION | S.MAV_SYS_STATUS_SENSOR_MOTOR_OUTPUTS
+                   | S.MAV_SYS_STATUS_AHRS | S.MAV_SYS_STATUS_LOGGING | S.MAV_SYS_STATUS_PREARM_CHECK)
+# AUTOPILOT_VERSION.capabilities of v1.16.1: 0xE8FF (v1.14: 0xECFF, with the retired bit 10).
+CAPABILITIES = (S.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT | S.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
+                | S.MAV_PROTOCOL_CAPABILITY_MISSION_INT | S.MAV_PROTOCOL_CAPABILITY_COMMAND_INT
+                | S.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE | S.MAV_PROTOCOL_CAPABILITY_FTP
+                | S.MAV_PROTOCOL_CAPABILITY_SET_ATTITUDE_TARGET
+                | S.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED
+                | S.MAV_PROTOCOL_CAPABILITY_FLIGHT_TERMINATION | S.MAV_PROTOCOL_CAPABILITY_MAVLINK2
+                | S.MAV_PROTOCOL_CAPABILITY_MISSION_FENCE | S.MAV_PROTOCOL_CAPABILITY_MISSION_RALLY)
+
+
+def _os_version() -> int:
+    """The host kernel's version as PX4 SITL reports it (os_sw_version: major.minor.patch, type OFFICIAL)."""
+    numbers = [int(n) for n in re.findall(r"\d+", platform.release())[:3]] + [0, 0, 0]
+    return (numbers[0] & 0xFF) << 24 | (numbers[1] & 0xFF) << 16 | (numbers[2] & 0xFF) << 8 | FIRMWARE_TYPE_OFFICIAL
+
+
+class TelemetryStreams:
+    """Builds every message the vehicle streams or sends on request.
+
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
+    autopilot `ap`, the links and their per-link protocol state.
+    """
+
+    def _build(self, name: str):
+        return getattr(self, "_msg_" + name.lower())()
+
+    @staticmethod
+    def _version_word() -> int:
+        major, minor, patch = PX4_VERSION
+        return (major << 24) | (minor << 16) | (patch << 8) | FIRMWARE_TYPE_OFFICIAL
+
+    def _msg_heartbeat(self):
+        ap = self.ap
+        if not ap.ready:
+            status = mavlink.MAV_STATE_BOOT
+        elif ap.failsafe:
+            status = mavlink.MAV_STATE_CRITICAL
+        else:
+            status = mavlink.MAV_STATE_ACTIVE if ap.armed else mavlink.MAV_STATE_STANDBY
+        return mavlink.MAVLink_heartbeat_message(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4,
+                                                 ap.mode.base_mode(ap.armed), ap.mode.custom_mode, status, 3)
+
+    def _sensor_health(self) -> int:
+        ap = self.ap
+        health = SENSORS_HEALTHY
+        if not ap.ready:
+            health &= ~(mavlink.MAV_SYS_STATUS_SENSOR_3D_GYRO | mavlink.MAV_SYS_STATUS_SENSOR_3D_ACCEL
+                        | mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG | mavlink.MAV_SYS_STATUS_AHRS)
+        if not ap.gps_fix:
+            health &= ~mavlink.MAV_SYS_STATUS_SENSOR_GPS
+        health &= ~ap.faults.unhealthy_sensors()
+        if ap.rc_available:
+            health |= mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
+        if (ap.prearm_failure() is not None or self.calibration.active) and not ap.armed:
+            health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
+        return health
+
+    def _battery(self) -> tuple[float, float]:
+        """(remaining fraction or -1 if unknown, volts or NaN) as the battery monitor reports them."""
+        cells = 4
+        remaining = self.ap.battery_remaining
+        return self.ap.faults.battery_reading(remaining, cells * (3.5 + 0.7 * remaining))
+
+    def _msg_sys_status(self):
+        ap = self.ap
+        remaining, volts = self._battery()
+        millivolts = 65535 if math.isnan(volts) else int(volts * 1000)  # UINT16_MAX: unknown
+        present = SENSORS_PRESENT | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
+        if self.logger.logging:
+            present |= mavlink.MAV_SYS_STATUS_LOGGING
+        enabled = present | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
+        return mavlink.MAVLink_sys_status_message(
+            present, enabled, self._sensor_health(), 250, millivolts, int(sum(ap.motor_commands) * 500),
+            int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 1)
+
+    def _msg_extended_sys_state(self):
+        return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
+
+    def _msg_home_position(self):
+        h = self.ap.home
+        lat, lon, alt = self.ap.origin.to_global(*h)
+        return mavlink.MAVLink_home_position_message(int(lat * 1e7), int(lon * 1e7), int(alt * 1000), h[0], h[1], h[2],
+                                                     [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
+
+    def _global(self) -> tuple[float, float, float]:
+        return self.ap.origin.to_global(*self.ap.position)
+
+    def _msg_gps_raw_int(self):
+        ap = self.ap
+        reading = ap.faults.gps_reading(*self._global())
+        lat, lon, alt = reading if reading is not None else (0.0, 0.0, 0.0)
+        v = ap.dyn.vel
+        fix = mavlink.GPS_FIX_TYPE_3D_FIX if ap.gps_fix else mavlink.GPS_FIX_TYPE_NO_FIX
+        sats = int(ap.params["SIM_GPS_USED"]) if reading is not None else 0
+        cog = (math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0
+        return mavlink.MAVLink_gps_raw_int_message(self.boot_us, fix, int(lat * 1e7), int(lon * 1e7), int(alt * 1000),
+                                                   90, 120, int(math.hypot(v[0], v[1]) * 100), int(cog * 100), sats,
+                                                   int(alt * 1000), 500, 800, 150, 0, 0)
+
+    def _msg_global_position_int(self):
+        ap = self.ap
+        lat, lon, alt = self._global()
+        v = ap.dyn.vel
+        heading = (math.degrees(ap.dyn.yaw) + 360.0) % 360.0
+        return mavlink.MAVLink_global_position_int_message(
+            self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-ap.dyn.pos[2] * 1000),
+            int(v[0] * 100), int(v[1] * 100), int(v[2] * 100), int(heading * 100))
+
+    def _msg_local_position_ned(self):
+        p, v = self.ap.dyn.pos, self.ap.dyn.vel
+        return mavlink.MAVLink_local_position_ned_message(self.boot_ms, p[0], p[1], p[2], v[0], v[1], v[2])
+
+    def _msg_odometry(self):
+        d = self.ap.dyn
+        nan_cov = [NAN] + [0.0] * 20
+        return mavlink.MAVLink_odometry_message(
+            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, d.pos[0], d.pos[1], d.pos[2],
+            list(d.q), d.vel[0], d.vel[1], d.vel[2], d.omega[0], d.omega[1], d.omega[2], nan_cov, nan_cov, 0,
+            mavlink.MAV_ESTIMATOR_TYPE_VIO, 100)
+
+    def _msg_attitude(self):
+        d = self.ap.dyn
+        (r, p, y), w = self.ap.sensors.attitude(d.euler(), d.omega, self.ap.armed)
+        return mavlink.MAVLink_attitude_message(self.boot_ms, r, p, y, w[0], w[1], w[2])
+
+    def _msg_attitude_quaternion(self):
+        d = self.ap.dyn
+        return mavlink.MAVLink_attitude_quaternion_message(self.boot_ms, d.q[0], d.q[1], d.q[2], d.q[3],
+                                                           d.omega[0], d.omega[1], d.omega[2], [0.0, 0.0, 0.0, 0.0])
+
+    def _msg_altitude(self):
+        ap = self.ap
+        alt_local = -ap.dyn.pos[2]
+        amsl = ap.origin.alt_m + alt_local
+        return mavlink.MAVLink_altitude_message(self.boot_us, amsl, amsl, alt_local, alt_local, NAN, alt_local)
+
+    def _msg_battery_status(self):
+        ap = self.ap
+        remaining, volts = self._battery()
+        cell_mv = 65535 if math.isnan(volts) else int(volts / 4 * 1000)
+        return mavlink.MAVLink_battery_status_message(
+            0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO, 32767, [cell_mv] * 4 + [65535] * 6,
+            int(sum(ap.motor_commands) * 500), -1, -1, int(remaining * 100) if remaining >= 0 else -1, 0, 0,
+            [0, 0, 0, 0], 0, 0)
+
+    def _msg_vfr_hud(self):
+        ap = self.ap
+        v = ap.dyn.vel
+        heading = int((math.degrees(ap.dyn.yaw) + 360.0) % 360.0)
+        throttle = int(100 * sum(ap.motor_commands) / 4)
+        return mavlink.MAVLink_vfr_hud_message(math.hypot(v[0], v[1]), math.hypot(v[0], v[1]), heading, throttle,
+                                               ap.origin.alt_m - ap.dyn.pos[2], -v[2])
+
+    def _msg_highres_imu(self):
+        d = self.ap.dyn
+        alt = self.ap.origin.alt_m - d.pos[2]
+        pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
+        f, w, mag, pressure = self.ap.sensors.imu(d.specific_force, d.omega, (0.21, 0.0, 0.42), pressure, self.ap.armed)
+        f, w, mag, pressure, updated = self.ap.faults.imu_reading(f, w, mag, pressure, 0x1FFF)
+        return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
+                                                   mag[2], pressure, 0.0, alt, 25.0, updated, 0)
+
+    def _msg_attitude_target(self):
+        c = self.ap.ctrl
+        return mavlink.MAVLink_attitude_target_message(self.boot_ms, 0, list(c.attitude_sp), *c.rate_sp, c.thrust_sp)
+
+    def _msg_position_target_local_ned(self):
+        sp = self.ap.current_setpoint
+        if not isinstance(sp, TrajectorySetpoint):
+            # PX4 streams it all the time; with no position setpoint (on the ground, attitude control)
+            # the vehicle's own position stands in.
+            sp = TrajectorySetpoint(self.ap.position, (NAN, NAN, NAN), (NAN, NAN, NAN), self.ap.dyn.yaw, NAN)
+        mask = 0
+        if any(math.isnan(c) for c in sp.position):
+            mask |= POS_IGNORE
+        if any(math.isnan(c) for c in sp.velocity):
+            mask |= VEL_IGNORE
+        if any(math.isnan(c) for c in sp.acceleration):
+            mask |= ACC_IGNORE
+        return mavlink.MAVLink_position_target_local_ned_message(
+            self.boot_ms, mavlink.MAV_FRAME_LOCAL_NED, mask, *sp.position, *sp.velocity, *sp.acceleration,
+            sp.yaw, sp.yawspeed if not math.isnan(sp.yawspeed) else 0.0)
+
+    def _msg_servo_output_raw(self):
+        u = self.ap.motor_commands
+        pwm = [int(1000 + 1000 * c) if self.ap.armed else 900 for c in u]
+        # time_usec is a uint32 here (unlike every other time_usec): it wraps every 4294.97 s, as on PX4.
+        return mavlink.MAVLink_servo_output_raw_message(self.boot_us & 0xFFFF_FFFF, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    def _msg_estimator_status(self):
+        ap = self.ap
+        flags = 0
+        if ap.ready:
+            flags = (mavlink.ESTIMATOR_ATTITUDE | mavlink.ESTIMATOR_VELOCITY_HORIZ | mavlink.ESTIMATOR_VELOCITY_VERT
+                     | mavlink.ESTIMATOR_POS_HORIZ_REL | mavlink.ESTIMATOR_POS_VERT_ABS
+                     | mavlink.ESTIMATOR_PRED_POS_HORIZ_REL)
+            if ap.gps_fix:
+                flags |= mavlink.ESTIMATOR_POS_HORIZ_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_ABS
+        return mavlink.MAVLink_estimator_status_message(self.boot_us, flags, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, 0.5, 0.8)
+
+    def _msg_system_time(self):
+        return mavlink.MAVLink_system_time_message(int(time.time() * 1e6), self.boot_ms)
+
+    def _msg_timesync(self):
+        # PX4 asks the companion for its clock too; the reply gives the offset we record.
+        return mavlink.MAVLink_timesync_message(0, self.timesync_ns)
+
+    def _msg_mission_current(self):
+        return self._mission_current()
+
+    def _mission_current(self):
+        """MISSION_CURRENT: seq, and total (UINT16_MAX without a mission) as v1.16.1 fills them.
+
+        Measured on its offboard link before a mission flies, v1.16.1 leaves mission_state and
+        mission_mode 0; so does this vehicle then. Once a mission runs it reports ACTIVE / COMPLETE
+        (a v1.16.1 mission flight was not measured): MAVSDK 4 tells a finished mission by it here.
+        v1.16 also fills the plans' ids (CRC-32s) that its MISSION_ACK / MISSION_COUNT carry as
+        opaque_id; pymavlink 2.4's mission messages have no opaque_id, and an id the client never saw
+        in an ACK would make MAVSDK take the plan for another one, so they stay 0 ("unknown").
+        """
+        ap = self.ap
+        total = len(ap.mission)
+        state = 0
+        if total and ap.mission_finished:
+            state = mavlink.MISSION_STATE_COMPLETE
+        elif total and ap.mode == FlightMode.MISSION:
+            state = mavlink.MISSION_STATE_ACTIVE
+        return mavlink_extra.MissionCurrent(min(ap.mission_current, max(total - 1, 0)), total or 65535, state,
+                                            int(ap.mode == FlightMode.MISSION))
+
+    def _msg_autopilot_version(self):
+        version = self._version_word()
+        return mavlink.MAVLink_autopilot_version_message(
+            CAPABILITIES, version, version, _os_version(), 1, PX4_GIT_HASH, PX4_GIT_HASH, [0] * 8, 0, 0, self.uid,
+            [0] * 18)
+
+    def _msg_protocol_version(self):
+        return mavlink_extra.ProtocolVersion(200, 100, 200, [0] * 8, MAVLINK_LIBRARY_HASH)
+
+    def _msg_component_metadata(self):
+        return mavlink_extra.ComponentMetadata(self.boot_ms, self.metadata.crc, self.metadata.uri)
+
+    def _msg_component_information(self):
+        return mavlink_extra.ComponentInformation(self.boot_ms, self.metadata.crc, self.metadata.uri, 0, "")
+
+    def _msg_current_mode(self):
+        custom = self.ap.mode.custom_mode
+        return mavlink_extra.CurrentMode(modes.standard_mode(custom), custom, custom)
+
+    def _msg_scaled_pressure(self):
+        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
+        temperature = 15.0 - 0.0065 * alt  # ISA, as SIH's barometer
+        return mavlink.MAVLink_scaled_pressure_message(self.boot_ms, pressure, 0.0, int(temperature * 100), 0)
+
+    def _msg_wind_cov(self):
+        wind = self.ap.dyn.wind_ned
+        if not any(wind):
+            return None  # no wind estimate, no message (PX4's stream sends only an estimate)
+        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        return mavlink.MAVLink_wind_cov_message(self.boot_us, wind[0], wind[1], wind[2], 0.1, 0.1, alt, 0.0, 0.0)
+
+    def _msg_vibration(self):
+        return mavlink.MAVLink_vibration_message(self.boot_us, 0.0, 0.0, 0.0, 0, 0, 0)
+
+    def _msg_distance_sensor(self):
+        # SIH's downward rangefinder (SIH_DISTSNSR_*): 0 to 100 m, in cm, pointing down (PITCH_270).
+        height_cm = int(min(max(-self.ap.dyn.pos[2], 0.0), 100.0) * 100)
+        return mavlink.MAVLink_distance_sensor_message(self.boot_ms, 0, 10000, height_cm,
+                                                       mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
+                                                       mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0)
+
+    def _msg_ping(self):
+        self._ping_seq = (self._ping_seq + 1) % 2**32
+        return mavlink.MAVLink_ping_message(self.boot_us, self._ping_seq, 0, 0)
+
+    def _msg_open_drone_id_location(self):
+        ap = self.ap
+        lat, lon, alt = self._global()
+        v = ap.dyn.vel
+        status = mavlink.MAV_ODID_STATUS_GROUND if ap.landed else mavlink.MAV_ODID_STATUS_AIRBORNE
+        direction = int((math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0 * 100)
+        return mavlink.MAVLink_open_drone_id_location_message(
+            0, 0, [0] * 20, status, direction, int(math.hypot(v[0], v[1]) * 100), int(-v[2] * 100),
+            int(lat * 1e7), int(lon * 1e7), alt, alt, mavlink.MAV_ODID_HEIGHT_REF_OVER_TAKEOFF,
+            -ap.dyn.pos[2] + ap.home[2], mavlink.MAV_ODID_HOR_ACC_1_METER, mavlink.MAV_ODID_VER_ACC_1_METER, 0,
+            mavlink.MAV_ODID_SPEED_ACC_0_3_METERS_PER_SECOND, 65535.0, 0)
+
+    def _msg_open_drone_id_system(self):
+        lat, lon, alt = self.ap.origin.to_global(*self.ap.home)
+        since_2019 = int(time.time()) - 1546300800
+        return mavlink.MAVLink_open_drone_id_system_message(0, 0, [0] * 20, 0, 0, int(lat * 1e7), int(lon * 1e7), 1, 0,
+                                                            -1000.0, -1000.0, 0, 0, alt, since_2019)
+
+    def _msg_link_node_status(self):
+        link_sent = sum(link.sent for link in self.links)
+        link_received = sum(link.received for link in self.links)
+        return mavlink_extra.LinkNodeStatus(self.boot_ms * 1000, 0, 0, 0, 0, sum(lk.bad_frames for lk in self.links),
+                                            0, 0, link_sent, link_received, 0)
+
+    def _msg_time_estimate_to_target(self):
+        return mavlink_extra.TimeEstimateToTarget(-1, -1, -1, -1, -1)
+
+    def _msg_current_event_sequence(self):
+        return mavlink_extra.CurrentEventSequence(0, 0)
+
+    def _available_modes(self, index: int) -> list:
+        """AVAILABLE_MODES: every mode (index 0) or the one numbered ``index`` (from 1), as v1.16.1 lists them."""
+        total = len(modes.AVAILABLE_MODES)
+        chosen = range(1, total + 1) if index == 0 else [index] if 1 <= index <= total else []
+        out = []
+        for i in chosen:
+            standard, custom, properties, name = modes.AVAILABLE_MODES[i - 1]
+            out.append(mavlink_extra.AvailableModes(total, i, standard, custom, properties, name.encode()))
+        return out
