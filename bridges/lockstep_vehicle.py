@@ -34,7 +34,8 @@ from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, Pr
 from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamError
-from px4.sim.autopilot import Autopilot, CommandResult, LandedState
+from px4.sim.autopilot import Autopilot
+from px4.sim.autopilot_types import CommandResult, LandedState
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint, quat_from_euler
 from px4.sim.mission_items import MissionItem
 

@@ -6,6 +6,11 @@ and turns all of that into setpoints for the controllers of `control.py`. It kno
 MAVLink: `mavlink_server.py` translates messages into these calls, and the lockstep vehicle calls
 them directly, so both clocks fly the very same logic.
 
+This module is the commander (arming, modes, commands, the step loop); its parts are mixed in from
+their own modules: the auto modes' navigation (auto_modes), the failsafe checks (failsafe_checks),
+landing and auto-disarm (landing) and the battery (battery); the types they share are in
+autopilot_types.
+
 Time is simulation time (`time_s`), advanced only by `step()`.
 """
 
@@ -13,8 +18,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
-from enum import Enum
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -23,17 +26,31 @@ from profiles.vehicle import VehicleProfile
 from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamStore
+from px4.sim.auto_modes import AutoModes
+from px4.sim.autopilot_types import (
+    ACCEPTED,
+    POSITION_MODES,
+    SILENT_REFUSAL,
+    AutoPhase,
+    CommandResult,
+    LandedState,
+    OffboardInput,
+    denied,
+    rejected,
+)
+from px4.sim.battery import SitlBattery
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics
-from px4.sim.failsafe import (GEOFENCE_ACTIONS, RC_LOSS_ACTIONS, FailsafeFramework, activated,
-                              offboard_loss_action)
+from px4.sim.failsafe import FailsafeFramework
+from px4.sim.failsafe_checks import FailsafeChecks
 from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
+from px4.sim.landing import LandingState
 from px4.sim.manual import ManualControl
 from px4.sim.mission_items import MissionItem
 from px4.sim.orbit import Orbit
 from px4.sim.sensors import SensorModel
-from px4.sim.takeoff import LandDetector, LandInputs, TakeoffHandling
+from px4.sim.takeoff import LandDetector, TakeoffHandling
 
 NAN = float("nan")
 GRAVITY = 9.80665
@@ -47,72 +64,13 @@ SENSOR_INIT_S = 0.2
 # altitude once the climb rate is below this (m/s) with the throttle stick centred.
 STICK_HOLD_SPEED = 0.3
 ALTITUDE_LOCK_SPEED = 0.3
-# GPS lost: PX4's EKF2 reports it stopped fusing GNSS after about this long without data (s).
-GNSS_STOP_S = 1.0
-# Modes that need a position estimate; without one PX4's commander refuses them and its
-# position-loss failsafe descends without horizontal control (nav state Descend, reported as Land).
-_POSITION_MODES = frozenset({FlightMode.POSCTL, FlightMode.ORBIT, FlightMode.OFFBOARD, FlightMode.TAKEOFF,
-                             FlightMode.HOLD, FlightMode.MISSION, FlightMode.RTL})
 # While flying with ground contact PX4 commands no thrust but its minimum: a large downward
 # acceleration setpoint that the thrust limits clip.
 GROUND_CONTACT_SETPOINT = TrajectorySetpoint(acceleration=(0.0, 0.0, 100.0))
 FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
 
 
-class LandedState(Enum):
-    """EXTENDED_SYS_STATE.landed_state values."""
-
-    ON_GROUND = mavlink.MAV_LANDED_STATE_ON_GROUND
-    IN_AIR = mavlink.MAV_LANDED_STATE_IN_AIR
-    TAKEOFF = mavlink.MAV_LANDED_STATE_TAKEOFF
-    LANDING = mavlink.MAV_LANDED_STATE_LANDING
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """The outcome of a command: a MAV_RESULT and, when refused, the reason a pilot would read."""
-
-    result: int
-    reason: str = ""
-
-    @property
-    def accepted(self) -> bool:
-        return self.result == mavlink.MAV_RESULT_ACCEPTED
-
-
-ACCEPTED = CommandResult(mavlink.MAV_RESULT_ACCEPTED)
-# A pre-arm refusal PX4 makes without a word (Offboard without a setpoint stream).
-SILENT_REFUSAL = "silent"
-
-
-def _denied(reason: str) -> CommandResult:
-    return CommandResult(mavlink.MAV_RESULT_DENIED, reason)
-
-
-def _rejected(reason: str) -> CommandResult:
-    return CommandResult(mavlink.MAV_RESULT_TEMPORARILY_REJECTED, reason)
-
-
-@dataclass
-class OffboardInput:
-    """The last offboard setpoint and when (sim time) it arrived."""
-
-    setpoint: TrajectorySetpoint | AttitudeSetpoint
-    time_s: float
-
-
-class _Phase(Enum):
-    """Sub-steps of the multi-stage auto modes."""
-
-    CLIMB = 1
-    CRUISE = 2
-    DESCEND = 3
-    LAND = 4
-    HOLD_TIME = 5
-    DONE = 6
-
-
-class Autopilot:
+class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
     """A PX4-like flight controller flying the rigid-body model. Drive it with `step()`."""
 
     def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
@@ -170,7 +128,7 @@ class Autopilot:
         self._gnss_stop_said = False
         self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self._speed_override: float | None = None
-        self._phase = _Phase.DONE
+        self._phase = AutoPhase.DONE
         self._phase_until = 0.0
         # Counted in physics steps: comparing accumulated float time against "last + 20 ms" drifts to
         # 11 steps now and then, and the 50 Hz navigator would really run at ~46 Hz.
@@ -249,10 +207,10 @@ class Autopilot:
         # PX4 runs the pre-arm checks even for a forced arm from MAVLink (force only matters to disarm).
         reason = self.prearm_failure()
         if reason == SILENT_REFUSAL:
-            return _rejected("")
+            return rejected("")
         if reason:
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         self.armed = True
         self._armed_at = self.time_s
         self.home = self.position  # PX4 sets home where it arms
@@ -271,7 +229,7 @@ class Autopilot:
         if not self.landed and not force:
             reason = "Disarming denied: not landed"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         self._disarm("Disarmed by external command")
         return ACCEPTED
 
@@ -288,23 +246,23 @@ class Autopilot:
         if mode in (FlightMode.MANUAL, FlightMode.ACRO, FlightMode.STABILIZED):
             reason = f"{mode.name} is not flown by the built-in vehicle"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         # PX4 takes any mode while disarmed (its arming checks then refuse what cannot be flown); in
         # the air v1.16 acknowledges a mode it cannot enter and stays, saying why.
         if mode in (FlightMode.ALTCTL, FlightMode.POSCTL) and not self.rc_available and self.armed:
             word = "Position" if mode == FlightMode.POSCTL else "Altitude"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Switching to {word} is currently not available")
             return ACCEPTED
-        if mode in _POSITION_MODES and self.armed and not self.position_valid:
+        if mode in POSITION_MODES and self.armed and not self.position_valid:
             reason = f"{mode.name} not possible: no position estimate"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         if mode == FlightMode.OFFBOARD and not self.offboard_signal and self.armed:
             return ACCEPTED  # v1.16: acknowledged, not entered, no text
         if mode == FlightMode.MISSION and not self._mission_valid:
             reason = "Mission not possible: no valid mission"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         if mode == FlightMode.TAKEOFF:
             return self.takeoff(NAN)
         if mode != self.mode:
@@ -357,7 +315,7 @@ class Autopilot:
     def reposition(self, north: float, east: float, down: float, yaw: float = NAN, speed: float = -1.0) -> CommandResult:
         """MAV_CMD_DO_REPOSITION: go to a point and hold there (PX4 does it in Hold mode)."""
         if not self.armed:
-            return _denied("Reposition denied: vehicle is not armed")
+            return denied("Reposition denied: vehicle is not armed")
         if self.params["GF_ACTION"] != 0 and self._outside_fence((north, east, down)):
             # PX4's navigator does not fly it and stays in its mode (the command is still ACCEPTED).
             self.say(mavlink.MAV_SEVERITY_CRITICAL, "Reposition is outside geofence")
@@ -373,7 +331,7 @@ class Autopilot:
         if not self.armed or self.landed:
             reason = "Orbit not possible: vehicle is not flying"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
-            return _rejected(reason)
+            return rejected(reason)
         n, e, d = self.position
         if math.isfinite(lat) and math.isfinite(lon):
             n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
@@ -395,27 +353,6 @@ class Autopilot:
     def offboard_setpoint(self, setpoint: TrajectorySetpoint | AttitudeSetpoint) -> None:
         """A SET_POSITION_TARGET_* / SET_ATTITUDE_TARGET arrived."""
         self.offboard = OffboardInput(setpoint, self.time_s)
-
-    # ------------------------------------------------------------------ mission protocol side
-    def set_mission(self, items: list[MissionItem]) -> None:
-        """A complete upload replaces the mission and restarts it from the first item; the navigator
-        checks it on its next cycle."""
-        self.mission = list(items)
-        self.mission_current = 0
-        self.mission_finished = False
-        self._mission_check_due = True
-        if self.mode == FlightMode.MISSION:
-            self._enter_mode(FlightMode.MISSION)
-
-    def set_mission_current(self, seq: int) -> CommandResult:
-        """MAV_CMD_DO_SET_MISSION_CURRENT / MISSION_SET_CURRENT."""
-        if not 0 <= seq < max(1, len(self.mission)):
-            return _denied(f"Mission item {seq} does not exist ({len(self.mission)} items)")
-        self.mission_current = seq
-        self.mission_finished = False
-        if self.mode == FlightMode.MISSION:
-            self._start_mission_item()
-        return ACCEPTED
 
     # ------------------------------------------------------------------ simulation
     def step(self) -> None:
@@ -465,7 +402,7 @@ class Autopilot:
         self._stick_hold = None
         self._altitude_hold = None
         pos = self.position
-        self._phase = _Phase.CRUISE
+        self._phase = AutoPhase.CRUISE
         if not mode.is_auto:
             self._auto_active = False
         if mode == FlightMode.HOLD:
@@ -479,7 +416,7 @@ class Autopilot:
             self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
         elif mode == FlightMode.LAND:
             self._target = (pos[0], pos[1], 0.0)
-            self._phase = _Phase.LAND
+            self._phase = AutoPhase.LAND
             self._set_triplet(Triplet((pos[0], pos[1], NAN), Kind.LAND))
         elif mode == FlightMode.RTL:
             home = self.home
@@ -488,13 +425,13 @@ class Autopilot:
             cone = math.radians(self.params["RTL_CONE_ANG"])
             cone_alt = dist / math.tan(cone) if cone > 0 else math.inf
             self._rtl_alt = max(-pos[2], min(self.params["RTL_RETURN_ALT"], max(self.params["RTL_DESCEND_ALT"], cone_alt)))
-            self._phase = _Phase.CLIMB
+            self._phase = AutoPhase.CLIMB
             self._target = (pos[0], pos[1], -self._rtl_alt)
             self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
         elif mode == FlightMode.MISSION:
             if previous != FlightMode.MISSION or self.mission_finished:
                 self.mission_finished = False
-            self._phase = _Phase.DONE  # the first leg starts where the vehicle is
+            self._phase = AutoPhase.DONE  # the first leg starts where the vehicle is
             self._start_mission_item()
         elif mode == FlightMode.OFFBOARD:
             self.failsafe = False
@@ -666,295 +603,3 @@ class Autopilot:
             return
         self._stick_hold = None
         self.current_setpoint = TrajectorySetpoint((NAN, NAN, z_sp), (vn, ve, vd), (NAN, NAN, NAN), NAN, yawspeed)
-
-    # --- takeoff and return
-    def _navigate_takeoff(self) -> None:
-        if self._reached(self._target, self.params["NAV_ACC_RAD"]):
-            # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude.
-            self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
-            target = self._target
-            self._enter_mode(FlightMode.HOLD)
-            self._target = target
-            self._set_triplet(Triplet(target, Kind.LOITER, yaw=self._triplet.yaw if self._triplet else NAN))
-
-    def _navigate_rtl(self) -> None:
-        home = self.home
-        pos = self.position
-        if self._phase == _Phase.CLIMB:
-            if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
-                self._phase = _Phase.CRUISE
-                previous = self._target
-                self._target = (home[0], home[1], -self._rtl_alt)
-                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=previous))
-        elif self._phase == _Phase.CRUISE:
-            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
-                self._phase = _Phase.DESCEND
-                self._target = (home[0], home[1], -min(self._rtl_alt, self.params["RTL_DESCEND_ALT"]))
-                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
-        elif self._phase == _Phase.DESCEND:
-            if self._reached(self._target, self.params["NAV_ACC_RAD"]):
-                self._phase = _Phase.LAND
-                self._target = (home[0], home[1], 0.0)
-                self._set_triplet(Triplet((home[0], home[1], NAN), Kind.LAND))
-
-    # --- mission
-    def _nav_item_after(self, index: int) -> MissionItem | None:
-        for item in self.mission[index + 1:]:
-            if item.is_nav:
-                return item
-        return None
-
-    def _start_mission_item(self) -> None:
-        """Set up the current item: DO items apply at once; nav items set the triplet."""
-        while self.mission_current < len(self.mission) and not self.mission[self.mission_current].is_nav:
-            self._apply_do_item(self.mission[self.mission_current])
-            self.mission_current += 1
-        if self.mission_current >= len(self.mission):
-            self._finish_mission()
-            return
-        item = self.mission[self.mission_current]
-        pos = self.position
-        previous = self._target if self._phase != _Phase.DONE else pos
-        target = item.target_local(self.origin, pos)
-        yaw = math.radians(item.param4) if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_TAKEOFF) \
-            and math.isfinite(item.param4) else NAN
-        radius = item.param2 if item.command == mavlink.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else NAN
-        if item.command == mavlink.MAV_CMD_NAV_TAKEOFF or (self.landed and item.command != mavlink.MAV_CMD_NAV_LAND):
-            # PX4's mission takeoff: climb vertically first when the mission starts on the ground.
-            climb = min(target[2], -self.params["MIS_TAKEOFF_ALT"]) if item.command != mavlink.MAV_CMD_NAV_TAKEOFF else target[2]
-            self._phase = _Phase.CLIMB
-            self._target = (pos[0], pos[1], climb)
-            if item.command == mavlink.MAV_CMD_NAV_TAKEOFF and item.has_position():
-                self._target = (target[0], target[1], target[2])
-            self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
-            return
-        if item.command == mavlink.MAV_CMD_NAV_LAND:
-            self._phase = _Phase.CRUISE
-            self._target = (target[0], target[1], pos[2]) if item.has_position() else pos
-            self._set_triplet(Triplet(self._target, Kind.POSITION, previous=previous, cruise_speed=self._cruise()))
-            return
-        if item.command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH:
-            self._advance_mission(report=True)
-            self._enter_mode(FlightMode.RTL)
-            return
-        self._phase = _Phase.CRUISE
-        self._target = target
-        hold = item.param1 if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME) else 0.0
-        following = self._nav_item_after(self.mission_current)
-        nxt = None
-        if following is not None and hold <= 0.0 and item.command == mavlink.MAV_CMD_NAV_WAYPOINT \
-                and following.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME,
-                                          mavlink.MAV_CMD_NAV_LOITER_UNLIM, mavlink.MAV_CMD_NAV_LAND):
-            nxt = following.target_local(self.origin, target)
-        kind = Kind.LOITER if item.command in (mavlink.MAV_CMD_NAV_LOITER_UNLIM, mavlink.MAV_CMD_NAV_DELAY) else Kind.POSITION
-        self._set_triplet(Triplet(target, kind, previous=previous, next=nxt, acceptance_radius=radius, yaw=yaw,
-                                  cruise_speed=self._cruise()))
-
-    def _apply_do_item(self, item: MissionItem) -> None:
-        if item.command == mavlink.MAV_CMD_DO_CHANGE_SPEED and item.param2 > 0:
-            self._speed_override = item.param2
-
-    def _navigate_mission(self) -> None:
-        if self.mission_finished or self.mission_current >= len(self.mission):
-            return
-        item = self.mission[self.mission_current]
-        radius = item.param2 if item.command == mavlink.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else self.params["NAV_ACC_RAD"]
-        if self._phase == _Phase.CLIMB:
-            if abs(self.dyn.pos[2] - self._target[2]) < self.params["NAV_MC_ALT_RAD"]:
-                if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:
-                    self._advance_mission(report=True)
-                else:
-                    self._phase = _Phase.DONE  # the leg to the item starts where the climb ended
-                    self._start_mission_item()
-        elif self._phase == _Phase.CRUISE:
-            if self._reached(self._target, radius):
-                if item.command == mavlink.MAV_CMD_NAV_LAND:
-                    self._phase = _Phase.LAND
-                    self._set_triplet(Triplet((self._target[0], self._target[1], NAN), Kind.LAND))
-                    self._target = (self._target[0], self._target[1], 0.0)
-                elif item.command == mavlink.MAV_CMD_NAV_DELAY:
-                    self._phase = _Phase.HOLD_TIME
-                    self._phase_until = self.time_s + max(0.0, item.param1)
-                elif item.command == mavlink.MAV_CMD_NAV_LOITER_UNLIM:
-                    self._phase = _Phase.HOLD_TIME
-                    self._phase_until = math.inf
-                else:
-                    hold = item.param1 if item.command in (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_CMD_NAV_LOITER_TIME) else 0.0
-                    if hold > 0.0:
-                        self._phase = _Phase.HOLD_TIME
-                        self._phase_until = self.time_s + hold
-                    else:
-                        self._advance_mission(report=True)
-        elif self._phase == _Phase.HOLD_TIME:
-            if self.time_s >= self._phase_until:
-                self._advance_mission(report=True)
-        elif self._phase == _Phase.LAND:
-            if self.landed:
-                self._advance_mission(report=True)
-
-    def _advance_mission(self, report: bool) -> None:
-        if report:
-            self.reached_items.append(self.mission_current)
-        self.mission_current += 1
-        self._start_mission_item()
-
-    def _finish_mission(self) -> None:
-        self.mission_finished = True
-        self.mission_current = len(self.mission)
-        self._phase = _Phase.DONE
-        if not self.landed and self._triplet is not None:
-            # PX4 loiters at the last item (where the trajectory is heading anyway).
-            self._set_triplet(Triplet(self._target, Kind.LOITER, yaw=NAN))
-        self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
-
-    # --- safety
-    def _outside_fence(self, point: tuple[float, float, float]) -> str | None:
-        """Which of PX4's fence limits (GF_MAX_HOR_DIST / GF_MAX_VER_DIST from home) `point` is past."""
-        h, params = self.home, self._p()
-        hor, ver = params["GF_MAX_HOR_DIST"], params["GF_MAX_VER_DIST"]
-        if hor > 0 and math.hypot(point[0] - h[0], point[1] - h[1]) > hor:
-            return "Geofence violation: exceeding maximum distance to Home"
-        if ver > 0 and h[2] - point[2] > ver:
-            return "Geofence violation: exceeding maximum altitude"
-        return None
-
-    def _check_geofence(self) -> None:
-        """PX4's geofence: past a limit, act once per breach (GF_ACTION), holding first as the failsafe
-        framework does."""
-        breach = self._outside_fence(self.position)
-        if breach is None or not self.armed or self.landed:
-            self._geofence_breached = breach is not None and self._geofence_breached
-            return
-        if self._geofence_breached:
-            return
-        self._geofence_breached = True
-        action = GEOFENCE_ACTIONS.get(int(self.params["GF_ACTION"]))
-        if action is None:
-            self.say(mavlink.MAV_SEVERITY_WARNING, breach)
-            return
-        self._hold_then(action, (breach,))
-
-    def _check_rc_loss(self) -> None:
-        """RC (MANUAL_CONTROL) was there and stopped for COM_RC_LOSS_T: NAV_RCL_ACT after the hold,
-        in every mode COM_RCL_EXCEPT does not exempt (bit 0 Mission, 1 Hold, 2 Offboard)."""
-        if self.manual.sticks is None or self.rc_available:
-            self._rc_loss_handled = False
-            return
-        if self._rc_loss_handled or self.landed:
-            return
-        exempt = int(self.params["COM_RCL_EXCEPT"])
-        if (self.mode == FlightMode.MISSION and exempt & 1) or (self.mode == FlightMode.HOLD and exempt & 2) \
-                or (self.mode == FlightMode.OFFBOARD and exempt & 4):
-            return
-        self._rc_loss_handled = True
-        action = RC_LOSS_ACTIONS.get(int(self.params["NAV_RCL_ACT"]), FlightMode.RTL)
-        if action is not None:
-            self._hold_then(action, ("No manual control input",))
-
-    def _hold_then(self, action: FlightMode | str, reasons: tuple[str, ...]) -> None:
-        """Hold for COM_FAIL_ACT_T, then `action` (a Hold is entered at once); the first failsafe wins."""
-        if self._failsafes.pending is not None:
-            return
-        self.failsafe = True
-        if action == FlightMode.HOLD:
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, activated(action, reasons))
-        else:
-            self.say(mavlink.MAV_SEVERITY_CRITICAL,
-                     self._failsafes.start(self.time_s, action, self.params["COM_FAIL_ACT_T"], reasons))
-        self._enter_mode(FlightMode.HOLD)
-
-    def _failsafe_act(self, action: FlightMode | str) -> None:
-        self.failsafe = True
-        if isinstance(action, FlightMode):
-            self._enter_mode(action)
-        else:  # disarm or terminate: PX4 cuts the motors
-            self._disarm(f"Failsafe: {action}")
-
-    def _check_position_estimate(self) -> None:
-        """GPS off: EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT, then has no
-        position; flying in a mode that needs one, PX4's position-loss failsafe descends (without
-        RC to fly Altitude mode, its only fallback)."""
-        if not self.faults.gps_fix_lost:
-            self._gps_lost_at = None
-            return
-        if self._gps_lost_at is None:
-            self._gps_lost_at = self.time_s
-            self._gnss_stop_said = False
-        if not self._gnss_stop_said and self.time_s - self._gps_lost_at >= GNSS_STOP_S:
-            self._gnss_stop_said = True
-            self.say(mavlink.MAV_SEVERITY_WARNING, "GNSS data fusion stopped")
-        if not self.position_valid and self.armed and not self.landed and self.mode in _POSITION_MODES:
-            self.failsafe = True
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, "Failsafe: no position estimate, descending")
-            self._enter_mode(FlightMode.LAND)
-
-    def _check_failsafes(self) -> None:
-        self._check_position_estimate()
-        if not self.armed:
-            self._failsafes.clear()
-            return
-        due = self._failsafes.due(self.time_s, self.mode)
-        if due is not None:
-            action, text = due
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, text)
-            self._failsafe_act(action)
-        self._check_geofence()
-        self._check_rc_loss()
-        if self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
-            # No delay for offboard loss: its fallback (COM_OBL_RC_ACT) at once; without RC the
-            # position fallbacks end in a landing where the vehicle is.
-            action = offboard_loss_action(int(self.params["COM_OBL_RC_ACT"]), self.rc_available)
-            self.say(mavlink.MAV_SEVERITY_CRITICAL, activated(action, ("No offboard control signal",)))
-            self._failsafe_act(action)
-
-    def _detect_landing(self, vz_sp: float) -> None:
-        """PX4's land detector, then auto-disarm after landing (COM_DISARM_LAND) or a takeoff that
-        never came (COM_DISARM_PRFLT)."""
-        p, dyn, ctrl = self._p(), self.dyn, self.ctrl
-        thrust = 0.0 if self._idle else ctrl.thrust_sp
-        if self.armed and not self.landed and self._land_detector.clear_in_flight(thrust, ctrl.hover_thrust,
-                                                                                  p["MPC_THR_MIN"]):
-            # Flying with thrust: no stage of the detector can change (the common case, kept cheap).
-            self.landed_state = self._landed_state()
-            return
-        om = dyn.omega
-        climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
-        inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
-                            dyn.vel, math.hypot(om[0], om[1]))
-        self._land_detector.update(self.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
-                                   p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
-        was_landed = self.landed
-        self.landed = self._land_detector.landed
-        if not self.armed:
-            self._landed_since = None
-        elif was_landed and not self.landed:
-            self._took_off = True
-            self._landed_since = None
-        elif self.landed and not was_landed:
-            self._landed_since = self.time_s
-            self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
-        if self.armed and self.landed:
-            since_arm = self.time_s - self._armed_at
-            if self._took_off and p["COM_DISARM_LAND"] >= 0 and self._landed_since is not None \
-                    and self.time_s - self._landed_since >= p["COM_DISARM_LAND"]:
-                self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
-            elif not self._took_off and p["COM_DISARM_PRFLT"] > 0 and since_arm > p["COM_DISARM_PRFLT"]:
-                self._disarm("Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
-        self.landed_state = self._landed_state()
-
-    def _landed_state(self) -> LandedState:
-        if self.landed:
-            return LandedState.ON_GROUND
-        if self.mode == FlightMode.TAKEOFF or (self.mode == FlightMode.MISSION and self._phase == _Phase.CLIMB
-                                               and self.dyn.pos[2] > -1.0):
-            return LandedState.TAKEOFF
-        if self.mode == FlightMode.LAND or self._phase == _Phase.LAND:
-            return LandedState.LANDING
-        return LandedState.IN_AIR
-
-    def _drain_battery(self, dt: float) -> None:
-        """PX4 SITL's battery: drains linearly while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
-        p = self._p()
-        floor = p["SIM_BAT_MIN_PCT"] / 100.0
-        rate = 1.0 / max(p["SIM_BAT_DRAIN"], 1e-3)
-        self.battery_remaining = max(floor, self.battery_remaining - rate * dt)

@@ -11,7 +11,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from px4.modes import mode_from_set_mode
 from px4.sim import inputs, mavlink_extra
-from px4.sim.autopilot import CommandResult
+from px4.sim.autopilot_types import CommandResult
 from px4.sim.calibration import NO_ACK
 from px4.sim.faults import SIM_FAULT_COMMAND
 from px4.sim.mavlink_telemetry import DEFAULT_RATES_HZ
