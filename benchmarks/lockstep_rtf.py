@@ -30,6 +30,7 @@ from px4.sim.autopilot import Autopilot  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
 from px4.sim.control import MulticopterController, TrajectorySetpoint  # noqa: E402
 from px4.sim.dynamics import MAX_DT, QuadrotorDynamics  # noqa: E402
+from px4.sih import physical_to_sih  # noqa: E402
 
 SIM_SECONDS = 60.0
 HOVER_ALT = 5.0
@@ -41,7 +42,7 @@ def build_vehicle(profile: VehicleProfile, params: ParamStore | None = None,
                   dt: float = MAX_DT) -> tuple[QuadrotorDynamics, MulticopterController, ParamStore]:
     """Physics and controller for a profile, on the ground at the origin, sharing one parameter store."""
     phys = profile.physical()
-    store = params if params is not None else ParamStore(overrides=phys.to_sih_params())
+    store = params if params is not None else ParamStore(overrides=physical_to_sih(phys))
     dyn = QuadrotorDynamics(phys, dt)
     ctrl = MulticopterController(phys, store)
     return dyn, ctrl, store

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Mapping
 
 from profiles.airframe import GRAVITY, LAYOUTS, moment_arm_factor
 from profiles.airframe import torque_max as frame_torque_max
@@ -144,56 +143,6 @@ class PhysicalParams:
         tx, ty, tz = self.torque_max
         return (tx / self.ixx, ty / self.iyy, tz / self.izz)
 
-    def to_sih_params(self) -> dict[str, float]:
-        """These parameters under PX4 SIH's names, as the parameter table shows them."""
-        return {
-            "SIH_MASS": self.mass,
-            "SIH_IXX": self.ixx,
-            "SIH_IYY": self.iyy,
-            "SIH_IZZ": self.izz,
-            "SIH_T_MAX": self.rotor_thrust_max,
-            "SIH_Q_MAX": self.rotor_torque_max,
-            "SIH_L_ROLL": self.roll_arm,
-            "SIH_L_PITCH": self.pitch_arm,
-            "SIH_T_TAU": self.motor_tau,
-            "SIH_KDV": self.kdv,
-            "SIH_KDW": self.kdw,
-        }
-
-    @classmethod
-    def from_sih_params(cls, mapping: Mapping[str, float], layout: str = "cross") -> "PhysicalParams":
-        """Rebuild the vehicle from PX4 SIH parameters (the inverse of :meth:`to_sih_params`).
-
-        SIH has no rotor speed; ``omega_max`` follows the arm-length assumption of this module,
-        which only scales ``c_T`` and ``c_M``.
-        """
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
-        l_roll = float(mapping["SIH_L_ROLL"])
-        l_pitch = float(mapping["SIH_L_PITCH"])
-        if l_roll <= 0 or l_pitch <= 0:
-            raise ValueError(f"SIH_L_ROLL, SIH_L_PITCH: expected > 0, got {l_roll}, {l_pitch}")
-        arm = l_roll / moment_arm_factor(layout)
-        omega_max = omega_max_for_arm(arm)
-        t_max = float(mapping["SIH_T_MAX"])
-        q_max = float(mapping["SIH_Q_MAX"])
-        return cls(
-            mass=float(mapping["SIH_MASS"]),
-            rotor_thrust_max=t_max,
-            arm_length=arm,
-            rotor_torque_max=q_max,
-            ixx=float(mapping["SIH_IXX"]),
-            iyy=float(mapping["SIH_IYY"]),
-            izz=float(mapping["SIH_IZZ"]),
-            motor_tau=float(mapping["SIH_T_TAU"]),
-            omega_max=omega_max,
-            c_t=t_max / omega_max**2,
-            c_m=q_max / omega_max**2,
-            kdv=float(mapping["SIH_KDV"]),
-            kdw=float(mapping["SIH_KDW"]),
-            layout=layout,
-            pitch_arm_ratio=l_pitch / l_roll,
-        )
 
 
 def derive_physical(mass: float, twr_max: float, alpha_xy_max: float, alpha_z_max: float, layout: str,

@@ -18,7 +18,7 @@ equations_of_motion):
   from SIH_IXX..SIH_IZZ (cross terms default to 0), body rates clamped to +-6 pi rad/s.
 
 So the profile's three numbers come out of SIH exactly when SIH gets the rigid body that
-:meth:`profiles.vehicle.VehicleProfile.physical` derives: ``4 T_MAX / (m g) = TWR_max``,
+:meth:`profiles.vehicle.VehicleProfile.physical` derives (`profiles.physical`): ``4 T_MAX / (m g) = TWR_max``,
 ``2 L_ROLL T_MAX / I_xx = alpha_xy_max``, ``2 Q_MAX / I_zz = alpha_z_max``. Measured on the
 shipped v1.14.0 and v1.16.1 binaries (px4/sih_check.py, benchmarks/sih_profiles.py): every
 number within 0.5 % for the profiles of Table I. The mapping of the three numbers was right all
@@ -77,10 +77,12 @@ measured by identification (px4/sih_check.py), not read off a flight.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from profiles.airframe import GRAVITY, Capability
+from profiles.airframe import GRAVITY, LAYOUTS, Capability, moment_arm_factor
+from profiles.physical import PhysicalParams, omega_max_for_arm
 from profiles.vehicle import VehicleProfile
 from px4.params import SPEC_BY_NAME
 
@@ -91,6 +93,58 @@ RATE_K_RANGE = (0.01, 5.0)
 THR_HOVER_RANGE = (0.12, 0.8)
 # SIH's simulation step with the SITL defaults: 1 / min(IMU_GYRO_RATEMAX 800, IMU_INTEG_RATE 250).
 SIH_STEP_S = 0.004
+
+
+def physical_to_sih(phys: PhysicalParams) -> dict[str, float]:
+    """A rigid body under PX4 SIH's parameter names, as the parameter table shows them."""
+    return {
+        "SIH_MASS": phys.mass,
+        "SIH_IXX": phys.ixx,
+        "SIH_IYY": phys.iyy,
+        "SIH_IZZ": phys.izz,
+        "SIH_T_MAX": phys.rotor_thrust_max,
+        "SIH_Q_MAX": phys.rotor_torque_max,
+        "SIH_L_ROLL": phys.roll_arm,
+        "SIH_L_PITCH": phys.pitch_arm,
+        "SIH_T_TAU": phys.motor_tau,
+        "SIH_KDV": phys.kdv,
+        "SIH_KDW": phys.kdw,
+    }
+
+
+def physical_from_sih(mapping: Mapping[str, float], layout: str = "cross") -> PhysicalParams:
+    """Rebuild the vehicle from PX4 SIH parameters (the inverse of :func:`physical_to_sih`).
+
+    SIH has no rotor speed; ``omega_max`` follows the arm-length assumption of profiles.physical,
+    which only scales ``c_T`` and ``c_M``.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+    l_roll = float(mapping["SIH_L_ROLL"])
+    l_pitch = float(mapping["SIH_L_PITCH"])
+    if l_roll <= 0 or l_pitch <= 0:
+        raise ValueError(f"SIH_L_ROLL, SIH_L_PITCH: expected > 0, got {l_roll}, {l_pitch}")
+    arm = l_roll / moment_arm_factor(layout)
+    omega_max = omega_max_for_arm(arm)
+    t_max = float(mapping["SIH_T_MAX"])
+    q_max = float(mapping["SIH_Q_MAX"])
+    return PhysicalParams(
+        mass=float(mapping["SIH_MASS"]),
+        rotor_thrust_max=t_max,
+        arm_length=arm,
+        rotor_torque_max=q_max,
+        ixx=float(mapping["SIH_IXX"]),
+        iyy=float(mapping["SIH_IYY"]),
+        izz=float(mapping["SIH_IZZ"]),
+        motor_tau=float(mapping["SIH_T_TAU"]),
+        omega_max=omega_max,
+        c_t=t_max / omega_max**2,
+        c_m=q_max / omega_max**2,
+        kdv=float(mapping["SIH_KDV"]),
+        kdw=float(mapping["SIH_KDW"]),
+        layout=layout,
+        pitch_arm_ratio=l_pitch / l_roll,
+    )
 
 
 def sih_default_capability() -> Capability:
@@ -126,7 +180,7 @@ def sih_params(profile: VehicleProfile) -> dict[str, float]:
     if profile.layout != "cross":
         raise ValueError(f"profile {profile.name!r}: PX4 SIH simulates the cross (quad-X) layout only, not "
                          f"{profile.layout!r} (sih.cpp, generate_force_and_torques: quad-X torques)")
-    params = profile.physical().to_sih_params()
+    params = physical_to_sih(profile.physical())
     params["SIH_T_TAU"] = sih_motor_tau(profile.motor_tau)
     return params
 

@@ -14,6 +14,7 @@ from profiles.physical import PhysicalParams
 from profiles.vehicle import ProfileError, VehicleProfile
 from px4.params import ParamStore
 from px4.sim.dynamics import QuadrotorDynamics
+from px4.sih import physical_from_sih, physical_to_sih
 
 # (name, mass kg, TWR_max, alpha_xy_max, alpha_z_max), FLYINGTRUST's Table I.
 TABLE_I = [
@@ -209,7 +210,7 @@ def test_sih_parameters_round_trip():
     for profile in (VehicleProfile("x", 2.0, 1.4, 55.6, 3.3),
                     VehicleProfile("p", 0.75, 4.2, 1467.0, 73.3, layout="plus")):
         phys = profile.physical()
-        back = PhysicalParams.from_sih_params(phys.to_sih_params(), phys.layout)
+        back = physical_from_sih(physical_to_sih(phys), phys.layout)
         for name in ("mass", "ixx", "iyy", "izz", "rotor_thrust_max", "rotor_torque_max", "arm_length",
                      "motor_tau", "kdv", "kdw", "c_t", "c_m", "omega_max"):
             assert getattr(back, name) == pytest.approx(getattr(phys, name), rel=1e-12), name
@@ -217,7 +218,7 @@ def test_sih_parameters_round_trip():
 
 
 def test_px4_sih_defaults_match_the_default_profile():
-    sih = PhysicalParams.from_sih_params(ParamStore().as_dict(), "cross")
+    sih = physical_from_sih(ParamStore().as_dict(), "cross")
     default = load_vehicle_profile("default")
     assert sih.twr_max == pytest.approx(default.twr_max, rel=0.01)
     assert sih.alpha_max[0] == pytest.approx(default.alpha_xy_max, rel=0.01)
@@ -228,7 +229,7 @@ def test_px4_sih_defaults_match_the_default_profile():
 def test_unequal_sih_arms_give_unequal_roll_and_pitch():
     params = ParamStore().as_dict()
     params["SIH_L_PITCH"] = 0.1  # half the roll arm
-    phys = PhysicalParams.from_sih_params(params, "cross")
+    phys = physical_from_sih(params, "cross")
     for axis, expected in (("roll", 2 * 5.0 * 0.2 / 0.025), ("pitch", 2 * 5.0 * 0.1 / 0.025)):
         pattern = SATURATING["cross"][axis]
         dyn = airborne(phys, pattern)

@@ -21,11 +21,11 @@ from collections import deque
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.physical import PhysicalParams
 from profiles.vehicle import VehicleProfile
 from px4.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamStore
+from px4.sih import physical_from_sih, physical_to_sih
 from px4.sim.auto_modes import AutoModes
 from px4.sim.autopilot_types import (
     ACCEPTED,
@@ -78,7 +78,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.params = params if params is not None else ParamStore()
         self._snapshot_version = -1
         self._snapshot: dict[str, float] = {}
-        for name, value in profile.physical().to_sih_params().items():
+        for name, value in physical_to_sih(profile.physical()).items():
             self.params.set(name, value)
         self.dt = dt
         self.phys = profile.physical()
@@ -189,9 +189,9 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
 
     def apply_params(self) -> None:
         """Take up parameter changes: SIH_* rebuild the physics (controllers re-read the rest themselves)."""
-        sih = {name: self.params[name] for name in self.phys.to_sih_params()}
-        if sih != self.phys.to_sih_params():
-            self.phys = PhysicalParams.from_sih_params(sih, self.phys.layout)
+        sih = {name: self.params[name] for name in physical_to_sih(self.phys)}
+        if sih != physical_to_sih(self.phys):
+            self.phys = physical_from_sih(sih, self.phys.layout)
             self.dyn.configure(self.phys)
             self.ctrl.configure(self.phys)
 
