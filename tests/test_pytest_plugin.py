@@ -43,6 +43,14 @@ def test_repeats_report_a_pass_rate_with_an_interval(pytester):
     assert "HIL pass rates over 3 runs" in out and "100% [100%, 100%]  n=3" in out
 
 
+def test_an_async_hil_test_runs_without_any_asyncio_configuration(pytester):
+    """pytest-asyncio's default is strict mode: a copied example must not need asyncio_mode = auto."""
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-record-dir", str(pytester.path / "records"))
+    result.assert_outcomes(passed=1)
+
+
 def test_a_connection_string_target_is_not_flown_without_hil_arm(pytester):
     pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")

@@ -3,12 +3,26 @@ record in a failure's report, and the pass-rate summary of repeated runs."""
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import pytest
 
 from hil.pytest_plugin.config import CONFIG, target_kind
 from hil.pytest_plugin.fixtures import RECORD
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
+    """An async HIL test runs on pytest-asyncio's loop whatever the project's asyncio_mode (strict is
+    pytest-asyncio's default, where an unmarked async test fails only after the vehicle is up): a
+    coroutine test marked `hil` or taking a `hil_*` fixture gets the asyncio mark before collection."""
+    if not (inspect.iscoroutinefunction(obj) and collector.funcnamefilter(name)):
+        return
+    marks = {mark.name for mark in getattr(obj, "pytestmark", [])}
+    uses_hil = "hil" in marks or any(p.startswith("hil_") for p in inspect.signature(obj).parameters)
+    if uses_hil and "asyncio" not in marks:
+        pytest.mark.asyncio(obj)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
