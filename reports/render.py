@@ -27,7 +27,7 @@ from reports.compare import metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
-from reports.stats import bootstrap_mean, flakiness, grouped_means
+from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
 from reports.tracks import navigation_track
 
 TRACK_SCENES = 4  # scene configurations with a track plot
@@ -100,17 +100,18 @@ def _overview(results: pd.DataFrame) -> list[Block]:
     counts = results["outcome"].value_counts().rename_axis("outcome").reset_index(name="trials")
     text = (f"Runs: {runs}. {len(results)} trials: {results['scene'].nunique()} scenes, "
             f"{results['profile'].nunique()} vehicle profiles, {results['target'].nunique()} targets, "
-            f"{results['planner'].nunique()} planners. Intervals are 95 % percentile bootstrap, B = 1000, seeded.")
+            f"{results['planner'].nunique()} planners. Intervals are 95 %: Wilson score for rates, percentile "
+            "bootstrap (B = 1000, seeded) for means.")
     return [Paragraph(text), Table(counts)]
 
 
 def _success_sections(results: pd.DataFrame) -> list[Block]:
-    by_scene = grouped_means(results, ["planner", "scene"], "success")
+    by_scene = grouped_means(results, ["planner", "scene"], "success", rate=True)
     blocks: list[Block] = [Heading("Success by scenario"),
                            Figure("success_by_scenario", "Success rate per scenario (FLYINGTRUST Fig. 9)",
                                   plots.success_by_scenario(by_scene)),
                            Table(_ci_columns(by_scene, "success rate"))]
-    per_platform = grouped_means(results, ["planner", "profile"], "success")
+    per_platform = grouped_means(results, ["planner", "profile"], "success", rate=True)
     capabilities = results.drop_duplicates("profile").set_index("profile")[["twr_max", "alpha_xy_max", "alpha_z_max"]]
     per_platform = per_platform.join(capabilities, on="profile")
     blocks += [Heading("Success against platform capability"),
@@ -146,6 +147,7 @@ METRIC_COLUMNS = [("SR", "success"), ("OSR", "oracle_success"), ("DTS (m)", "fin
                   *[(f"TCR@{d:g}", f"tcr_{d:g}") for d in TCR_TOLERANCES],
                   ("Progress", "progress"), ("Avg speed (m/s)", "avg_speed"), ("Avg curv (1/m)", "avg_curvature"),
                   ("Avg acc (m/s^3)", "avg_acceleration"), ("Avg jerk (m/s^5)", "avg_jerk")]
+RATE_COLUMNS = {"success", "oracle_success", "collided"}  # pass/fail per trial: Wilson intervals
 SAFETY_COLUMNS = [("Min clearance (m)", "min_clearance_m"), ("Geofence viol. (s)", "geofence_violation_s"),
                   ("Altitude viol. (s)", "altitude_violation_s")]
 
@@ -158,7 +160,10 @@ def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str,
         row["n"] = len(group)
         for label, column in columns:
             if column in group:
-                row[label] = bootstrap_mean(group[column].to_numpy(float), label=f"{column}|{key}").format(digits)
+                values = group[column].to_numpy(float)
+                estimate = wilson_rate(values) if column in RATE_COLUMNS else \
+                    bootstrap_mean(values, label=f"{column}|{key}")
+                row[label] = estimate.format(digits)
         rows.append(row)
     return pd.DataFrame(rows)
 

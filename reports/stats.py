@@ -1,8 +1,10 @@
 """Confidence intervals and flakiness.
 
-Every rate and mean a report shows carries a 95 % percentile-bootstrap interval with B = 1000
-resamples (FLYINGTRUST, Sec. IV-B, after Efron and Tibshirani). The resampling is seeded,
-so a report rendered twice from the same results shows the same intervals.
+Every mean a report shows carries a 95 % percentile-bootstrap interval with B = 1000 resamples
+(FLYINGTRUST, Sec. IV-B, after Efron and Tibshirani); the resampling is seeded, so a report
+rendered twice from the same results shows the same intervals. Every rate (success, collision,
+a test's pass rate) carries a 95 % Wilson score interval instead, which stays honest at small n
+and at 0 % or 100 %, where a bootstrap collapses to a point.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 RESAMPLES = 1000
 LEVEL = 0.95
@@ -73,17 +76,42 @@ def bootstrap_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | n
     return Estimate(float(x.mean() - y.mean()), float(low), float(high), min(len(x), len(y)))
 
 
+def wilson_rate(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -> Estimate:
+    """A rate (booleans or 0/1, NaNs ignored) with its Wilson score interval.
+
+    Unlike a bootstrap, it does not collapse to [1, 1] when every trial passed: 12 of 12 gives
+    [0.76, 1.00], 3 of 3 [0.44, 1.00] (Wilson 1927; Brown, Cai and DasGupta 2001 recommend it for
+    small n).
+    """
+    data = np.asarray(values, dtype=float)
+    data = data[~np.isnan(data)]
+    n = len(data)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    p = float(data.mean())
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n)) / denominator
+    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n)
+
+
 def significant(estimate: Estimate) -> bool:
     """True when a difference's interval excludes zero."""
     return not math.isnan(estimate.value) and (estimate.low > 0 or estimate.high < 0)
 
 
-def grouped_means(frame: pd.DataFrame, by: list[str], column: str, *, seed: int = SEED) -> pd.DataFrame:
-    """Per group of `by`: mean of `column` with its interval, as columns value, low, high, n."""
+def grouped_means(frame: pd.DataFrame, by: list[str], column: str, *, rate: bool = False,
+                  seed: int = SEED) -> pd.DataFrame:
+    """Per group of `by`: mean of `column` with its interval, as columns value, low, high, n.
+
+    `rate`: the column is pass/fail, and gets the Wilson interval instead of the bootstrap.
+    """
     rows = []
     for key, group in frame.groupby(by, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        estimate = bootstrap_mean(group[column].to_numpy(float), seed=seed, label=f"{column}|{key}")
+        values = group[column].to_numpy(float)
+        estimate = wilson_rate(values) if rate else bootstrap_mean(values, seed=seed, label=f"{column}|{key}")
         rows.append({**dict(zip(by, key)), "value": estimate.value, "low": estimate.low, "high": estimate.high,
                      "n": estimate.n})
     return pd.DataFrame(rows, columns=[*by, "value", "low", "high", "n"])
@@ -91,7 +119,7 @@ def grouped_means(frame: pd.DataFrame, by: list[str], column: str, *, seed: int 
 
 def flakiness(frame: pd.DataFrame, case: list[str], passed: str = "success", *, seed: int = SEED) -> pd.DataFrame:
     """Pass rate with its interval per test case across repeats; `flaky` when it both passed and failed."""
-    table = grouped_means(frame, case, passed, seed=seed)
+    table = grouped_means(frame, case, passed, rate=True, seed=seed)
     table = table.rename(columns={"value": "pass_rate"})
     table["flaky"] = (table["pass_rate"] > 0) & (table["pass_rate"] < 1)
     return table

@@ -40,7 +40,7 @@ def test_repeats_report_a_pass_rate_with_an_interval(pytester):
     result = run(pytester, "0.5", "--hil-repeat", "3")
     result.assert_outcomes(passed=3)
     out = result.stdout.str()
-    assert "HIL pass rates over 3 runs" in out and "100% [100%, 100%]  n=3" in out
+    assert "HIL pass rates over 3 runs" in out and "100% [44%, 100%]  n=3" in out  # Wilson: 3 of 3 is no proof of 100 %
 
 
 def test_an_async_hil_test_runs_without_any_asyncio_configuration(pytester):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports.scores import composite_scores, final_score, normalized_variance
-from reports.stats import bootstrap_difference, bootstrap_mean, flakiness, significant
+from reports.stats import bootstrap_difference, bootstrap_mean, flakiness, significant, wilson_rate
 
 
 def rates(algorithm, cells):
@@ -81,3 +83,16 @@ def test_flakiness_per_case():
     assert not table.loc["a", "flaky"] and table.loc["a", "pass_rate"] == 1.0
     assert table.loc["b", "flaky"] and table.loc["b", "pass_rate"] == 0.5
     assert table.loc["b", "low"] <= 0.5 <= table.loc["b", "high"]
+
+
+def test_a_rate_gets_a_wilson_interval_that_never_collapses_to_a_point():
+    all_passed = wilson_rate([1.0] * 12)
+    assert all_passed.value == 1.0 and all_passed.high == 1.0
+    assert all_passed.low == pytest.approx(0.7575, abs=1e-3)  # Wilson's 12/12; the bootstrap said [1, 1]
+    assert bootstrap_mean([1.0] * 12).low == 1.0
+    none = wilson_rate([0.0] * 5)
+    assert none.low == 0.0 and none.high == pytest.approx(0.4345, abs=1e-3)
+    half = wilson_rate([1, 0] * 10 + [math.nan])
+    assert half.n == 20 and half.low < 0.5 < half.high
+    table = flakiness(pd.DataFrame({"case": ["a"] * 3, "success": [1.0, 1.0, 1.0]}), ["case"])
+    assert table["low"].iloc[0] == pytest.approx(0.4385, abs=1e-3)

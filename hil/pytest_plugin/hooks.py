@@ -74,7 +74,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if not rows:
         return
     table = flakiness(pd.DataFrame(rows), ["case"])
-    terminalreporter.section(f"HIL pass rates over {cfg.repeat} runs (95 % bootstrap interval)")
+    terminalreporter.section(f"HIL pass rates over {cfg.repeat} runs (95 % Wilson interval)")
     for row in table.itertuples():
         mark = "  flaky" if row.flaky else ""
         terminalreporter.write_line(f"{row.pass_rate:6.0%} [{row.low:.0%}, {row.high:.0%}]  n={row.n}  {row.case}{mark}")
