@@ -182,3 +182,9 @@ def test_a_mission_longer_than_mavlink_can_hold_is_refused(tmp_path):
                     f"time_budget: 60\nwaypoints:\n{rows}\n")
     with pytest.raises(ConfigError, match=rf"{path}: waypoints: expected at most {MAX_WAYPOINTS} waypoints"):
         load_mission(path)
+
+
+def test_a_packaged_mission_loads_by_name_and_a_typo_gets_a_suggestion():
+    assert load_mission("demo_square").name == "demo-square"
+    with pytest.raises(ConfigError, match="did you mean demo_square"):
+        load_mission("demo_sqare")

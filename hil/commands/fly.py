@@ -21,7 +21,7 @@ def add_parser(verbs) -> None:
                "  hil fly missions/examples/demo_square.yaml\n"
                "  hil fly missions/examples/offboard_square.yaml --speed 4 --record-dir runs/offboard\n"
                "  hil fly missions/examples/demo_square.yaml --target lockstep      # simulated time, ~150x\n"
-               "  hil fly missions/examples/demo_square.yaml --target px4-sitl --speed 4   # needs PX4_DIR\n"
+               "  hil fly demo_square --target px4-sitl --speed 4   # a packaged mission by name; needs PX4_DIR\n"
                "  hil fly MISSION.yaml --target udpin://127.0.0.1:14540 --arm   # an autopilot already running\n"
                "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.")
     parser.add_argument("mission", type=Path, help="mission YAML file")

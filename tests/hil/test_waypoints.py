@@ -1,10 +1,8 @@
 """Waypoint accuracy: a mission through four corners, flown by the autopilot."""
 
-from pathlib import Path
-
 import pytest
 
-MISSION = Path(__file__).resolve().parents[2] / "missions" / "examples" / "demo_square.yaml"
+MISSION = "demo_square"  # a mission shipped with quad-hil, by name; a path to your own file works too
 
 
 @pytest.mark.hil
