@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import importlib.metadata
 import logging
 import sys
 
@@ -35,22 +37,60 @@ aircraft, and nothing arms without --arm.
 """
 
 
+def version() -> str:
+    """The installed quad-hil's version (the source tree's when it is not installed)."""
+    try:
+        return importlib.metadata.version("quad-hil")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hil", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Hardware-in-the-loop harness for quadrotor navigation: fly missions on the built-in "
                     "PX4-compatible vehicle, PX4 SITL or a real PX4, and record every trial.",
         epilog=TOUR)
+    parser.add_argument("--version", action="version", version=f"hil (quad-hil) {version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-v: info, -vv: debug, MAVSDK's own log included)")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_parser(verbs)
+    _verbose_anywhere(verbs)
     return parser
 
 
+def _verbose_anywhere(verbs: argparse._SubParsersAction) -> None:
+    """-v also after the verb (`hil fly -v ...`, `hil profiles list -v`), counted with any before it."""
+    for sub in {id(p): p for p in verbs.choices.values()}.values():  # an alias shares its verb's parser
+        sub.add_argument("-v", "--verbose", action="count", dest="verbose_after", default=argparse.SUPPRESS,
+                         help="more log output (-v: info, -vv: debug)")
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _verbose_anywhere(action)
+
+
+def _unknown_verb(argv: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """A did-you-mean for a mistyped verb (argparse only lists the choices)."""
+    words = [a for a in argv if not a.startswith("-")]
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    if not words or words[0] in verbs:
+        return None
+    close = difflib.get_close_matches(words[0], verbs, n=1)
+    return (f"hil: no verb {words[0]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+            + f" (verbs: {', '.join(verbs)}; hil --help teaches them)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    unknown = _unknown_verb(argv, parser)
+    if unknown:
+        print(unknown, file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    args.verbose += getattr(args, "verbose_after", 0)
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -165,3 +166,11 @@ def test_ctrl_c_while_connecting_exits_quietly():
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_version_did_you_mean_and_verbose_after_the_verb():
+    assert re.fullmatch(r"hil \(quad-hil\) \d+\.\d+\.\d+\S*\n", hil("--version").stdout)
+    typo = hil("flly", "demo_square")
+    assert typo.returncode == 2 and "did you mean 'fly'?" in typo.stderr and "Traceback" not in typo.stderr
+    listed = hil("profiles", "list", "-v")
+    assert listed.returncode == 0 and "default" in listed.stdout
