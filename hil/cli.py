@@ -9,6 +9,8 @@ import importlib.metadata
 import logging
 import sys
 
+from hil import exit_codes
+
 # Verbs, in the order `hil --help` lists them.
 COMMAND_MODULES = (
     "hil.commands.sim",
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hil", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Hardware-in-the-loop harness for quadrotor navigation: fly missions on the built-in "
                     "PX4-compatible vehicle, PX4 SITL or a real PX4, and record every trial.",
-        epilog=TOUR)
+        epilog=TOUR + "\n" + exit_codes.HELP)
     parser.add_argument("--version", action="version", version=f"hil (quad-hil) {version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-v: info, -vv: debug, MAVSDK's own log included)")
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = _unknown_verb(argv, parser)
     if unknown:
         print(unknown, file=sys.stderr)
-        return 2
+        return exit_codes.USAGE
     args = parser.parse_args(argv)
     args.verbose += getattr(args, "verbose_after", 0)
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
@@ -97,4 +99,4 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C before a verb's own handling (connecting, starting PX4...)
         print(f"hil {args.verb}: interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED

@@ -153,7 +153,7 @@ async def test_a_failed_preflight_check_stops_before_arming(tmp_path, setup, fai
         harness = start_harness(url, "demo_square.yaml", tmp_path / "r")
         armed = pilot.recv("HEARTBEAT", 6.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
         code, out = finish(harness, pilot)
-        assert code == 1 and armed is None
+        assert code == 3 and armed is None  # refused by a safety gate
         assert f"[FAIL] {failing}" in out
         assert read_manifest(tmp_path / "r")["outcome"] == "preflight_failed"
 
@@ -161,7 +161,7 @@ async def test_a_failed_preflight_check_stops_before_arming(tmp_path, setup, fai
 async def test_a_mission_outside_the_harness_limits_is_refused(tmp_path):
     async with field() as (url, pilot):
         code, out = finish(start_harness(url, "demo_square.yaml", tmp_path / "r", "--max-altitude", "3"), pilot)
-        assert code == 1 and "[FAIL] harness limits agree with the mission" in out and "altitude limit is 3" in out
+        assert code == 3 and "[FAIL] harness limits agree with the mission" in out and "altitude limit is 3" in out
 
 
 async def test_ctrl_c_aborts_lands_and_restores(tmp_path):
@@ -190,7 +190,7 @@ async def test_a_vehicle_someone_else_is_flying_gets_no_command_at_all(tmp_path,
         assert pilot.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3)
         record = tmp_path / "record"
         code, out = finish(start_harness(url, "demo_square.yaml", record, *extra), pilot)
-        assert code != 0 and "already flying" in out, out
+        assert code == 3 and "already flying" in out, out
         assert read_manifest(record)["outcome"] == "refused"
         kinds = [e["kind"] for e in read_events(record)]
         assert not {"mission_uploaded", "armed", "params_set", "landing"} & set(kinds), kinds

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from hil.commands.args import param_assignment, percent, positive_float
+from hil.exit_codes import for_outcome
 
 
 def add_parser(verbs) -> None:
@@ -73,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
     from missions.waypoint import load_mission
-    from profiles.link import load_link_profile
     from profiles.library import load_vehicle_profile
+    from profiles.link import load_link_profile
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
@@ -138,4 +139,4 @@ def run(args: argparse.Namespace) -> int:
     if result.reason:
         print(f"reason   {result.reason}")
     print(f"record   {result.record_dir}")
-    return 0 if result.outcome in ("success", "dry_run") else 1
+    return for_outcome(result.outcome)

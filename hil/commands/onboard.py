@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 from bridges.vehicle import VehicleError
+from hil import exit_codes
 from hil.commands.args import positive_float
 from hil.monitor import RULES
+from hil.safety import UnexpectedVehicleState
 
 
 def add_parser(verbs) -> None:
@@ -88,9 +90,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"flying {scene.name}:{scene.seed} with {args.planner} via {args.connect}...", flush=True)
     try:
         flight = asyncio.run(_fly(args, navigation, scene, rule, radius, record_dir))
-    except VehicleError as exc:  # not flown: no connection, or a vehicle someone else is flying
+    except UnexpectedVehicleState as exc:  # someone else is flying it: nothing was commanded
         print(f"hil onboard: {exc}", file=sys.stderr)
-        return 1
+        return exit_codes.REFUSED
+    except VehicleError as exc:  # no connection
+        print(f"hil onboard: {exc}", file=sys.stderr)
+        return exit_codes.ERROR
     verdict = flight.verdict
     print(f"outcome  {verdict.outcome}{': ' + verdict.reason if verdict.reason else ''}")
     print(f"time     {verdict.t_s:.1f} s from the start point, {flight.monitor.goal_distance_m:.2f} m from the goal, "
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if flight.runtime is not None:
         print(format_table([record_dir.name], [flight.runtime.timing]))
     print(f"record   {record_dir}")
-    return 0 if verdict.outcome == "success" else 1
+    return exit_codes.for_outcome(verdict.outcome)
 
 
 async def _fly(args, navigation, scene, rule, radius: float, record_dir: Path):
