@@ -15,6 +15,8 @@ was expected, within bounded time and memory:
 
 from __future__ import annotations
 
+import difflib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +137,19 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+
+
+def packaged(name: str | os.PathLike[str], folder: Path, what: str) -> str | os.PathLike[str] | Path:
+    """A bare name (no folder, no .yaml) is a file shipped with the package in `folder`
+    (``demo_square`` is ``folder/demo_square.yaml``); anything else is a path, returned as it is.
+    An unknown name is a ConfigError listing the shipped ones, with a did-you-mean."""
+    text = os.fspath(name)
+    if "/" in text or os.sep in text or text.endswith((".yaml", ".yml")) or os.path.exists(text):
+        return name
+    shipped = {p.stem: p for p in folder.glob("*.yaml")}
+    if text in shipped:
+        return shipped[text]
+    close = difflib.get_close_matches(text, shipped, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise ConfigError([f"{text}: no such {what} file, and no packaged {what} of that name ({hint}packaged: "
+                       f"{', '.join(sorted(shipped))})"])

@@ -45,7 +45,7 @@ from config.fields import (
     read_fields,
     text,
 )
-from config.loading import load_yaml
+from config.loading import load_yaml, packaged
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
 from profiles.library import library_profiles, load_vehicle_profile
@@ -176,8 +176,12 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")
 
 
+CAMPAIGNS_DIR = Path(__file__).resolve().parent / "campaigns"  # packaged campaigns, loadable by name
+
+
 def load_campaign(path: str | Path) -> Campaign:
-    """Read and validate a campaign file."""
+    """Read and validate a campaign file, or a packaged campaign by name (``demo``)."""
+    path = packaged(path, CAMPAIGNS_DIR, "campaign")
     return parse_campaign(load_yaml(path, "campaign file"), str(path))
 
 

@@ -20,7 +20,6 @@ A bad file raises one `ConfigError` listing every problem, one line each, in the
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from config.fields import (
     read_fields,
     text,
 )
-from config.loading import load_yaml
+from config.loading import load_yaml, packaged
 
 __all__ = ["Waypoint", "WaypointMission", "load_mission", "parse_mission"]
 
@@ -98,23 +97,8 @@ class WaypointMission:
 def load_mission(path: str | os.PathLike[str]) -> WaypointMission:
     """Read and validate a mission file, or a packaged example by name (``demo_square``); raise
     `ConfigError` naming the file on any problem."""
-    path = packaged_mission(path)
+    path = packaged(path, EXAMPLES_DIR, "mission")
     return parse_mission(load_yaml(path, "mission file"), str(path))
-
-
-def packaged_mission(name: str | os.PathLike[str]) -> str | os.PathLike[str]:
-    """A bare name (no folder, no .yaml) is a mission shipped with the package, in missions/examples/;
-    anything else is a path, returned as it is. An unknown name lists the packaged ones."""
-    text = os.fspath(name)
-    if os.sep in text or "/" in text or text.endswith((".yaml", ".yml")) or os.path.exists(text):
-        return name
-    shipped = {p.stem: p for p in EXAMPLES_DIR.glob("*.yaml")}
-    if text in shipped:
-        return shipped[text]
-    close = difflib.get_close_matches(text, shipped, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
-    raise ConfigError([f"{text}: no such mission file, and no packaged mission of that name ({hint}packaged: "
-                       f"{', '.join(sorted(shipped))})"])
 
 
 def parse_mission(mapping: Any, source: str = "<string>") -> WaypointMission:

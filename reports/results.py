@@ -47,18 +47,27 @@ def write_results(campaign_dir: Path) -> pd.DataFrame:
     return table
 
 
+def _read_table_file(path: Path) -> pd.DataFrame:
+    """A results table (parquet); FileNotFoundError naming the file when it is not one."""
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise FileNotFoundError(f"{path}: expected a results table (parquet, as `hil run` writes it), "
+                                f"got an unreadable file ({str(exc).splitlines()[0][:120]})") from None
+
+
 def load_results(run: Path) -> pd.DataFrame:
     """A run's results: a campaign directory (read from its finished trials' manifests, so a run that
     was killed before it rebuilt its table is reported in full) or a results table file."""
     run = Path(run)
     if run.is_file():
-        table = pd.read_parquet(run)
+        table = _read_table_file(run)
         campaign_dir = run.parent
     elif (run / TRIALS_DIR).is_dir():
         table = collect_results(run)
         campaign_dir = run
     elif (run / RESULTS_PARQUET).exists():
-        table = pd.read_parquet(run / RESULTS_PARQUET)
+        table = _read_table_file(run / RESULTS_PARQUET)
         campaign_dir = run
     else:
         raise FileNotFoundError(f"{run}: not a campaign directory (no {RESULTS_PARQUET} or {TRIALS_DIR}/) "

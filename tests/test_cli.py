@@ -174,3 +174,19 @@ def test_version_did_you_mean_and_verbose_after_the_verb():
     assert typo.returncode == 2 and "did you mean 'fly'?" in typo.stderr and "Traceback" not in typo.stderr
     listed = hil("profiles", "list", "-v")
     assert listed.returncode == 0 and "default" in listed.stdout
+
+
+def test_every_verb_answers_broken_input_with_one_line_and_exit_2(tmp_path):
+    """No traceback for any user error: each verb gets a wrong name, a missing file or a binary one."""
+    junk = tmp_path / "junk.yaml"
+    junk.write_bytes(b"\xff\xfe: [\x00")
+    cases = [["sim", "--profile", "nosuch"], ["fly", str(junk)], ["fly", "demo_sqare"], ["run", str(junk)],
+             ["run", "dmeo"], ["report", str(junk)], ["report", str(tmp_path / "missing")],
+             ["scene", "show", "forest", "--seed", "99"], ["link", "--listen", "x", "--forward", "y"],
+             ["profiles", "show", "nosuch"], ["timing", str(junk)],
+             ["onboard", "--connect", "udpin://127.0.0.1:9", "--mission", "nosuch", "--arm"]]
+    for args in cases:
+        result = hil(*args, timeout=60)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr and result.stderr.strip().startswith("hil"), (args, result.stderr)
+    assert "did you mean demo?" in hil("run", "dmeo").stderr

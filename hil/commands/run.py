@@ -23,7 +23,7 @@ def add_parser(verbs) -> None:
                "  hil run runs/demo                                    # resume\n"
                "  hil run CAMPAIGN.yaml --workers 8 --out runs/big\n"
                "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster")
-    parser.add_argument("campaign", type=Path, help="campaign YAML file, or a campaign directory to resume")
+    parser.add_argument("campaign", type=Path, help="campaign YAML file, a packaged campaign by name (demo, demo-px4), or a campaign directory to resume")
     parser.add_argument("--out", type=Path, help="campaign directory (default: runs/<campaign name>)")
     parser.add_argument("--workers", type=bounded_int(1, 256), default=os.cpu_count() or 1,
                         help="local worker processes (default: the number of CPUs, %(default)s)")

@@ -40,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         runs = [record_stats(record, emulated=args.emulated) for record in args.records]
     except FileNotFoundError as exc:
-        print(f"hil profile: {exc} (is it a trial record written by the onboard runtime?)", file=sys.stderr)
+        print(f"hil timing: {exc} (is it a trial record written by the onboard runtime?)", file=sys.stderr)
         return 2
     labels = [record.name or str(record) for record in args.records]
     print(format_table(labels, runs))
     if args.save:
         if len(runs) < 2:
-            print("hil profile: --save needs two records: the reference run first, the board's run second",
+            print("hil timing: --save needs two records: the reference run first, the board's run second",
                   file=sys.stderr)
             return 2
         profile = profile_from_runs(args.save, mean_ms(runs[0]), mean_ms(runs[1]),
