@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
 import importlib.metadata
+import json
 import logging
+import math
 import sys
 
 from hil import exit_codes
@@ -96,7 +99,25 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        if not getattr(args, "json", False):
+            return args.func(args)
+        # For scripts: stdout holds one JSON object (what the verb put in args.result, and its exit
+        # code); everything a person would read goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            code = args.func(args)
+        print(json.dumps(_json_safe({**getattr(args, "result", {}), "exit_code": code}), default=str))
+        return code
     except KeyboardInterrupt:  # Ctrl-C before a verb's own handling (connecting, starting PX4...)
         print(f"hil {args.verb}: interrupted", file=sys.stderr)
         return exit_codes.INTERRUPTED
+
+
+def _json_safe(value):
+    """NaN and infinities as null: strict JSON parsers (jq, JavaScript) refuse them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value

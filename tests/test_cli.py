@@ -190,3 +190,14 @@ def test_every_verb_answers_broken_input_with_one_line_and_exit_2(tmp_path):
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr and result.stderr.strip().startswith("hil"), (args, result.stderr)
     assert "did you mean demo?" in hil("run", "dmeo").stderr
+
+
+def test_json_output_is_one_object_on_stdout_for_scripts(tmp_path):
+    flown = hil("fly", "demo_square", "--target", "lockstep", "--record-dir", str(tmp_path / "r"), "--json")
+    result = json.loads(flown.stdout)  # nothing but the object: the checklist went to stderr
+    assert result["outcome"] == "success" and result["exit_code"] == flown.returncode == 0
+    assert result["record"] == str(tmp_path / "r") and result["summary"]["path_length_m"] > 10
+    assert "pre-flight checks passed" in flown.stderr
+    refused = json.loads(hil("fly", "demo_square", "--target", "lockstep", "--max-altitude", "1",
+                             "--record-dir", str(tmp_path / "r2"), "--json").stdout)
+    assert refused["outcome"] == "preflight_failed" and refused["exit_code"] == 3

@@ -65,6 +65,7 @@ def add_parser(verbs) -> None:
                         help="battery needed to start (default: 50)")
     parser.add_argument("--arm", action="store_true",
                      help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
     parser.set_defaults(func=run)
 
 
@@ -130,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
+    args.result = {"verb": "fly", "mission": mission.name, "target": target.name, "outcome": result.outcome,
+                   "reason": result.reason, "record": str(result.record_dir),
+                   "summary": result.summary.as_dict() if result.summary is not None else None,
+                   "estimation": result.estimation}
     if result.summary is not None:
         print(format_summary(result.outcome, result.summary))
     else:

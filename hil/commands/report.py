@@ -21,6 +21,7 @@ def add_parser(verbs) -> None:
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="campaign directory or results.parquet")
     parser.add_argument("--out", type=Path, help="where to write the report (default: the first RUN's directory)")
     parser.add_argument("--title", help="report title (default: the run names)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
     parser.set_defaults(func=run)
 
 
@@ -42,4 +43,6 @@ def run(args: argparse.Namespace) -> int:
     markdown, page = write_report(results, out, title)
     print(f"report   {page}")
     print(f"markdown {markdown}")
+    args.result = {"verb": "report", "html": str(page), "markdown": str(markdown), "trials": len(results),
+                   "outcomes": results["outcome"].value_counts().to_dict() if "outcome" in results else {}}
     return 0

@@ -35,6 +35,7 @@ def add_parser(verbs) -> None:
     parser.add_argument("--arm", action="store_true",
                         help="allow targets that may be real aircraft (connection strings); they run one at a time")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
     parser.set_defaults(func=run)
 
 
@@ -73,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or "nothing to run"
     print(f"{summary.ran} trials run in {summary.seconds:.1f} s ({outcomes}); {summary.skipped} already finished")
     print(f"results  {campaign_dir / 'results.parquet'} (and results.csv)")
+    args.result = {"verb": "run", "campaign": campaign.name, "directory": str(campaign_dir), "trials": summary.total,
+                   "ran": summary.ran, "skipped": summary.skipped, "outcomes": dict(summary.outcomes),
+                   "harness_errors": summary.harness_errors, "seconds": summary.seconds,
+                   "interrupted": summary.interrupted, "results": str(campaign_dir / "results.parquet")}
     if summary.interrupted:
         print(f"stopped: finished trials are kept; `hil run {campaign_dir}` resumes", file=sys.stderr)
         return 130

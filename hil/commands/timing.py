@@ -30,11 +30,13 @@ def add_parser(verbs) -> None:
     parser.add_argument("--save", metavar="NAME",
                         help="write profiles/compute/NAME.yaml with the second record's stage times over the first's")
     parser.add_argument("--out", type=Path, help="with --save: write the profile here instead")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from onboard.profile_table import format_table, mean_ms, record_stats
+    from onboard.timing import stats_as_dict
     from profiles.compute import profile_from_runs, save_compute_profile
 
     try:
@@ -44,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     labels = [record.name or str(record) for record in args.records]
     print(format_table(labels, runs))
+    args.result = {"verb": "timing", "emulated": args.emulated,
+                   "records": {str(record): stats_as_dict(stats) for record, stats in zip(args.records, runs)}}
     if args.save:
         if len(runs) < 2:
             print("hil timing: --save needs two records: the reference run first, the board's run second",
