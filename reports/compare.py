@@ -3,17 +3,22 @@
 Trials are aligned by what they flew (scene, configuration, rule, profile, link, fault, planner)
 and their repeat index, across targets; each target is compared with a reference target (the first
 one named, normally the simulator). For every metric the paired differences (target minus
-reference) get a bootstrap interval, and a gap is flagged significant when the interval excludes
-zero. Tracks of aligned pairs are compared by DTW distance (`reports.tracks`).
+reference) get a bootstrap interval and a Wilcoxon signed-rank p-value; with several metrics the
+p-values are Holm-adjusted, and a gap is flagged significant only with enough pairs, an adjusted p
+below 5 % and an interval that excludes zero. Tracks of aligned pairs are compared by DTW distance (`reports.tracks`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from reports.stats import bootstrap_mean, significant
 from reports.tracks import dtw_distance, navigation_track
 
+MIN_PAIRS = 6  # below this no paired test can reach 5 % two-sided (Wilcoxon's smallest p at n = 5 is 0.0625)
+ALPHA = 0.05
 ALIGN_ON = ["scene", "config", "rule", "profile", "link", "fault", "planner", "repeat"]
 COMPARED_METRICS = ["success", "progress", "avg_speed", "avg_curvature", "avg_acceleration", "avg_jerk",
                     "final_distance_m", "min_clearance_m", "duration_s", "t_tot_ms"]
@@ -27,7 +32,12 @@ def aligned_pairs(results: pd.DataFrame, reference: str, target: str) -> pd.Data
 
 
 def metric_gaps(results: pd.DataFrame, reference: str, target: str) -> pd.DataFrame:
-    """Per metric: reference mean, target mean, mean paired difference with CI, and `significant`."""
+    """Per metric: reference mean, target mean, mean paired difference with CI, Holm-adjusted p, `significant`.
+
+    A gap is significant only with at least MIN_PAIRS pairs, a Wilcoxon signed-rank p below LEVEL
+    after Holm's correction over every metric compared, and an interval that excludes zero: ten
+    metrics tested at 5 % each would flag one in three comparisons of identical targets by chance.
+    """
     pairs = aligned_pairs(results, reference, target)
     rows = []
     for metric in COMPARED_METRICS:
@@ -35,11 +45,35 @@ def metric_gaps(results: pd.DataFrame, reference: str, target: str) -> pd.DataFr
             continue
         ref = pairs[f"{metric}_ref"].astype(float)
         tgt = pairs[f"{metric}_tgt"].astype(float)
-        gap = bootstrap_mean((tgt - ref).to_numpy(), label=f"gap|{reference}|{target}|{metric}")
+        differences = (tgt - ref).to_numpy()
+        gap = bootstrap_mean(differences, label=f"gap|{reference}|{target}|{metric}")
         rows.append({"metric": metric, "reference": ref.mean(), "target": tgt.mean(), "difference": gap.value,
-                     "low": gap.low, "high": gap.high, "pairs": gap.n, "significant": significant(gap)})
-    return pd.DataFrame(rows, columns=["metric", "reference", "target", "difference", "low", "high", "pairs",
-                                       "significant"])
+                     "low": gap.low, "high": gap.high, "pairs": gap.n, "p": paired_p_value(differences),
+                     "ci_excludes_zero": significant(gap)})
+    table = pd.DataFrame(rows, columns=["metric", "reference", "target", "difference", "low", "high", "pairs", "p",
+                                        "ci_excludes_zero"])
+    table["p"] = holm(table["p"].to_numpy(float))
+    table["significant"] = (table["pairs"] >= MIN_PAIRS) & (table["p"] < ALPHA) & table["ci_excludes_zero"]
+    return table.drop(columns="ci_excludes_zero")
+
+
+def paired_p_value(differences: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p of paired differences (NaNs dropped); 1 when all are zero."""
+    data = differences[~np.isnan(differences)]
+    if len(data) == 0 or not np.any(data):
+        return 1.0
+    return float(stats.wilcoxon(data).pvalue)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (family-wise error over the whole family)."""
+    order = np.argsort(p_values)
+    adjusted = np.empty_like(p_values, dtype=float)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def track_deviations(results: pd.DataFrame, reference: str, target: str, limit: int = 60) -> pd.DataFrame:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from reports import plots
-from reports.compare import metric_gaps, track_deviations
+from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -247,20 +247,25 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
     from missions.scenes import scene_for
 
     reference = targets[0]
-    blocks: list[Block] = [Heading("Simulation versus hardware"),
+    hardware = [t for t in targets[1:] if _is_hardware(t)]
+    blocks: list[Block] = [Heading("Simulation versus hardware" if hardware else "Simulation versus simulation"),
                            Paragraph(f"Trials aligned by scene, configuration, rule, profile, link, fault, planner and "
                                      f"repeat; each target against {reference}. Differences are target minus "
-                                     f"reference, mean of paired differences [95 % CI]; **significant** gaps have "
-                                     f"an interval that excludes zero.")]
+                                     f"reference, mean of paired differences [95 % CI]. A gap is significant with "
+                                     f"at least {MIN_PAIRS} pairs, a Wilcoxon signed-rank p below 5 % after Holm's "
+                                     f"correction over the metrics compared (column p), and an interval that "
+                                     f"excludes zero.")]
     for target in targets[1:]:
         gaps = metric_gaps(results, reference, target)
-        blocks.append(Heading(f"{target} vs {reference}", 3))
+        kind = "hardware" if target in hardware else "simulator"
+        blocks.append(Heading(f"{target} ({kind}) vs {reference}", 3))
         flagged = ", ".join(gaps.loc[gaps["significant"], "metric"]) or "none"
         blocks.append(Paragraph(f"Significant gaps: {flagged}."))
-        shown = gaps.assign(difference=[f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]" + (" **" if s else "")
-                                        for d, lo, hi, s in zip(gaps["difference"], gaps["low"], gaps["high"],
-                                                                gaps["significant"])])
-        blocks.append(Table(shown[["metric", "reference", "target", "difference", "pairs"]]))
+        shown = gaps.assign(difference=[f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]" for d, lo, hi in
+                                        zip(gaps["difference"], gaps["low"], gaps["high"])],
+                            p=[f"{p:.3g}" for p in gaps["p"]],
+                            significant=["yes" if s else "no" for s in gaps["significant"]])
+        blocks.append(Table(shown[["metric", "reference", "target", "difference", "pairs", "p", "significant"]]))
         deviations = track_deviations(results, reference, target)
         if not deviations.empty:
             dtw = bootstrap_mean(deviations["dtw_m"].to_numpy(), label=f"dtw|{target}")
@@ -283,6 +288,11 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
             blocks.append(Figure(f"{column}_by_target", f"{label} by target",
                                  plots.distributions(samples, f"{label} by target", unit)))
     return blocks
+
+
+def _is_hardware(target: str) -> bool:
+    """A connection string names a flight controller that is already running (targets.spec)."""
+    return "://" in target
 
 
 def _ci_columns(table: pd.DataFrame, label: str) -> pd.DataFrame:

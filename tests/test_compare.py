@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from reports.compare import metric_gaps
+from reports.compare import holm, metric_gaps
 from reports.render import Heading, Paragraph, build_report
 from reports.tracks import dtw_distance
 
@@ -49,3 +50,17 @@ def test_the_report_compares_targets_when_there_are_several():
     assert "Simulation versus hardware" in headings
     flagged = [b.text for b in blocks if isinstance(b, Paragraph) and b.text.startswith("Significant gaps")]
     assert flagged and "avg_speed" in flagged[0]
+
+
+def test_few_pairs_are_never_significant_and_p_values_are_holm_adjusted():
+    few = two_targets(shift=-0.5)
+    few = few[(few["config"] < 2) & (few["repeat"] < 2)]  # 4 pairs: no paired test can reach 5 %
+    gaps = metric_gaps(few, "lockstep", "udpin://0.0.0.0:14540").set_index("metric")
+    assert gaps.loc["avg_speed", "pairs"] == 4 and not gaps["significant"].any()
+    assert holm(np.array([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_two_simulators_are_not_called_hardware():
+    results = two_targets(shift=-0.5).replace({"udpin://0.0.0.0:14540": "px4-sitl"})
+    headings = [b.text for b in build_report(results) if isinstance(b, Heading)]
+    assert "Simulation versus simulation" in headings and "Simulation versus hardware" not in headings
