@@ -34,6 +34,10 @@ def test_a_broken_threshold_names_the_metric_and_the_record(pytester):
     assert (record / "manifest.json").exists()
     prop = ET.parse(junit).find(".//property[@name='hil_record']")
     assert prop is not None and prop.get("value").endswith("test_hover.py_test_hover")
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert props["hil_target"] == "lockstep" and props["hil_profile"] == "default"
+    assert props["hil_threshold:altitude_error_m"] == "<= 1e-06" and float(props["hil_metric:altitude_error_m"]) > 0
+    assert props["hil_autopilot"] and props["hil_harness_version"]
 
 
 def test_repeats_report_a_pass_rate_with_an_interval(pytester):

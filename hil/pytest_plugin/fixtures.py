@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from hil.cli import version as harness_version
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
 from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
 from hil.recording import record_telemetry
@@ -84,6 +85,11 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                 telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
                 await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
                 await vehicle.wait_armable(timeout=30.0)
+                # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart.
+                request.node.user_properties.extend([
+                    ("hil_target", hil_target), ("hil_profile", hil_profile),
+                    ("hil_autopilot", (await vehicle.preflight_status()).autopilot),
+                    ("hil_harness_version", harness_version())])
                 try:
                     yield vehicle
                 finally:
@@ -123,6 +129,9 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
             expected.append(f"<= {le:g}")
         if ge is not None:
             expected.append(f">= {ge:g}")
+        request.node.user_properties.append((f"hil_metric:{metric}", f"{value:.6g}"))
+        if expected:
+            request.node.user_properties.append((f"hil_threshold:{metric}", " and ".join(expected)))
         # NaN compares false with everything, so a metric that could not be computed fails too.
         if math.isnan(value) or (le is not None and value > le) or (ge is not None and value < ge):
             record.failed.append(metric)
