@@ -31,8 +31,16 @@ def _cell(value: float) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.3f}"
 
 
+MAX_LABEL = 16  # longer run names (campaign trial ids run to 80 characters) become letters with a legend
+
+
 def format_table(labels: list[str], runs: list[dict[str, StageStats]]) -> str:
     """A text table: one block of mean/p50/p99/max per run, then ratios of means to the first run."""
+    names = list(labels)
+    legend = ""
+    if any(len(label) > MAX_LABEL for label in labels):
+        labels = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(names))]
+        legend = "\n" + "\n".join(f"{short} = {name}" for short, name in zip(labels, names))
     header = ["stage"]
     for label in labels:
         header += [f"{label} mean", "p50", "p99", "max"]
@@ -54,4 +62,4 @@ def format_table(labels: list[str], runs: list[dict[str, StageStats]]) -> str:
         lines.append(row)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths)))
-                     for line in lines)
+                     for line in lines) + legend

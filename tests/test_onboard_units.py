@@ -117,3 +117,18 @@ def test_commands_are_validated_and_planners_load_by_name():
     for bad in ("onboard.planners.straight", "no.such.module:X", "onboard.planners.straight:Nope"):
         with pytest.raises(PlannerLoadError):
             load_planner(bad)
+
+
+def test_the_timing_table_stays_readable_with_campaign_trial_ids():
+    from onboard.profile_table import format_table
+    from onboard.timing import StageStats
+
+    stats = {"plan": StageStats(count=10, mean_ms=2.0, p50_ms=1.9, p99_ms=3.0, max_ms=3.2),
+             "total": StageStats(count=10, mean_ms=4.0, p50_ms=3.8, p99_ms=6.0, max_ms=6.1)}
+    slow = {stage: StageStats(s.count, 2 * s.mean_ms, 2 * s.p50_ms, 2 * s.p99_ms, 2 * s.max_ms) for stage, s in stats.items()}
+    ids = ["forest__c0__flyingtrust__default__lockstep__none__none__avoid__desktop__r0",
+           "forest__c0__flyingtrust__default__lockstep__none__none__avoid__jetson_orin_nx__r0"]
+    table = format_table(ids, [stats, slow])
+    rows = table.splitlines()
+    assert max(len(line) for line in rows[:3]) < 100  # the stage rows; the legend names the runs in full
+    assert f"A = {ids[0]}" in table and f"B = {ids[1]}" in table and "2.00x" in rows[1] + rows[2]
