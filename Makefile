@@ -11,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,16 @@ run: $(STAMP)
 
 # Two workers (one per core of the CI machine), whole test files per worker: PX4 instances and
 # built-in vehicles claim their own ports, so files run side by side.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# Debian's chromium for the report's browser test, installed where the machine allows it (root and
+# apt); elsewhere that one test skips and says why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && \
+		  apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+		echo "chromium could not be installed: the report's browser test will skip"
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

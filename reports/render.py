@@ -25,10 +25,12 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
+from reports.interactive import PLOTLY_JS, div, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
 from reports.tracks import navigation_track
+from reports.trial_pages import cycle_totals_ms, record_dir, write_trial_pages
 
 TRACK_SCENES = 4  # scene configurations with a track plot
 TRACKS_PER_PLOT = 8
@@ -58,26 +60,107 @@ class Figure:
     png: bytes
 
 
-Block = Heading | Paragraph | Table | Figure
+@dataclass(frozen=True)
+class Html:
+    """A ready HTML fragment (an interactive plot, a linked table) and what Markdown shows instead."""
+
+    html: str
+    markdown: str = ""
+
+
+Block = Heading | Paragraph | Table | Figure | Html
 
 
 # ----------------------------------------------------------------------------------------- assembling
-def build_report(results: pd.DataFrame, title: str = "Campaign report") -> list[Block]:
-    """Every block of the report, from a results table (one or more runs concatenated)."""
+def build_report(results: pd.DataFrame, title: str = "Campaign report",
+                 links: dict[str, str] | None = None) -> list[Block]:
+    """Every block of the report, from a results table (one or more runs concatenated); `links` maps
+    trial ids to their pages (`reports.trial_pages`)."""
     results = _with_derived_columns(results)
+    links = links or {}
     blocks: list[Block] = [Heading(title, 1), *_overview(results)]
     if results.empty:
         return blocks
+    blocks += _failed_section(results, links)
     blocks += _success_sections(results)
     blocks += _score_section(results)
     blocks += _metrics_section(results)
     blocks += _timing_section(results)
+    blocks += _timing_histograms(results)
     blocks += _estimation_section(results)
     blocks += _flakiness_section(results)
     blocks += _track_section(results)
     targets = list(dict.fromkeys(results["target"]))
     if len(targets) > 1:
         blocks += _comparison_section(results, targets)
+    blocks += _all_trials_section(results, links)
+    return blocks
+
+
+TRIAL_COLUMNS = ["outcome", "reason", "target", "planner", "profile", "scene", "config", "repeat"]
+PAGE_ROWS = 200  # trials per collapsible block of the trial list: every trial listed, none capped
+HISTOGRAM_TRIALS = 200  # per planner x target, read for the per-cycle timing histograms
+
+
+def _trial_rows(rows: pd.DataFrame, links: dict[str, str]) -> Html:
+    """A table of trials, each linked to its page."""
+    columns = [c for c in TRIAL_COLUMNS if c in rows]
+    head = "<th>trial</th>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for _, row in rows.iterrows():
+        trial = html.escape(str(row["trial_id"]))
+        link = links.get(str(row["trial_id"]))
+        cell = f"<a href='{html.escape(link)}'>{trial}</a>" if link else trial
+        body.append(f"<tr><td>{cell}</td>" + "".join(f"<td>{html.escape(_cell(row[c]))}</td>" for c in columns)
+                    + "</tr>")
+    markdown = "\n".join(f"- [{row['trial_id']}]({links.get(str(row['trial_id']), '')}) {row['outcome']}: "
+                          f"{_cell(row.get('reason', ''))}" for _, row in rows.iterrows())
+    return Html(f"<table class='trials'><tr>{head}</tr>{''.join(body)}</table>", markdown)
+
+
+def _failed_section(results: pd.DataFrame, links: dict[str, str]) -> list[Block]:
+    failed = results[results["outcome"] != "success"]
+    if failed.empty:
+        return [Heading("Trials that did not succeed"), Paragraph("None: every trial succeeded.")]
+    counts = ", ".join(f"{n} {k}" for k, n in failed["outcome"].value_counts().items())
+    return [Heading("Trials that did not succeed"),
+            Paragraph(f"{len(failed)} of {len(results)} trials ({counts}), each with its reason; every trial id "
+                      "opens its page (flight against setpoints, modes, events, compute time)."),
+            _trial_rows(failed.sort_values(["outcome", "trial_id"]), links)]
+
+
+def _all_trials_section(results: pd.DataFrame, links: dict[str, str]) -> list[Block]:
+    blocks: list[Block] = [Heading("Every trial"),
+                           Paragraph(f"{len(results)} trials in pages of {PAGE_ROWS}; each opens its own page.")]
+    ordered = results.sort_values("trial_id")
+    for start in range(0, len(ordered), PAGE_ROWS):
+        chunk = ordered.iloc[start:start + PAGE_ROWS]
+        table = _trial_rows(chunk, links)
+        summary = f"trials {start + 1}-{start + len(chunk)}"
+        blocks.append(Html(f"<details{' open' if start == 0 else ''}><summary>{summary}</summary>{table.html}"
+                           "</details>", table.markdown))
+    return blocks
+
+
+def _timing_histograms(results: pd.DataFrame) -> list[Block]:
+    """Per planner x target: every planner cycle's T_tot, its p99 and the loop's deadline (1 / rate)."""
+    if "t_tot_ms" not in results or not results["t_tot_ms"].notna().any() or "run_dir" not in results:
+        return []
+    blocks: list[Block] = [Heading("Per-cycle compute time", 3),
+                           Paragraph(f"Every planner cycle's T_tot (up to {HISTOGRAM_TRIALS} trials per planner "
+                                     "and target), its 99th percentile and the loop's deadline, one period of "
+                                     "the planner rate: cycles past it delay the next command.")]
+    timed = results[results["t_tot_ms"].notna()]
+    for planner, rows in timed.groupby("planner", sort=True):
+        totals = {}
+        for target, group in rows.groupby("target", sort=True):
+            values = [cycle_totals_ms(record_dir(row)) for _, row in group.head(HISTOGRAM_TRIALS).iterrows()]
+            totals[str(target)] = np.concatenate(values) if values else np.array([])
+        rate = rows["rate_hz"].dropna()
+        deadline = 1000.0 / float(rate.iloc[0]) if len(rate) else None
+        figure = timing_histogram(totals, deadline, f"{planner}: T_tot per cycle")
+        blocks.append(Html(div(figure, f"timing_{_slug(planner)}"),
+                           f"(interactive histogram of T_tot per cycle for {planner}: see report.html)"))
     return blocks
 
 
@@ -331,15 +414,18 @@ def to_markdown(blocks: list[Block], figures_dir: str) -> str:
             lines.append("")
         elif isinstance(block, Figure):
             lines += [f"![{block.caption}]({figures_dir}/{block.name}.png)", "", f"*{block.caption}*", ""]
+        elif isinstance(block, Html) and block.markdown:
+            lines += [block.markdown, ""]
     return "\n".join(lines)
 
 
 def to_html(blocks: list[Block], title: str) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>"
-             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;font-size:12px;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px}"
-             "th{background:#f3f3f3}figure{margin:1em 0}figcaption{font-size:12px;color:#555}"
-             "</style></head><body>"]
+             "body{font-family:sans-serif;max-width:1400px;margin:2em auto;color:#222;font-size:15px}"
+             "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}"
+             "th{background:#f3f3f3}figure{margin:1em 0}figure img{max-width:100%;height:auto}"
+             "figcaption{font-size:13px;color:#555}details{margin:.5em 0}summary{cursor:pointer}"
+             f"</style><script src='report_files/{PLOTLY_JS}'></script></head><body>"]
     for block in blocks:
         if isinstance(block, Heading):
             parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
@@ -351,6 +437,8 @@ def to_html(blocks: list[Block], title: str) -> str:
             body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
                            for row in block.frame.itertuples(index=False))
             parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif isinstance(block, Html):
+            parts.append(block.html)
         elif isinstance(block, Figure):
             data = base64.b64encode(block.png).decode("ascii")
             parts.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(block.caption)}'>"
@@ -360,11 +448,13 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 
 def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report") -> tuple[Path, Path]:
-    """Write report.md (+ report_files/*.png) and report.html into `out_dir`; returns their paths."""
-    blocks = build_report(results, title)
+    """Write report.md (+ report_files/*.png), report.html (Plotly in report_files/, no CDN) and a page
+    per trial (trials/) into `out_dir`; returns the paths of report.md and report.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures_dir = out_dir / "report_files"
-    figures_dir.mkdir(exist_ok=True)
+    write_plotly_js(figures_dir)
+    links = write_trial_pages(results, out_dir) if "run_dir" in results else {}
+    blocks = build_report(results, title, links)
     for block in blocks:
         if isinstance(block, Figure):
             (figures_dir / f"{block.name}.png").write_bytes(block.png)
