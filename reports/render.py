@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from reports.trial_pages import cycle_totals_ms, record_dir, write_trial_pages
 TRACK_SCENES = 4  # scene configurations with a track plot
 TRACKS_PER_PLOT = 8
 OVERLAYS = 3  # aligned sim/hardware pairs drawn over each other
+FLAKY_SHOWN = 30
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,9 @@ def _flakiness_section(results: pd.DataFrame) -> list[Block]:
             "(passed in some repeats and failed in others).")
     blocks: list[Block] = [Heading("Flakiness"), Paragraph(text)]
     if len(flaky):
-        shown = flaky.sort_values("pass_rate").head(30)
+        shown = flaky.sort_values("pass_rate").head(FLAKY_SHOWN)
+        if len(flaky) > FLAKY_SHOWN:
+            blocks.append(Paragraph(f"The {FLAKY_SHOWN} least reliable of the {len(flaky)} flaky cases:"))
         shown = shown.assign(**{"pass rate": [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in
                                               zip(shown["pass_rate"], shown["low"], shown["high"])]})
         blocks.append(Table(shown[[*case, "n", "pass rate"]]))
@@ -310,8 +314,12 @@ def _flakiness_section(results: pd.DataFrame) -> list[Block]:
 def _track_section(results: pd.DataFrame) -> list[Block]:
     from missions.scenes import scene_for
 
-    blocks: list[Block] = [Heading("Flown tracks")]
-    for (scene_name, config), rows in list(results.groupby(["scene", "config"], sort=True))[:TRACK_SCENES]:
+    groups = list(results.groupby(["scene", "config"], sort=True))
+    blocks: list[Block] = [Heading("Flown tracks"),
+                           Paragraph(f"Up to {TRACKS_PER_PLOT} tracks over each of the first {TRACK_SCENES} of "
+                                     f"{len(groups)} scene configurations; every trial's own page (see the trial "
+                                     "lists) shows its whole flight.")]
+    for (scene_name, config), rows in groups[:TRACK_SCENES]:
         tracks = []
         for _, row in rows.head(TRACKS_PER_PLOT).iterrows():
             track = navigation_track(row)
@@ -321,7 +329,7 @@ def _track_section(results: pd.DataFrame) -> list[Block]:
             scene = scene_for(scene_name, int(config))
             blocks.append(Figure(f"tracks_{_slug(scene_name)}_{config}", f"{scene_name} configuration {config}",
                                  plots.tracks_on_scene(scene, tracks, f"{scene_name} c{config}")))
-    if len(blocks) == 1:
+    if len(blocks) == 2:
         blocks.append(Paragraph("No telemetry in the trial records."))
     return blocks
 
@@ -387,7 +395,9 @@ def _ci_columns(table: pd.DataFrame, label: str) -> pd.DataFrame:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in str(text))[:60]
+    """A file-name-safe form; a long one keeps a checksum of the whole, so two never share a file."""
+    slug = "".join(c if c.isalnum() else "_" for c in str(text))
+    return slug if len(slug) <= 60 else f"{slug[:51]}_{zlib.crc32(str(text).encode()):08x}"
 
 
 # ------------------------------------------------------------------------------------------- writing
