@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "hil.commands.profiles",
     "hil.commands.onboard",
     "hil.commands.timing",
+    "hil.commands.completion",
 )
 
 TOUR = """\

@@ -201,3 +201,18 @@ def test_json_output_is_one_object_on_stdout_for_scripts(tmp_path):
     refused = json.loads(hil("fly", "demo_square", "--target", "lockstep", "--max-altitude", "1",
                              "--record-dir", str(tmp_path / "r2"), "--json").stdout)
     assert refused["outcome"] == "preflight_failed" and refused["exit_code"] == 3
+
+
+def test_bash_completion_knows_verbs_options_and_packaged_names(tmp_path):
+    script = tmp_path / "hil.bash"
+    script.write_text(hil("completion", "bash").stdout)
+
+    def complete(*line: str) -> list[str]:
+        words = " ".join(line)
+        shell = (f"source {script}; COMP_WORDS=(hil {words}); COMP_CWORD={len(line)}; _hil; "
+                 'printf "%s\\n" "${COMPREPLY[@]}"')
+        return subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=30).stdout.split()
+
+    assert complete("fl") == ["fly"]
+    assert complete("run", "de") == ["demo", "demo-px4"]
+    assert "--target" in complete("fly", "--ta") and "demo_square" in complete("fly", "demo")
