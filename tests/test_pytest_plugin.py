@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
+
 HOVER_TEST = '''
 import pytest
 
@@ -85,3 +87,32 @@ async def test_fault_injection_on_a_connection_string_target_needs_its_own_optio
         assert "needs --allow-hardware-faults" in refused.stdout.str()
         allowed = pytester.runpytest_subprocess("--hil-target", stand_in.url, "--hil-arm", "--allow-hardware-faults")
         allowed.assert_outcomes(passed=1)
+
+
+LAB = """targets:
+  desk: {target: lockstep, profile: 1.00kg-SunnySky}
+  board: {target: "udpin://127.0.0.1:9"}
+default: [desk, board]
+"""
+
+
+def test_a_lab_file_names_the_targets_and_their_options(pytester):
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
+    pytester.makefile(".yaml", lab=LAB)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess("--hil-env", "lab.yaml", "--hil-record-dir", str(pytester.path / "r"),
+                                           f"--junitxml={junit}", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)  # the board is not armed: the lab file does not say it may be
+    assert "add --hil-arm" in result.stdout.str()
+    cases = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ET.parse(junit).iter("testcase")}
+    assert cases["test_hover[desk]"]["hil_profile"] == "1.00kg-SunnySky"
+
+
+def test_a_broken_lab_file_names_the_file_and_field(pytester):
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
+    pytester.makefile(".yaml", lab="targets:\n  desk: {target: lockstep, arm: perhaps, colour: red}\n")
+    result = pytester.runpytest_subprocess("--hil-env", "lab.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "lab.yaml: targets.desk.arm: expected true or false" in err and "targets.desk.colour" in err

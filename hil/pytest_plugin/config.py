@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from config.errors import ConfigError
+from hil.pytest_plugin.lab import ENV_VAR, Lab, LabTarget, load_lab
 
 
 def target_kind(target: str) -> str:
@@ -29,6 +33,13 @@ class HilConfig:
     allow_hardware_faults: bool
     repeat: int
     physics: str = "default"
+    lab: Lab | None = None  # --hil-env: the lab's targets by name
+
+    def entry(self, name: str) -> LabTarget:
+        """The lab's target of that name, else the name as a target with the command line's options."""
+        if self.lab is not None and name in self.lab.targets:
+            return self.lab.targets[name]
+        return LabTarget(name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="px4-sitl: PX4's own SIH (default) or the harness's physics as PX4's simulator (profile "
                          "sensors and physical faults act on PX4's sensors); a connection string: 'harness' closes "
                          "the loop of a board in HITL mode on the bench")
+    group.addoption("--hil-env", default=os.environ.get(ENV_VAR), metavar="FILE",
+                    help=f"lab file naming the lab's targets (hil.pytest_plugin.lab; default: ${ENV_VAR})")
     parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
     parser.addini("hil_targets", "targets every HIL test runs on, space-separated", default="sim")
 
@@ -60,14 +73,20 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "through a link profile, with vehicle parameters set (simulators)")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     speed = config.getoption("--hil-speed") or float(config.getini("hil_speed"))
+    lab = None
+    if config.getoption("--hil-env"):
+        try:
+            lab = load_lab(config.getoption("--hil-env"))
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.stash[CONFIG] = HilConfig(
-        targets=config.getoption("--hil-target") or config.getini("hil_targets").split(),
+        targets=config.getoption("--hil-target") or list(lab.default if lab else ()) or config.getini("hil_targets").split(),
         profile=config.getoption("--hil-profile"),
         link=config.getoption("--hil-link"),
         record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
         speed=speed, arm=config.getoption("--hil-arm"),
         allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
-        physics=config.getoption("--hil-physics"))
+        physics=config.getoption("--hil-physics"), lab=lab)
 
 
 CONFIG = pytest.StashKey[HilConfig]()

@@ -33,9 +33,10 @@ def hil_target(hil_config: HilConfig) -> str:
 
 
 @pytest.fixture
-def hil_profile(hil_config: HilConfig) -> str:
-    """The vehicle profile of this test (a marker's `profiles` parametrize it)."""
-    return hil_config.profile
+def hil_profile(hil_config: HilConfig, hil_target: str) -> str:
+    """The vehicle profile of this test: the lab file's for its target, else --hil-profile (a marker's
+    `profiles` parametrize it)."""
+    return hil_config.entry(hil_target).profile or hil_config.profile
 
 
 @pytest.fixture
@@ -64,10 +65,11 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
     targets = opts.get("targets")
-    kind = target_kind(hil_target)
+    entry = hil_config.entry(hil_target)
+    kind = target_kind(entry.target)
     if targets and kind not in targets:
         pytest.skip(f"runs on {', '.join(targets)}, not on {kind}")
-    if kind == "hardware" and not hil_config.arm:
+    if kind == "hardware" and not (hil_config.arm or entry.arm):
         pytest.skip(f"{hil_target} may be a real aircraft: add --hil-arm to fly it")
     name = re.sub(r"[^\w.-]+", "_", request.node.nodeid).strip("_")
     record_dir = hil_config.record_root / name
@@ -79,7 +81,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
               "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
     with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
         try:
-            async with bring_up(hil_target, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,
+            async with bring_up(entry, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,
                                  request) as vehicle:
                 record.recorder = recorder
                 telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
@@ -163,7 +165,7 @@ def hil_mission(hil_vehicle, hil_recorder):
 
 
 @pytest.fixture
-def hil_navigation(hil_vehicle, hil_recorder, hil_profile: str, hil_target: str):
+def hil_navigation(hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile: str, hil_target: str):
     """`await hil_navigation("forest:3", planner="avoid", rule="flyingtrust")`: fly a scene from its start
     to its goal with a planner, judged as campaign trials and `hil onboard` judge it (one loop, one judge:
     `hil.navigation.fly_scene`); returns its `NavigationResult` (`.verdict.outcome`, `.monitor`, `.runtime`).
@@ -178,7 +180,7 @@ def hil_navigation(hil_vehicle, hil_recorder, hil_profile: str, hil_target: str)
     from profiles.compute import load_compute_profile
     from profiles.library import load_vehicle_profile
 
-    kind = target_kind(hil_target)
+    kind = target_kind(hil_config.entry(hil_target).target)
 
     async def run(mission: str, planner: str = "avoid", rule: str = "flyingtrust", compute: str | None = None,
                   rate_hz: float = 10.0):
@@ -203,10 +205,11 @@ async def hil_faults(request: pytest.FixtureRequest, hil_config: HilConfig, hil_
     from bridges.physics_faults import PhysicsFailureInjector
     from hil.fault_monitor import FaultMonitor
 
-    if target_kind(hil_target) == "hardware" and not hil_config.allow_hardware_faults:
+    entry = hil_config.entry(hil_target)
+    if target_kind(entry.target) == "hardware" and not (hil_config.allow_hardware_faults or entry.faults):
         pytest.skip("fault injection on a connection-string target needs --allow-hardware-faults")
     simulator = request.node.stash.get(SIMULATOR, None)
-    if target_kind(hil_target) == "lockstep":
+    if target_kind(entry.target) == "lockstep":
         pytest.skip("the fault monitor proves a fault in the flight controller's MAVLink telemetry, which the "
                     "lockstep vehicle has none of (lockstep campaigns still fly fault profiles)")
     injector = PhysicsFailureInjector(simulator) if simulator is not None else FailureInjector(hil_vehicle)

@@ -37,7 +37,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # A test made for some kinds of target is generated only for those (not generated and skipped);
         # one that fits none of the chosen targets still runs once and says why it skips.
         kinds = marker.kwargs.get("targets")
-        targets = [t for t in cfg.targets if not kinds or target_kind(t) in kinds] or cfg.targets
+        targets = [t for t in cfg.targets if not kinds or target_kind(cfg.entry(t).target) in kinds] or cfg.targets
         metafunc.parametrize("hil_target", targets, ids=targets)
     repeat = cfg.repeat
     if repeat > 1:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from hil.pytest_plugin.config import HilConfig
+from hil.pytest_plugin.lab import LabTarget
 
 
 @dataclass
@@ -42,7 +43,7 @@ async def make_safe(vehicle) -> None:
 
 
 @contextlib.asynccontextmanager
-async def bring_up(target: str, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
+async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
                     request):
     """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
 
@@ -53,6 +54,7 @@ async def bring_up(target: str, config: HilConfig, profile: str, params: dict, l
     from px4.sitl import Px4NotFound
     from targets import TargetOptions, TargetSpec, open_target
 
+    target = entry.target
     spec = TargetSpec.parse(target)
     link = LinkUnderTest(link_name) if link_name else None
     if link is not None:
@@ -66,8 +68,9 @@ async def bring_up(target: str, config: HilConfig, profile: str, params: dict, l
         else:
             recorder.append(table, row)
 
-    options = TargetOptions(profile=profile, speed=config.speed, params=params, link=link_name, physics=config.physics,
-                            keep_in=recorder.record_dir, sink=sink, allow_arming=config.arm)
+    options = TargetOptions(profile=profile, speed=entry.speed or config.speed, params=params, link=link_name,
+                            physics=entry.physics or config.physics, keep_in=recorder.record_dir, sink=sink,
+                            allow_arming=config.arm or entry.arm)
     try:
         opened = open_target(spec, options)
         target_up = await opened.__aenter__()
