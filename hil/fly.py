@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
-from hil.param_journal import ParamJournal, restore_pending
+from hil.param_journal import JournalRestoreRefused, ParamJournal, restore_pending
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
@@ -180,7 +180,8 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                 if options.hardware and not options.dry_run:
                     await _keep_ulog(vehicle, record_dir, rows, recorder, say)
             except VehicleError as exc:
-                outcome, reason = ("refused" if "refused" in str(exc) else "error"), str(exc)
+                refused = isinstance(exc, JournalRestoreRefused) or "refused" in str(exc)
+                outcome, reason = ("refused" if refused else "error"), str(exc)
                 recorder.event("failed", reason=reason)
             finally:
                 for task in (telemetry_task, status_task):

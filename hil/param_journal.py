@@ -95,6 +95,11 @@ class ParamJournal:
         return dict(self._originals)
 
 
+class JournalRestoreRefused(VehicleError):
+    """What a crashed run left changed cannot be put back: the harness refuses to fly this flight
+    controller until someone has looked (a safety refusal, not a broken set-up)."""
+
+
 async def restore_pending(vehicle, journal: ParamJournal) -> dict[str, float]:
     """Put back what an interrupted run left changed (call before anything else); returns what was restored.
 
@@ -106,7 +111,7 @@ async def restore_pending(vehicle, journal: ParamJournal) -> dict[str, float]:
         try:
             await vehicle.set_param(name, value)
         except VehicleError as exc:
-            raise VehicleError(f"cannot restore {name} = {value:g} from the parameter journal {journal.path} ({exc}); "
+            raise JournalRestoreRefused(f"cannot restore {name} = {value:g} from the parameter journal {journal.path} ({exc}); "
                                "if this flight controller has no such parameter the journal is another vehicle's: "
                                "restore that vehicle, or delete the entry") from None
         journal.forget(name)

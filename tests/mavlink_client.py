@@ -83,7 +83,10 @@ class Client:
             self._beat_sent = time.monotonic()
 
     def _send_sticks(self) -> None:
-        if self.sticks is None or time.monotonic() - self._sticks_sent < 0.05:
+        # Every 20 wall ms: at 4x that is 12.5 Hz of vehicle time, well inside PX4's RC loss timeout
+        # (COM_RC_LOSS_T 0.5 s) even when a loaded machine delays a send; at 50 ms a late send could
+        # read as a lost and regained joystick and PX4 then ignored the stick movement.
+        if self.sticks is None or time.monotonic() - self._sticks_sent < 0.02:
             return
         pitch, roll, throttle, yaw = self.sticks
         self.conn.mav.manual_control_send(self.target[0], int(pitch * 1000), int(roll * 1000), int(throttle * 1000),

@@ -71,7 +71,7 @@ async def test_a_journal_the_harness_cannot_use_stops_hil_fly_naming_the_journal
                                     text=True, timeout=120, env={**os.environ, "HIL_STATE_DIR": str(tmp_path)})
         finally:
             await vehicle.close()
-    assert result.returncode == (2 if broken == "corrupt" else 1)
+    assert result.returncode == (2 if broken == "corrupt" else 3)  # unreadable: a bad file; unusable: refused
     out = result.stdout + result.stderr
     assert "Traceback" not in out and str(journal.path) in out and "NOT_A_PX4_PARAM" in out, out
 
