@@ -18,6 +18,9 @@ import tty
 from collections.abc import Callable
 
 from bridges.vehicle import Vehicle
+from missions.waypoint import WaypointMission
+from records.clock import vehicle_seconds
+from records.record import TrialRecorder
 
 ABORT_KEYS = {b"a", b"q", b"\x1b"}
 STATUS_PERIOD_S = 0.5
@@ -28,19 +31,47 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-async def show_status(vehicle: Vehicle, write: Callable[[str], None] = sys.stdout.write) -> None:
-    """Rewrite one terminal line with the vehicle's state until cancelled."""
+class FlightProgress:
+    """Where the flight is, from the trial's own events: a recorder listener (TrialRecorder.listeners)."""
+
+    def __init__(self, mission: WaypointMission) -> None:
+        self.budget_s = mission.time_budget
+        self.total = len(mission.waypoints)
+        self.reached = 0
+        self.armed_ns: int | None = None  # telemetry stamp at arming: the budget counts from there
+
+    def __call__(self, kind: str, fields: dict) -> None:
+        if kind == "waypoint_reached":
+            self.reached = int(fields.get("index", self.reached)) + 1
+        elif kind == "mission_item_reached":
+            self.reached = min(self.total, self.reached + 1)
+
+
+async def show_status(vehicle: Vehicle, recorder: TrialRecorder, mission: WaypointMission,
+                      write: Callable[[str], None] = sys.stdout.write) -> None:
+    """Rewrite one terminal line with the vehicle's state, the waypoint reached and the time used of
+    the budget, until cancelled; silent until the vehicle is armed, so the checklist prints whole."""
+    progress = FlightProgress(mission)
+    recorder.listeners.append(progress)
+    shown = False
     try:
         while True:
             s = vehicle.state
-            distance = math.hypot(s.north, s.east)
-            write(f"\r  {s.flight_mode:<16} {'ARMED' if s.armed else 'disarmed':<8} alt {s.altitude:5.1f} m  "
-                  f"speed {s.speed:4.1f} m/s  {distance:5.1f} m from home  battery {s.battery_pct:3.0f} %  "
-                  "[a: abort] ")
-            sys.stdout.flush()
+            if progress.armed_ns is None and s.armed:
+                progress.armed_ns = s.t_ns
+            if progress.armed_ns is not None:
+                elapsed = vehicle_seconds(s.t_ns - progress.armed_ns, vehicle.speed_factor)
+                write(f"\r  {s.flight_mode:<16} {'ARMED' if s.armed else 'disarmed':<8} alt {s.altitude:5.1f} m  "
+                      f"speed {s.speed:4.1f} m/s  {math.hypot(s.north, s.east):5.1f} m from home  "
+                      f"waypoint {progress.reached}/{progress.total}  {elapsed:5.1f}/{progress.budget_s:g} s  "
+                      f"battery {s.battery_pct:3.0f} %  [a: abort] ")
+                sys.stdout.flush()
+                shown = True
             await asyncio.sleep(STATUS_PERIOD_S)
     finally:
-        write("\n")
+        recorder.listeners.remove(progress)
+        if shown:
+            write("\n")
 
 
 @contextlib.contextmanager

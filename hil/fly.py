@@ -150,14 +150,14 @@ class FlightOptions:
 async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: WaypointMission,
                     record_dir: Path, *, config: dict, options: FlightOptions,
                     say: Callable[[str], None] = lambda text: None,
-                    show: Callable[[Vehicle], Awaitable[None]] | None = None) -> TrialResult:
+                    show: Callable[[Vehicle, TrialRecorder], Awaitable[None]] | None = None) -> TrialResult:
     """Bring the target up, check, fly and record one trial. A flight that went wrong is reported, never raised.
 
     On a flight controller that outlives the run (hardware, a SITL someone else started) every
     parameter change is journaled and what a crashed run left changed is restored first. The
     mission races the safety watch (hil.safety); Ctrl-C (cancellation) aborts: the vehicle lands.
     `say` receives the lines a person at the field wants to read (the checklist, what happened);
-    `show(vehicle)`, if given, runs for the whole flight (a live status line). PX4's console and
+    `show(vehicle, recorder)`, if given, runs for the whole flight (a live status line). PX4's console and
     ULogs (and the harness physics' truth) go into the record; ULogs are aligned with the telemetry.
     """
     spec = target if isinstance(target, TargetSpec) else TargetSpec.parse(target)
@@ -173,7 +173,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             vehicle = target_up.vehicle
             recorder.event("connected", url=vehicle.url, target=target_up.name)
             telemetry_task = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
-            status_task = asyncio.create_task(show(vehicle)) if show is not None else None
+            status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
             land_on_close = True
             try:
                 outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)

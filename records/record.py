@@ -29,7 +29,7 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import Any, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,9 @@ class TrialRecorder:
         flush_interval_s: float = 1.0,
     ) -> None:
         self.record_dir = Path(record_dir)
+        # Told of every event (kind, fields) once it is on disk: a live display follows the trial
+        # without the trial knowing it.
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._config = dict(config)
         self._target = target
         self._seed = seed
@@ -160,6 +163,8 @@ class TrialRecorder:
         self._events.write(line + "\n")
         self._events.flush()
         os.fsync(self._events.fileno())
+        for listener in self.listeners:
+            listener(kind, fields)
 
     def finish(self, outcome: str, summary: Mapping[str, Any] | None = None) -> None:
         """Flush, merge each table's parts into one file, and mark the record finished."""

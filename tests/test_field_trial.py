@@ -54,6 +54,9 @@ async def test_abort_key_lands_the_vehicle_and_the_status_line_shows_the_flight(
             os.close(controller)
     out = seen.decode(errors="replace")
     assert "pre-flight checklist" in out and "[a: abort]" in out and "alt " in out
+    # The live line starts once armed (after the whole checklist) and says where the flight is.
+    assert out.index("pre-flight checks passed") < out.index("[a: abort]")
+    assert "waypoint 0/4" in out and "/90 s" in out
     assert harness.returncode == 1 and "aborted" in out
     assert read_manifest(record)["outcome"] == "aborted"
     kinds = [e["kind"] for e in read_events(record)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import asyncio
 import sys
 from pathlib import Path
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     config = mission_config(mission, target=target.name, profile=args.profile, speed=options.speed, params=params,
                             physics=args.physics, link=args.link,
                             px4_airframe=args.px4_airframe if target.kind == PX4_SITL else None)
-    show = show_status if interactive() else None
+    show = functools.partial(show_status, mission=mission) if interactive() else None
 
     async def go():
         flight_ = run_trial(target, options, mission, record_dir, config=config, options=flight, say=print, show=show)
