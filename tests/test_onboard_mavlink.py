@@ -12,21 +12,27 @@ from records.record import read_manifest, read_table
 from onboard.planners.straight import StraightLine
 from onboard.runtime import run_planner
 from onboard.task import NavTask
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 
 ROOT = Path(__file__).resolve().parents[1]
+ONBOARD_SPEED = 2.0
 
 
-async def test_hil_onboard_flies_the_avoiding_planner_through_a_forest_as_a_separate_process(sim, tmp_path):
-    record = tmp_path / "onboard"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hil", "onboard", "--connect", sim.url, "--mission", "forest:1", "--arm",
-        "--speed-factor", str(SPEED), "--record-dir", str(record), cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    text = out.decode() + err.decode()
-    assert proc.returncode == 0, text + (sim.failure() or "")
+async def test_hil_onboard_flies_the_avoiding_planner_through_a_forest_as_a_separate_process(tmp_path):
+    # At 2x, not the suite's 4x: the planner process shares two cores with PX4 test workers, and a
+    # second-long stall of it at 4x is four seconds of a vehicle flying its last setpoint unattended.
+    async with builtin_vehicle(SimProcessOptions(speed=ONBOARD_SPEED)) as sim:
+        record = tmp_path / "onboard"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hil", "onboard", "--connect", sim.url, "--mission", "forest:1", "--arm",
+            "--speed-factor", str(ONBOARD_SPEED), "--record-dir", str(record), cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 180)
+        text = out.decode() + err.decode()
+        assert proc.returncode == 0, text + (sim.failure() or "")
     assert "T_tot (ms)" in text and "T_map (ms)" in text
     manifest = read_manifest(record)
     assert manifest["status"] == "finished" and manifest["outcome"] == "success"
