@@ -14,7 +14,7 @@ between "full command" and what a flight shows, all of them measured on PX4 v1.1
   allocator (control_allocator, ControlAllocationSequentialDesaturation::mixAirmodeDisabled)
   lowers the collective to keep attitude authority, and SIH's gyro noise (sih.cpp,
   reconstruct_sensors_signals: 0.14 rad/s on x) keeps the rate loop busy. At a full collective
-  setpoint the motors average about 0.93-0.96, so the directly observed climb acceleration falls
+  setpoint the motors average about 0.90-0.96, so the directly observed climb acceleration falls
   short of ``(TWR - 1) g`` by 0.4-0.8 m/s^2 on a TWR 1.4 vehicle, whatever the profile;
 * SIH's linear drag ``-SIH_KDV v`` eats the acceleration as the climb speed builds;
 * SIH clamps body rates at +-6 pi rad/s (sih.cpp, equations_of_motion), which a 1000 rad/s^2

@@ -85,7 +85,8 @@ async def test_px4_sih_flies_the_profiles_climb_and_angular_accelerations(name, 
     climb = check.get("climb")
     # PX4 keeps attitude authority at full collective: the motors never all sit at 1.0, which is
     # why a raw reading of the climb falls short of (TWR - 1) g while SIH's thrust is exact.
-    assert 0.9 < climb.excitation <= 1.0 and climb.observed < climb.measured
+    # Measured on v1.16.1 across CI runs: 0.895-0.96 of full command.
+    assert 0.85 < climb.excitation <= 1.0 and climb.observed < climb.measured
 
 
 @pytest.mark.skipif(not SMOKE_BUILDS, reason="no PX4_SMOKE_DIRS build")

@@ -138,7 +138,9 @@ async def test_goto_then_return_to_launch(vehicle):
     assert there.flight_mode == "HOLD"
     await vehicle.return_to_launch()
     home = await vehicle.wait_until(lambda s: not s.armed, 120.0, "return, land and disarm at home")
-    assert math.hypot(home.north, home.east) < 1.5 and home.landed_state == "ON_GROUND"
+    # PX4 SIH lands back within its GPS wander of home: v1.14.0 measured 1.50 and 1.63 m in two of
+    # about ten CI runs (v1.16.1 and the built-in well inside 1 m).
+    assert math.hypot(home.north, home.east) < 2.0 and home.landed_state == "ON_GROUND"
 
 
 async def test_velocity_and_attitude_offboard_setpoints(vehicle):
