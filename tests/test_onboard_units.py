@@ -132,3 +132,21 @@ def test_the_timing_table_stays_readable_with_campaign_trial_ids():
     rows = table.splitlines()
     assert max(len(line) for line in rows[:3]) < 100  # the stage rows; the legend names the runs in full
     assert f"A = {ids[0]}" in table and f"B = {ids[1]}" in table and "2.00x" in rows[1] + rows[2]
+
+
+def test_the_avoiding_planner_plans_from_outside_its_flight_volume():
+    """PX4 once carried the vehicle past a goal near the volume's edge: the planner must not crash."""
+    from bridges.vehicle import VehicleState
+    from missions.scenes import generate
+    from onboard.planner import Observation
+    from onboard.planners.avoid import OccupancyPlanner
+    from onboard.task import task_for_scene
+
+    task = task_for_scene(generate("forest", 0))
+    planner = OccupancyPlanner()
+    planner.reset(task)
+    for north, east in ((task.bounds_max[0] + 3.0, task.goal[1]), (task.bounds_min[0] - 2.0, task.bounds_max[1] + 2.0)):
+        state = VehicleState(0, north, east, task.start[2], 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.nan, math.nan,
+                             math.nan, True, True, "OFFBOARD", "IN_AIR", 90.0)
+        command = planner.step(Observation(1.0, state, task.goal, None, np.zeros((0, 3))))
+        assert command.kind in ("trajectory", "position", "velocity", "done")

@@ -84,7 +84,9 @@ class OccupancyPlanner:
         if grid.segment_free(here, goal) and np.linalg.norm(goal - here) <= WINDOW:
             return np.vstack([here, goal])
         half = int(WINDOW / grid.resolution)
-        centre = grid.cell(here)
+        # A vehicle that overshot the flight volume (past a goal near its edge, or a PX4 estimate that
+        # wandered) plans from the nearest cell inside it.
+        centre = np.clip(grid.cell(here), 0, np.array(grid.shape) - 1)
         lo = np.maximum(centre - half, 0)
         hi = np.minimum(centre + half + 1, grid.shape)
         blocked = grid.blocked[lo[0]:hi[0], lo[1]:hi[1]].copy()
