@@ -172,6 +172,10 @@ class LockstepVehicle(VehicleBase):
 
     # ------------------------------------------------------------------ telemetry
     @property
+    def clock_s(self) -> float:
+        return self.ap.time_s
+
+    @property
     def state(self) -> VehicleState:
         """What the harness knows: the truth, or across a link the last snapshot that arrived."""
         if self.link is not None and self._received is not None:

@@ -189,6 +189,15 @@ class MavsdkVehicle(VehicleBase):
     def state(self) -> VehicleState:
         return self._state
 
+    @property
+    def clock_s(self) -> float:
+        clock = self._clock
+        if clock.vehicle_s is None:
+            return NAN
+        # Carried forward from its arrival: the event loop may not have turned since (pytest's
+        # synchronous fixture set-up holds it for over a second).
+        return clock.vehicle_s + (asyncio.get_running_loop().time() - clock.at) * self.speed_factor
+
     @contextlib.asynccontextmanager
     async def deadline(self, seconds: float):
         """A block that times out after `seconds` of vehicle time, on the vehicle's own clock.

@@ -135,6 +135,12 @@ class Vehicle(Protocol):
     def state(self) -> VehicleState:
         """The latest telemetry snapshot."""
 
+    @property
+    def clock_s(self) -> float:
+        """The vehicle's own clock now (s): its latest time stamp, carried forward at the speed factor
+        since it arrived; NaN before the first. Marks on it tell what an interval took in vehicle time
+        even where a loaded machine kept a simulator below its speed factor (records.clock)."""
+
     def telemetry(self) -> AsyncIterator[VehicleState]:
         """Every new snapshot, at the position rate."""
 

@@ -26,7 +26,7 @@ from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, 
 from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
-from records.clock import clock_scale, vehicle_time
+from records.clock import clock_scale, mark, speed_between, vehicle_time
 from records.record import TrialRecorder
 from reports.estimation import trial_estimation
 from reports.trial_summary import TrialSummary, summarize_trial
@@ -175,6 +175,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             telemetry_task = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
             status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
             land_on_close = True
+            start = mark(vehicle.clock_s)
             try:
                 outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
                 if options.hardware and not options.dry_run:
@@ -191,11 +192,12 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                             await task
                 if not land_on_close:
                     await vehicle.release()
+                speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
         finally:
             await opened.__aexit__(None, None, None)
         if not options.hardware:  # a simulator's logs arrived in the record as it stopped
             _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
-        summary = summarize_trial(vehicle_time(pd.DataFrame(rows), vehicle.speed_factor),
+        summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
                                   mission.reference_path()) if rows else None
         estimation = trial_estimation(record_dir)
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation})

@@ -68,6 +68,9 @@ class Client:
     def drain(self) -> None:
         """Drop what is waiting (keeping its texts): what comes next answers what the test sends next."""
         while (msg := self.conn.recv_match(blocking=False)) is not None:
+            # A full buffer takes a loaded machine long enough to parse that a joystick left unsent
+            # meanwhile reads as lost RC to the vehicle (and Position is then not available).
+            self._send_sticks()
             if msg.get_type() == "STATUSTEXT":
                 self.texts.append(msg.text)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -49,8 +50,13 @@ async def test_offboard_flies_a_setpoint_stream_and_losing_it_lands_the_vehicle(
     assert left is not None, "offboard loss did not end offboard"
     assert time.monotonic() - last_sent[0] >= 0.9 * loss_timeout / autopilot.speed, \
         "failsafe came before COM_OF_LOSS_T had passed"
+    where = gcs.recv("LOCAL_POSITION_NED", 1.0)
+    assert where is not None
     assert gcs.recv("HEARTBEAT", 60.0 / autopilot.speed + 5, lambda m: not m.base_mode & ARMED) is not None
     assert any("Failsafe activated" in text for text in gcs.texts), gcs.texts
     assert any("Disarmed by landing" in text for text in gcs.texts), gcs.texts
     landed = gcs.recv("LOCAL_POSITION_NED", 1.0)
-    assert landed is not None and abs(landed.x) < 2.0 and abs(landed.y) < 2.0, "landed where it was, not elsewhere"
+    # Measured from where it was when the failsafe began, not from the setpoint: PX4 at 4x on a loaded
+    # machine has landed 2.07 m from the setpoint.
+    assert landed is not None and math.hypot(landed.x - where.x, landed.y - where.y) < 2.0, \
+        "landed where it was, not elsewhere"
