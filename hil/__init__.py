@@ -1,4 +1,14 @@
-"""Orchestration: configuration, trials and campaigns, the trial monitor, the recorder, the `hil` CLI.
+"""Orchestration: trial loops, the judge, campaigns, safety, the `hil` CLI and the pytest plugin.
 
-`hil.record` writes and reads trial records (a directory per trial).
+`version()` is the installed harness's version (`hil --version`, the pytest plugin's JUnit properties).
 """
+
+import importlib.metadata
+
+
+def version() -> str:
+    """The installed quad-hil's version (the source tree's when it is not installed)."""
+    try:
+        return importlib.metadata.version("quad-hil")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"

@@ -6,13 +6,12 @@ import argparse
 import contextlib
 import difflib
 import importlib
-import importlib.metadata
 import json
 import logging
 import math
 import sys
 
-from hil import exit_codes
+from hil import exit_codes, version
 
 # Verbs, in the order `hil --help` lists them.
 COMMAND_MODULES = (
@@ -41,14 +40,6 @@ examples:
 every verb has --help with its own examples; safety: a target other than sim/px4-sitl is a real
 aircraft, and nothing arms without --arm.
 """
-
-
-def version() -> str:
-    """The installed quad-hil's version (the source tree's when it is not installed)."""
-    try:
-        return importlib.metadata.version("quad-hil")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:

