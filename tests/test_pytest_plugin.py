@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -40,6 +41,20 @@ def test_a_broken_threshold_names_the_metric_and_the_record(pytester):
     assert props["hil_target"] == "lockstep" and props["hil_profile"] == "default"
     assert props["hil_threshold:altitude_error_m"] == "<= 1e-06" and float(props["hil_metric:altitude_error_m"]) > 0
     assert props["hil_autopilot"] and props["hil_harness_version"]
+
+
+def test_a_rerun_keeps_the_failed_attempts_record_and_writes_its_own(pytester):
+    # pytest-rerunfailures runs a failed test again in the same session: the first attempt's record is
+    # evidence, so the second one must neither overwrite it nor be refused for finding it there.
+    result = run(pytester, "1e-6", "--reruns", "1")
+    result.assert_outcomes(failed=1)
+    assert "1 failed, 1 rerun" in result.stdout.str()
+    assert "already holds a trial record" not in result.stdout.str()
+    first = pytester.path / "records" / "test_hover.py_test_hover"
+    second = first.with_name(first.name + ".attempt2")
+    for attempt, record in ((1, first), (2, second)):
+        manifest = json.loads((record / "manifest.json").read_text())
+        assert manifest["config"]["attempt"] == attempt and manifest["outcome"] == "failed", manifest
 
 
 def test_repeats_report_a_pass_rate_with_an_interval(pytester):

@@ -72,13 +72,15 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     if kind == "hardware" and not (hil_config.arm or entry.arm):
         pytest.skip(f"{hil_target} may be a real aircraft: add --hil-arm to fly it")
     name = re.sub(r"[^\w.-]+", "_", request.node.nodeid).strip("_")
-    record_dir = hil_config.record_root / name
+    # A rerun (pytest-rerunfailures) keeps the failed attempt's record and writes its own beside it.
+    attempt = getattr(request.node, "execution_count", 1)
+    record_dir = hil_config.record_root / (name if attempt <= 1 else f"{name}.attempt{attempt}")
     record = TestRecord(record_dir)
     request.node.stash[RECORD] = record
     request.node.user_properties.append(("hil_record", str(record_dir)))
     link_name = opts.get("link") or hil_config.link
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
-              "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat}
+              "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
     with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
         try:
             async with bring_up(entry, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,

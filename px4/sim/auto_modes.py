@@ -28,6 +28,7 @@ class AutoModes:
         checks it on its next cycle."""
         self.mission = list(items)
         self.mission_current = 0
+        self.seq_reached = -1
         self.mission_finished = False
         self._mission_check_due = True
         if self.mode == FlightMode.MISSION:
@@ -172,6 +173,7 @@ class AutoModes:
     def _advance_mission(self, report: bool) -> None:
         if report:
             self.reached_items.append(self.mission_current)
+            self.seq_reached = self.mission_current
         self.mission_current += 1
         self._start_mission_item()
 

@@ -98,6 +98,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         # Messages for the pilot and protocol events, drained by whoever speaks for the vehicle.
         self.statustexts: deque[tuple[int, str]] = deque(maxlen=64)
         self.reached_items: deque[int] = deque(maxlen=64)
+        self.seq_reached = -1  # PX4's mission_result.seq_reached: the last item reached, -1 for none yet
         self.offboard: OffboardInput | None = None
         self.manual = ManualControl()
         self._failsafes = FailsafeFramework()

@@ -41,6 +41,10 @@ from px4.sim.mavlink_telemetry import PX4_GIT_HASH, TelemetryStreams
 
 # Extra HEARTBEATs on a state change come at most this often (vehicle seconds).
 STATE_HEARTBEAT_MIN_S = 0.1
+# As PX4's mavlink mission manager: the last item reached is sent again at 1 Hz, 10 more times, so a
+# client that missed the one message (a lost datagram, a busy subscriber) still hears of it.
+REACHED_REPEATS = 10
+REACHED_REPEAT_S = 1.0
 
 
 class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol, FileProtocols):
@@ -78,6 +82,9 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             "ver_sw_release": ("uint32_t", self._version_word()), "sys_os_name": ("char[]", platform.system()),
             "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
         self._ping_seq = 0
+        self._last_reached = -1
+        self._reached_repeats = 0
+        self._next_reached_s = 0.0
 
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
@@ -146,6 +153,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self.ap.reached_items.clear()
         for seq in reached:
             events.append(mavlink.MAVLink_mission_item_reached_message(seq))
+        events += self._repeated_reached(now)
         # Deliberate deviation from PX4 (which beats at a fixed 1 Hz): a HEARTBEAT goes out as soon
         # as what it reports changes, because MAVSDK re-reads health, armed and mode only on
         # heartbeats; without it every "now armable / armed / in mode" waits up to a second.
@@ -174,6 +182,18 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
                 for payload in link.ftp.pending_bursts(FTP_BURST_PER_TICK):
                     self._send_ftp(link, payload)
             self._pump_log_data(link)
+
+    def _repeated_reached(self, now: float) -> list:
+        """The last MISSION_ITEM_REACHED once more, if one is due (PX4's 1 Hz repetition)."""
+        if self.ap.seq_reached != self._last_reached:
+            self._last_reached, self._reached_repeats = self.ap.seq_reached, 0
+            self._next_reached_s = now + REACHED_REPEAT_S
+            return []
+        if self._last_reached < 0 or self._reached_repeats >= REACHED_REPEATS or now < self._next_reached_s:
+            return []
+        self._reached_repeats += 1
+        self._next_reached_s = now + REACHED_REPEAT_S
+        return [mavlink.MAVLink_mission_item_reached_message(self._last_reached)]
 
     # ---- time
     def _on_ping(self, link: Link, msg) -> None:
