@@ -185,8 +185,8 @@ def _overview(results: pd.DataFrame) -> list[Block]:
     counts = results["outcome"].value_counts().rename_axis("outcome").reset_index(name="trials")
     text = (f"Runs: {runs}. {len(results)} trials: {results['scene'].nunique()} scenes, "
             f"{results['profile'].nunique()} vehicle profiles, {results['target'].nunique()} targets, "
-            f"{results['planner'].nunique()} planners. Intervals are 95 %: Wilson score for rates, percentile "
-            "bootstrap (B = 1000, seeded) for means.")
+            f"{results['planner'].nunique()} planners. Intervals are 95 %: Wilson score for rates, BCa "
+            "bootstrap (bias-corrected and accelerated, B = 1000, seeded) for means.")
     return [Paragraph(text), Table(counts)]
 
 

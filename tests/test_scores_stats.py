@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from reports.scores import composite_scores, final_score, normalized_variance
-from reports.stats import bootstrap_difference, bootstrap_mean, flakiness, significant, wilson_rate
+from reports.stats import bootstrap_mean, flakiness, significant, wilson_rate
 
 
 def rates(algorithm, cells):
@@ -73,8 +73,26 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
 def test_difference_is_significant_only_when_it_excludes_zero():
     rng = np.random.default_rng(1)
     a, b = rng.normal(1.0, 0.1, 40), rng.normal(0.0, 0.1, 40)
-    assert significant(bootstrap_difference(a, b))
-    assert not significant(bootstrap_difference(a, a + rng.normal(0, 0.01, 40)))
+    assert significant(bootstrap_mean(a - b))
+    assert not significant(bootstrap_mean(rng.normal(0, 0.01, 40)))
+
+
+def test_the_mean_interval_covers_a_skewed_mean_at_least_as_often_as_the_percentile_interval():
+    # Log-normal samples of 20 (a time to goal's shape: a floor and a long tail), true mean e^0.5:
+    # the percentile bootstrap under-covers here; BCa corrects for the skew. Seeded, so deterministic
+    # (measured: BCa 271 of 300, percentile 263).
+    rng = np.random.default_rng(7)
+    bca_hits = percentile_hits = 0
+    draws, n, true_mean = 300, 20, math.exp(0.5)
+    for i in range(draws):
+        sample = rng.lognormal(0.0, 1.0, n)
+        bca = bootstrap_mean(sample, label=str(i))
+        means = sample[rng.integers(0, n, (1000, n))].mean(axis=1)
+        low, high = np.percentile(means, [2.5, 97.5])
+        bca_hits += bca.low <= true_mean <= bca.high
+        percentile_hits += low <= true_mean <= high
+        assert bca.low < sample.mean() < bca.high
+    assert bca_hits > percentile_hits and bca_hits / draws >= 0.9, (bca_hits, percentile_hits)
 
 
 def test_flakiness_per_case():
