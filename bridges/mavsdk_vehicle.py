@@ -98,12 +98,15 @@ class MavsdkVehicle(VehicleBase):
 
     echoes_setpoints = True  # PX4 and the built-in vehicle stream POSITION_TARGET_LOCAL_NED
 
-    def __init__(self, url: str, mavsdk: Mavsdk, system, speed_factor: float = 1.0):
+    def __init__(self, connection: MavsdkConnection, speed_factor: float = 1.0, owns_connection: bool = True):
+        """A Vehicle over `connection`; closing it closes the connection only if `owns_connection`
+        (a connection shared by a session's tests stays open, and only this Vehicle's plugins end)."""
         super().__init__()
-        self.url = url
+        self.url = connection.url
         self.speed_factor = speed_factor
-        self._mavsdk = mavsdk
-        self._system = system
+        self._connection = connection
+        self._owns_connection = owns_connection
+        system = self._system = connection.system
         self.action = ActionAsync(system)
         self.telemetry_plugin = TelemetryAsync(system)
         self.offboard = OffboardAsync(system)
@@ -589,7 +592,12 @@ class MavsdkVehicle(VehicleBase):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        self._mavsdk.destroy()
+        if self._owns_connection:
+            self._connection.close()
+            return
+        for plugin in (self.action, self.telemetry_plugin, self.offboard, self.mission, self.param, self.mavlink,
+                       self.info, self.events):
+            plugin.destroy()
 
     async def __aenter__(self) -> "MavsdkVehicle":
         return self
@@ -598,10 +606,24 @@ class MavsdkVehicle(VehicleBase):
         await self.close()
 
 
-async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0) -> MavsdkVehicle:
-    """Connect to the autopilot on a MAVSDK connection string, or raise naming the string.
+@dataclass
+class MavsdkConnection:
+    """A MAVSDK instance and the autopilot it found on a connection string. It outlives the Vehicles
+    made on it when it is shared: a bench board keeps one connection for a whole pytest session."""
 
-    `timeout` is wall-clock seconds; `speed_factor` is the target's simulation speed (1 for hardware).
+    url: str
+    mavsdk: Mavsdk
+    system: Any
+
+    def close(self) -> None:
+        """Drop MAVSDK: the port closes and every plugin on the system ends."""
+        self.mavsdk.destroy()
+
+
+async def open_connection(url: str, timeout: float = 10.0) -> MavsdkConnection:
+    """MAVSDK on a connection string, once an autopilot answers on it, or raise naming the string.
+
+    `timeout` is wall-clock seconds.
     """
     route_mavsdk_logs()
     url = loopback_by_default(url)
@@ -616,6 +638,19 @@ async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0) ->
         mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: no autopilot answered within {timeout:.1f} s "
                                      "(is the vehicle running, and sending to this address and port?)")
-    vehicle = MavsdkVehicle(url, mavsdk, system, speed_factor)
+    return MavsdkConnection(url, mavsdk, system)
+
+
+async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0,
+                  connection: MavsdkConnection | None = None) -> MavsdkVehicle:
+    """A Vehicle on a MAVSDK connection string, or raise naming the string.
+
+    `timeout` is wall-clock seconds; `speed_factor` is the target's simulation speed (1 for hardware).
+    With `connection` (open on `url`), the Vehicle uses it and leaves it open when it closes.
+    """
+    owned = connection is None
+    if connection is None:
+        connection = await open_connection(url, timeout)
+    vehicle = MavsdkVehicle(connection, speed_factor, owns_connection=owned)
     vehicle._start_streams()
     return vehicle

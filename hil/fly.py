@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
-from hil.param_journal import JournalRestoreRefused, ParamJournal, restore_pending
+from hil.param_journal import JournalRestoreRefused, keep_journal
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
@@ -225,11 +225,9 @@ async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: 
         recorder.event("refused", reason=str(exc))
         return "refused", str(exc), False  # not ours: it must not be landed either
     if options.hardware:
-        vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
-        restored = await restore_pending(vehicle, vehicle.journal)
+        restored = await keep_journal(vehicle, recorder)
         if restored:
             say(f"restored parameters an interrupted run left changed: {restored}")
-            recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
     if not options.params:
         return await _checklist_and_flight(vehicle, mission, recorder, options, say)
     async with vehicle.params_changed(options.params) as originals:

@@ -25,7 +25,7 @@ from typing import Any
 from bridges.vehicle import Vehicle, VehicleError
 from hil.fly import land_and_wait
 from hil.monitor import SuccessRule, TrialMonitor, Verdict
-from hil.param_journal import ParamJournal, restore_pending
+from hil.param_journal import keep_journal
 from hil.recording import record_telemetry
 from hil.safety import require_on_ground
 from missions.faults import FaultSpec
@@ -90,10 +90,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows)) if record else None
     try:
         if hardware:
-            vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
-            restored = await restore_pending(vehicle, vehicle.journal)
-            if restored:
-                recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+            await keep_journal(vehicle, recorder)
         await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
         await vehicle.arm()
         await vehicle.takeoff(task.altitude)

@@ -117,3 +117,14 @@ async def restore_pending(vehicle, journal: ParamJournal) -> dict[str, float]:
         journal.forget(name)
         restored[name] = value
     return restored
+
+
+async def keep_journal(vehicle, recorder) -> dict[str, float]:
+    """Give a flight controller the harness does not own its durable journal (`vehicle.journal`, kept
+    per hardware id), first restoring what an interrupted run left changed; returns what was
+    restored, also recorded as the event "params_restored_after_crash"."""
+    vehicle.journal = ParamJournal.for_vehicle(await vehicle.identity())
+    restored = await restore_pending(vehicle, vehicle.journal)
+    if restored:
+        recorder.event("params_restored_after_crash", params=restored, journal=str(vehicle.journal.path))
+    return restored

@@ -36,8 +36,9 @@ async def connected(url: str, options: TargetOptions, failure: Callable[[], str 
             proxy = await stack.enter_async_context(LinkProxy(url, f"udpout://127.0.0.1:{port}", spec, sink=sink,
                                                               speed=speed))
             url = f"udpin://127.0.0.1:{port}"
+        shared = options.connection if proxy is None else None
         try:
-            vehicle = await connect(url, options.connect_timeout_s, speed)
+            vehicle = await connect(url, options.connect_timeout_s, speed, connection=shared)
         except VehicleConnectionError as exc:
             detail = failure()
             raise VehicleConnectionError(f"{exc}\n{detail}" if detail else str(exc)) from None

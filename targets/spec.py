@@ -6,10 +6,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges.transport import TransportError, parse_url
 from bridges.vehicle import Vehicle
+
+if TYPE_CHECKING:  # MAVSDK loads only where a connection is made
+    from bridges.mavsdk_vehicle import MavsdkConnection
 
 SIM, LOCKSTEP, PX4_SITL, HARDWARE = "sim", "lockstep", "px4-sitl", "hardware"
 PHYSICS = ("default", "harness")
@@ -65,6 +68,9 @@ class TargetOptions:
     sink: Callable[[str, Mapping[str, Any]], None] | None = None  # (table, row): link and physics rows
     connect_timeout_s: float = 20.0  # wall seconds for the vehicle to answer
     allow_arming: bool = False  # a HITL board: let the harness arm it
+    # A connection already open on a running flight controller's url, used and left open (a bench
+    # board shared by a pytest session); None: connect anew and close after.
+    connection: MavsdkConnection | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.speed) and self.speed > 0):

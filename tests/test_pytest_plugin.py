@@ -104,6 +104,49 @@ async def test_fault_injection_on_a_connection_string_target_needs_its_own_optio
         allowed.assert_outcomes(passed=1)
 
 
+BENCH_TESTS = '''
+import json
+import pathlib
+import pytest
+
+LOG = pathlib.Path("bench.jsonl")
+
+def note(**row):
+    with LOG.open("a") as f:
+        f.write(json.dumps(row) + "\\n")
+
+@pytest.mark.hil(params={"MPC_XY_VEL_MAX": 7.5})
+async def test_1_leaves_it_flying(hil_vehicle):
+    note(test=1, connection=id(hil_vehicle._connection), param=await hil_vehicle.get_param("MPC_XY_VEL_MAX"))
+    await hil_vehicle.arm()
+    await hil_vehicle.takeoff(2.0)
+
+@pytest.mark.hil
+async def test_2_finds_it_as_it_was(hil_vehicle):
+    note(test=2, connection=id(hil_vehicle._connection), param=await hil_vehicle.get_param("MPC_XY_VEL_MAX"),
+         armed=hil_vehicle.state.armed, in_air=hil_vehicle.state.in_air)
+'''
+
+
+async def test_a_bench_board_keeps_one_connection_and_comes_back_to_a_known_state_between_tests(pytester, tmp_path):
+    from targets.builtin import SimProcessOptions, builtin_vehicle
+
+    pytester.makepyfile(test_bench=BENCH_TESTS)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    async with builtin_vehicle(SimProcessOptions(speed=4.0)) as board:  # stands in for a board on the bench
+        result = pytester.runpytest_subprocess("--hil-target", board.url, "--hil-arm", "-p", "no:randomly",
+                                               "--hil-record-dir", str(pytester.path / "records"))
+    result.assert_outcomes(passed=2)
+    first, second = (json.loads(line) for line in (pytester.path / "bench.jsonl").read_text().splitlines())
+    assert first["connection"] == second["connection"], "one MAVSDK connection for the session"
+    assert first["param"] == 7.5, "the marker's parameter is set on a running flight controller"
+    assert second["param"] != 7.5, "and restored after the test"
+    assert not second["armed"] and not second["in_air"], "the first test's flight was landed"
+    events = [json.loads(line)["kind"] for line in
+              (pytester.path / "records" / "test_bench.py_test_1_leaves_it_flying" / "events.jsonl").open()]
+    assert "params_set" in events
+
+
 LAB = """targets:
   desk: {target: lockstep, profile: 1.00kg-SunnySky}
   board: {target: "udpin://127.0.0.1:9"}

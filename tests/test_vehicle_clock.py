@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from bridges.mavsdk_vehicle import connect
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
 
+# Overload is the point here, and on two busy cores it can starve MAVSDK's callback thread for over
+# a second (it logs "Dropping subscription callbacks"): the wait then ends by its link-lost grace with
+# no stamp at all (seen once in a clean-clone CI run beside PX4 workers). One rerun, as PX4's tests.
+@pytest.mark.flaky(reruns=1)
 async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_time_waits():
     # Asked for 300x, the built-in vehicle cannot keep up on this machine (it reports falling behind):
     # a wait of 3 vehicle seconds must still be 3 s on the vehicle's clock, not 10 ms of wall time.

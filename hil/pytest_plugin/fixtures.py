@@ -14,6 +14,8 @@ import pytest
 import pytest_asyncio
 
 from hil import version as harness_version
+from hil.param_journal import keep_journal
+from hil.pytest_plugin.bench import BenchConnections
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
 from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
 from hil.recording import record_telemetry
@@ -58,9 +60,17 @@ class TestRecord:
 RECORD = pytest.StashKey[TestRecord]()
 
 
+@pytest.fixture(scope="session")
+def hil_bench() -> BenchConnections:
+    """The session's connections to flight controllers it did not start (one per connection string)."""
+    bench = BenchConnections()
+    yield bench
+    bench.close()
+
+
 @pytest_asyncio.fixture
 async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_profile: str,
-                      hil_repeat: int):
+                      hil_repeat: int, hil_bench: BenchConnections):
     """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
@@ -81,31 +91,45 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     link_name = opts.get("link") or hil_config.link
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
               "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
+    params = opts.get("params", {})
     with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
         try:
-            async with bring_up(entry, hil_config, hil_profile, opts.get("params", {}), link_name, recorder,
-                                 request) as vehicle:
+            async with bring_up(entry, hil_config, hil_profile, params, link_name, recorder, request,
+                                hil_bench) as vehicle:
                 record.recorder = recorder
                 telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
                 await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
-                await vehicle.wait_armable(timeout=30.0)
-                # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart.
-                request.node.user_properties.extend([
-                    ("hil_target", hil_target), ("hil_profile", hil_profile),
-                    ("hil_autopilot", (await vehicle.preflight_status()).autopilot),
-                    ("hil_harness_version", harness_version())])
-                try:
-                    yield vehicle
-                finally:
-                    telemetry.cancel()
-                    with contextlib.suppress(BaseException):
-                        await telemetry
-                    await make_safe(vehicle)
+                # A running flight controller is not rebooted between tests: what the test changes is set
+                # through the journal and put back after the landing (a simulator takes them at boot).
+                async with (_params_changed(vehicle, params, recorder) if kind == "hardware"
+                            else contextlib.nullcontext()):
+                    await vehicle.wait_armable(timeout=30.0)
+                    # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart.
+                    request.node.user_properties.extend([
+                        ("hil_target", hil_target), ("hil_profile", hil_profile),
+                        ("hil_autopilot", (await vehicle.preflight_status()).autopilot),
+                        ("hil_harness_version", harness_version())])
+                    try:
+                        yield vehicle
+                    finally:
+                        telemetry.cancel()
+                        with contextlib.suppress(BaseException):
+                            await telemetry
+                        await make_safe(vehicle)
         finally:
             # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
             passed = getattr(request.node, "_hil_call_passed", None)
             outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
             recorder.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
+
+
+@contextlib.asynccontextmanager
+async def _params_changed(vehicle, params: dict, recorder: TrialRecorder):
+    await keep_journal(vehicle, recorder)
+    async with vehicle.params_changed(params) as originals:
+        if params:
+            recorder.event("params_set", params=dict(params), originals=originals)
+        yield
 
 
 @pytest.fixture

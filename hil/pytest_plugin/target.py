@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
+from hil.pytest_plugin.bench import BenchConnections
 from hil.pytest_plugin.config import HilConfig
 from hil.pytest_plugin.lab import LabTarget
 
@@ -44,11 +45,13 @@ async def make_safe(vehicle) -> None:
 
 @contextlib.asynccontextmanager
 async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
-                    request):
+                   request, bench: BenchConnections):
     """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
 
     The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
-    `hil_link`; PX4's console and logs into the test's trial record.
+    `hil_link`; PX4's console and logs into the test's trial record. A running flight controller
+    reached directly (no proxy, no harness physics) is reached over the session's connection in
+    `bench`, which stays open after the test.
     """
     from bridges.transport import parse_url
     from px4.sitl import Px4NotFound
@@ -68,9 +71,12 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
         else:
             recorder.append(table, row)
 
+    physics = entry.physics or config.physics
     options = TargetOptions(profile=profile, speed=entry.speed or config.speed, params=params, link=link_name,
-                            physics=entry.physics or config.physics, keep_in=recorder.record_dir, sink=sink,
+                            physics=physics, keep_in=recorder.record_dir, sink=sink,
                             allow_arming=config.arm or entry.arm)
+    if spec.kind == "hardware" and link is None and physics == "default":
+        options = replace(options, connection=await bench.get(spec.url, options.connect_timeout_s))
     try:
         opened = open_target(spec, options)
         target_up = await opened.__aenter__()

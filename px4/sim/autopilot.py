@@ -396,6 +396,10 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.armed = False
         self.current_setpoint = None
         self.say(mavlink.MAV_SEVERITY_INFO, why)
+        if self.mode in (FlightMode.LAND, FlightMode.RTL):
+            # PX4 (v1.14.0 and v1.16.1, measured) leaves the modes it cannot arm in for Hold once
+            # disarmed, so the next flight arms without a mode change.
+            self._enter_mode(FlightMode.HOLD)
 
     def _enter_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None, yaw: float = NAN) -> None:
         previous = self.mode

@@ -17,6 +17,14 @@ async def _land(vehicle) -> None:
     await vehicle.land()
     landed = await vehicle.wait_until(lambda s: not s.armed, 90.0, "landing and auto-disarm")
     assert not landed.in_air and landed.landed_state == "ON_GROUND"
+    await _armable_again_in_hold(vehicle)
+
+
+async def _armable_again_in_hold(vehicle) -> None:
+    # Disarmed after a landing, PX4 leaves Land and Return (modes it cannot arm in) for Hold, so the
+    # next flight can arm without a mode change (v1.14.0 and v1.16.1, measured).
+    await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 3.0, "Hold after the landing")
+    await vehicle.wait_armable(timeout=10.0)
 
 
 @pytest.mark.px4_smoke
@@ -152,6 +160,7 @@ async def test_goto_then_return_to_launch(vehicle):
     # PX4 SIH lands back within its GPS wander of home: v1.14.0 measured 1.50 and 1.63 m in two of
     # about ten CI runs (v1.16.1 and the built-in well inside 1 m).
     assert math.hypot(home.north, home.east) < 2.0 and home.landed_state == "ON_GROUND"
+    await _armable_again_in_hold(vehicle)
 
 
 async def test_velocity_and_attitude_offboard_setpoints(vehicle):
