@@ -2,7 +2,8 @@
 
 The report is built once as a list of blocks (headings, paragraphs, tables, figures) and written
 twice: Markdown with its figures as PNG files beside it, and HTML with the same figures embedded as
-base64, so the page can be mailed or archived on its own.
+base64 and Plotly inline, so the page can be mailed or archived on its own (the per-trial pages it
+links to stay in the report's folder).
 
 Sections: outcomes; success by scenario (FLYINGTRUST Fig. 9); success against platform capability
 (Fig. 10); platform x scenario heatmaps (Figs. 12-16); composite score (Table II); benchmark
@@ -26,7 +27,7 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
-from reports.interactive import PLOTLY_JS, div, timing_histogram, write_plotly_js
+from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
@@ -435,7 +436,7 @@ def to_html(blocks: list[Block], title: str) -> str:
              "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}"
              "th{background:#f3f3f3}figure{margin:1em 0}figure img{max-width:100%;height:auto}"
              "figcaption{font-size:13px;color:#555}details{margin:.5em 0}summary{cursor:pointer}"
-             f"</style><script src='report_files/{PLOTLY_JS}'></script></head><body>"]
+             f"</style>{inline_script()}</head><body>"]
     for block in blocks:
         if isinstance(block, Heading):
             parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
@@ -458,8 +459,9 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 
 def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report") -> tuple[Path, Path]:
-    """Write report.md (+ report_files/*.png), report.html (Plotly in report_files/, no CDN) and a page
-    per trial (trials/) into `out_dir`; returns the paths of report.md and report.html."""
+    """Write report.md (+ report_files/*.png), report.html (one file: figures and Plotly inline, no CDN)
+    and a page per trial (trials/, Plotly from report_files/) into `out_dir`; returns the paths of
+    report.md and report.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures_dir = out_dir / "report_files"
     write_plotly_js(figures_dir)

@@ -51,7 +51,7 @@ class AutoModes:
             # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude.
             self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
             target = self._target
-            self._enter_mode(FlightMode.HOLD)
+            self._user_mode(FlightMode.HOLD)
             self._target = target
             self._set_triplet(Triplet(target, Kind.LOITER, yaw=self._triplet.yaw if self._triplet else math.nan))
 
@@ -181,7 +181,11 @@ class AutoModes:
         self.mission_finished = True
         self.mission_current = len(self.mission)
         self._phase = AutoPhase.DONE
-        if not self.landed and self._triplet is not None:
-            # PX4 loiters at the last item (where the trajectory is heading anyway).
-            self._set_triplet(Triplet(self._target, Kind.LOITER, yaw=math.nan))
         self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
+        if not self.landed and self._triplet is not None:
+            # PX4 loiters at the last item (where the trajectory is heading anyway), and its commander
+            # switches to Hold (v1.14.0 and v1.16.1, measured).
+            target = self._target
+            self._user_mode(FlightMode.HOLD)
+            self._target = target
+            self._set_triplet(Triplet(target, Kind.LOITER, yaw=math.nan))

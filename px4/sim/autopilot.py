@@ -29,6 +29,7 @@ from px4.sih import physical_from_sih, physical_to_sih
 from px4.sim.auto_modes import AutoModes
 from px4.sim.autopilot_types import (
     ACCEPTED,
+    NOT_AFTER_DISARM,
     POSITION_MODES,
     SILENT_REFUSAL,
     AutoPhase,
@@ -90,6 +91,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.time_s = 0.0
         self.armed = False
         self.mode = FlightMode.HOLD
+        self._mode_after_disarm = FlightMode.HOLD
         self.landed = True
         self.landed_state = LandedState.ON_GROUND
         self.battery_remaining = 1.0
@@ -267,7 +269,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         if mode == FlightMode.TAKEOFF:
             return self.takeoff(NAN)
         if mode != self.mode:
-            self._enter_mode(mode)
+            self._user_mode(mode)
         return ACCEPTED
 
     def start_mission(self, first: int = 0) -> CommandResult:
@@ -278,7 +280,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             if not result.accepted:
                 return result
         if self._mission_valid and self.mode != FlightMode.MISSION:
-            self._enter_mode(FlightMode.MISSION)
+            self._user_mode(FlightMode.MISSION)
         return ACCEPTED
 
     def takeoff(self, alt_amsl: float, lat: float = NAN, lon: float = NAN) -> CommandResult:
@@ -300,17 +302,17 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             self.say(mavlink.MAV_SEVERITY_INFO, "Already higher than takeoff altitude")
             target_down = d
         self._target = (n, e, target_down)
-        self._enter_mode(FlightMode.TAKEOFF)
+        self._user_mode(FlightMode.TAKEOFF)
         return ACCEPTED
 
     def land(self) -> CommandResult:
         """MAV_CMD_NAV_LAND at the current position."""
-        self._enter_mode(FlightMode.LAND)
+        self._user_mode(FlightMode.LAND)
         return ACCEPTED
 
     def return_to_launch(self) -> CommandResult:
         """MAV_CMD_NAV_RETURN_TO_LAUNCH."""
-        self._enter_mode(FlightMode.RTL)
+        self._user_mode(FlightMode.RTL)
         return ACCEPTED
 
     def reposition(self, north: float, east: float, down: float, yaw: float = NAN, speed: float = -1.0) -> CommandResult:
@@ -322,7 +324,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             self.say(mavlink.MAV_SEVERITY_CRITICAL, "Reposition is outside geofence")
             return ACCEPTED
         self._speed_override = speed if speed > 0 else None
-        self._enter_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
+        self._user_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
         return ACCEPTED
 
     def orbit(self, radius: float, speed: float, yaw_mode: float, lat: float = NAN, lon: float = NAN,
@@ -342,7 +344,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self._orbit = Orbit.from_command(radius, speed, yaw_mode, (n, e), d, self.dyn.yaw, p["MC_ORBIT_RAD_MAX"],
                                          p["MPC_ACC_HOR"], int(p["MC_ORBIT_YAW_MOD"]))
         self._orbit_yaw = self.dyn.yaw
-        self._enter_mode(FlightMode.ORBIT)
+        self._user_mode(FlightMode.ORBIT)
         return ACCEPTED
 
     def change_speed(self, speed: float) -> CommandResult:
@@ -396,10 +398,17 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.armed = False
         self.current_setpoint = None
         self.say(mavlink.MAV_SEVERITY_INFO, why)
-        if self.mode in (FlightMode.LAND, FlightMode.RTL):
-            # PX4 (v1.14.0 and v1.16.1, measured) leaves the modes it cannot arm in for Hold once
-            # disarmed, so the next flight arms without a mode change.
-            self._enter_mode(FlightMode.HOLD)
+        # PX4 returns to the last mode the user chose that can be armed in (v1.14.0 and v1.16.1,
+        # measured: Hold after a takeoff, a reposition or a mission; Offboard after Offboard then Land).
+        if self.mode != self._mode_after_disarm:
+            self._enter_mode(self._mode_after_disarm)
+
+    def _user_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None,
+                   yaw: float = NAN) -> None:
+        """Enter a mode the user (or the end of a takeoff or mission) chose, as opposed to a failsafe's."""
+        if mode not in NOT_AFTER_DISARM:
+            self._mode_after_disarm = mode
+        self._enter_mode(mode, target, yaw)
 
     def _enter_mode(self, mode: FlightMode, target: tuple[float, float, float] | None = None, yaw: float = NAN) -> None:
         previous = self.mode
@@ -572,7 +581,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         if self.manual.sticks.deflection() * 100.0 < self.params["COM_RC_STICK_OV"]:
             return False
         self.say(mavlink.MAV_SEVERITY_WARNING, "Pilot took over using sticks")
-        self._enter_mode(FlightMode.POSCTL)
+        self._user_mode(FlightMode.POSCTL)
         self._fly_sticks()
         return True
 

@@ -70,3 +70,7 @@ class AutoPhase(Enum):
 # position-loss failsafe descends without horizontal control (nav state Descend, reported as Land).
 POSITION_MODES = frozenset({FlightMode.POSCTL, FlightMode.ORBIT, FlightMode.OFFBOARD, FlightMode.TAKEOFF,
                              FlightMode.HOLD, FlightMode.MISSION, FlightMode.RTL})
+# Modes PX4's commander never returns to after a disarm (UserModeIntention keeps the last mode the user
+# chose that is not one of them): Land, Return and Orbit prevent arming; a Takeoff would climb at the
+# next arming (PX4 excludes it since its takeoff-intention check).
+NOT_AFTER_DISARM = frozenset({FlightMode.LAND, FlightMode.RTL, FlightMode.ORBIT, FlightMode.TAKEOFF})

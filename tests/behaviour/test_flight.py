@@ -13,18 +13,20 @@ from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleError
 
 
-async def _land(vehicle) -> None:
+async def _land(vehicle, mode_after: str = "HOLD") -> None:
     await vehicle.land()
     landed = await vehicle.wait_until(lambda s: not s.armed, 90.0, "landing and auto-disarm")
     assert not landed.in_air and landed.landed_state == "ON_GROUND"
-    await _armable_again_in_hold(vehicle)
+    await _back_in_the_users_mode(vehicle, mode_after)
 
 
-async def _armable_again_in_hold(vehicle) -> None:
-    # Disarmed after a landing, PX4 leaves Land and Return (modes it cannot arm in) for Hold, so the
-    # next flight can arm without a mode change (v1.14.0 and v1.16.1, measured).
-    await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 3.0, "Hold after the landing")
-    await vehicle.wait_armable(timeout=10.0)
+async def _back_in_the_users_mode(vehicle, mode: str) -> None:
+    # Disarmed, PX4 leaves Land and Return (it cannot arm in them) for the last mode the user chose
+    # that it can arm in: Hold after a takeoff, a reposition or a finished mission (which ends in
+    # Hold), Offboard after Offboard then Land.
+    await vehicle.wait_until(lambda s: s.flight_mode == mode, 3.0, f"{mode} after the landing")
+    if mode == "HOLD":
+        await vehicle.wait_armable(timeout=10.0)  # the next flight arms without a mode change
 
 
 @pytest.mark.px4_smoke
@@ -90,8 +92,9 @@ async def test_four_waypoint_mission_reports_each_item_reached(vehicle):
     # missed the first (a lost datagram, a busy subscriber) still hears of it.
     assert 2 <= raw.count(3) <= 11, raw
     assert progress[-1].current == progress[-1].total == 4
-    # The vehicle really went round: it ends near the last waypoint at mission altitude.
+    # The vehicle really went round: it ends near the last waypoint at mission altitude, in Hold.
     assert vehicle.state.distance_to(0, 0, -5) < 1.5
+    await vehicle.wait_until(lambda s: s.flight_mode == "HOLD", 3.0, "Hold once the mission is finished")
     await _land(vehicle)
 
 
@@ -160,7 +163,7 @@ async def test_goto_then_return_to_launch(vehicle):
     # PX4 SIH lands back within its GPS wander of home: v1.14.0 measured 1.50 and 1.63 m in two of
     # about ten CI runs (v1.16.1 and the built-in well inside 1 m).
     assert math.hypot(home.north, home.east) < 2.0 and home.landed_state == "ON_GROUND"
-    await _armable_again_in_hold(vehicle)
+    await _back_in_the_users_mode(vehicle, "HOLD")
 
 
 async def test_velocity_and_attitude_offboard_setpoints(vehicle):
@@ -180,7 +183,7 @@ async def test_velocity_and_attitude_offboard_setpoints(vehicle):
     assert later.east > rolled.east
     await vehicle.set_velocity_ned(0.0, 0.0, 0.0)
     await vehicle.wait_until(lambda s: s.speed < 0.3, 15.0, "stopped")
-    await _land(vehicle)
+    await _land(vehicle, mode_after="OFFBOARD")
 
 
 async def test_cancelled_flight_cleans_up_and_leaves_the_vehicle_landing(autopilot):
