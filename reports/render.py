@@ -32,7 +32,7 @@ from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
 from reports.tracks import navigation_track
-from reports.trial_pages import cycle_totals_ms, record_dir, write_trial_pages
+from reports.trial_pages import TrialPages, cycle_totals_ms, record_dir, write_trial_pages
 
 TRACK_SCENES = 4  # scene configurations with a track plot
 TRACKS_PER_PLOT = 8
@@ -76,11 +76,12 @@ Block = Heading | Paragraph | Table | Figure | Html
 
 # ----------------------------------------------------------------------------------------- assembling
 def build_report(results: pd.DataFrame, title: str = "Campaign report",
-                 links: dict[str, str] | None = None) -> list[Block]:
-    """Every block of the report, from a results table (one or more runs concatenated); `links` maps
-    trial ids to their pages (`reports.trial_pages`)."""
+                 pages: TrialPages | None = None) -> list[Block]:
+    """Every block of the report, from a results table (one or more runs concatenated); `pages` are
+    the trial pages written for it (`reports.trial_pages`): their links, and the timing they read."""
     results = _with_derived_columns(results)
-    links = links or {}
+    pages = pages or TrialPages()
+    links = pages.links
     blocks: list[Block] = [Heading(title, 1), *_overview(results)]
     if results.empty:
         return blocks
@@ -89,7 +90,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
     blocks += _score_section(results)
     blocks += _metrics_section(results)
     blocks += _timing_section(results)
-    blocks += _timing_histograms(results)
+    blocks += _timing_histograms(results, pages.cycle_totals_ms)
     blocks += _estimation_section(results)
     blocks += _flakiness_section(results)
     blocks += _track_section(results)
@@ -145,8 +146,9 @@ def _all_trials_section(results: pd.DataFrame, links: dict[str, str]) -> list[Bl
     return blocks
 
 
-def _timing_histograms(results: pd.DataFrame) -> list[Block]:
-    """Per planner x target: every planner cycle's T_tot, its p99 and the loop's deadline (1 / rate)."""
+def _timing_histograms(results: pd.DataFrame, read: dict[str, np.ndarray]) -> list[Block]:
+    """Per planner x target: every planner cycle's T_tot, its p99 and the loop's deadline (1 / rate);
+    `read` holds the trials' per-cycle totals already read (by trial id)."""
     if "t_tot_ms" not in results or not results["t_tot_ms"].notna().any() or "run_dir" not in results:
         return []
     blocks: list[Block] = [Heading("Per-cycle compute time", 3),
@@ -157,7 +159,8 @@ def _timing_histograms(results: pd.DataFrame) -> list[Block]:
     for planner, rows in timed.groupby("planner", sort=True):
         totals = {}
         for target, group in rows.groupby("target", sort=True):
-            values = [cycle_totals_ms(record_dir(row)) for _, row in group.head(HISTOGRAM_TRIALS).iterrows()]
+            values = [read[str(row["trial_id"])] if str(row["trial_id"]) in read else cycle_totals_ms(record_dir(row))
+                      for _, row in group.head(HISTOGRAM_TRIALS).iterrows()]
             totals[str(target)] = np.concatenate(values) if values else np.array([])
         rate = rows["rate_hz"].dropna()
         deadline = 1000.0 / float(rate.iloc[0]) if len(rate) else None
@@ -465,8 +468,8 @@ def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign re
     out_dir.mkdir(parents=True, exist_ok=True)
     figures_dir = out_dir / "report_files"
     write_plotly_js(figures_dir)
-    links = write_trial_pages(results, out_dir) if "run_dir" in results else {}
-    blocks = build_report(results, title, links)
+    pages = write_trial_pages(results, out_dir) if "run_dir" in results else TrialPages()
+    blocks = build_report(results, title, pages)
     for block in blocks:
         if isinstance(block, Figure):
             (figures_dir / f"{block.name}.png").write_bytes(block.png)

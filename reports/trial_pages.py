@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,22 +53,33 @@ def cycle_totals_ms(record: Path) -> np.ndarray:
     return table[TOTAL].dropna().to_numpy(float) / 1e6 if TOTAL in table else np.array([])
 
 
-def write_trial_pages(results: pd.DataFrame, out_dir: Path) -> dict[str, str]:
-    """A page for every trial of `results` whose record can be read; trial id -> href."""
+@dataclass
+class TrialPages:
+    """What writing the trial pages found, by trial id: each page's href, and each trial's per-cycle
+    T_tot (ms), read once for its page and reused by the overview's histograms."""
+
+    links: dict[str, str] = field(default_factory=dict)
+    cycle_totals_ms: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def write_trial_pages(results: pd.DataFrame, out_dir: Path) -> TrialPages:
+    """A page for every trial of `results` whose record can be read."""
     folder = out_dir / PAGES_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    links = {}
+    pages = TrialPages()
     for _, row in results.iterrows():
         record = record_dir(row)
         if not (record / "manifest.json").exists():
             continue
-        (folder / f"{row['trial_id']}.html").write_text(trial_page(record), encoding="utf-8")
-        links[str(row["trial_id"])] = page_href(str(row["trial_id"]))
-    return links
+        trial_id = str(row["trial_id"])
+        totals = pages.cycle_totals_ms[trial_id] = cycle_totals_ms(record)
+        (folder / f"{trial_id}.html").write_text(trial_page(record, totals), encoding="utf-8")
+        pages.links[trial_id] = page_href(trial_id)
+    return pages
 
 
-def trial_page(record: Path) -> str:
-    """The HTML page of one trial record."""
+def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
+    """The HTML page of one trial record (`totals`: its per-cycle T_tot, if already read)."""
     manifest = read_manifest(record)
     config = manifest.get("config", {})
     summary = manifest.get("summary") or {}
@@ -89,7 +101,7 @@ def trial_page(record: Path) -> str:
         figure = timeseries(telemetry, commands if commands is not None else pd.DataFrame(),
                             _on_telemetry_clock(events, telemetry, summary), int(telemetry["t_ns"].iloc[0]), scale)
         parts += ["<h2>Flight</h2>", div(figure, "timeseries")]
-    totals = cycle_totals_ms(record)
+    totals = cycle_totals_ms(record) if totals is None else totals
     if len(totals):
         rate = config.get("rate_hz")
         deadline = 1000.0 / float(rate) if rate else None
