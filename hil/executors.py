@@ -45,6 +45,28 @@ STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulato
 _TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
 
 
+class StopRequest:
+    """Ctrl-C or SIGTERM to `hil run`, remembered. The KeyboardInterrupt a signal raises is lost when
+    it lands in a finalizer (Python prints "Exception ignored in ..."; seen once under load in CI:
+    the campaign then ran on to its end), so the pool also checks the request between its waits."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def handler(self, signum, frame) -> None:
+        """Install for SIGINT and SIGTERM: stop at once where the interrupt is raised, or at the next wait."""
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a stop was requested and the signal's own one went missing."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+STOP = StopRequest()
+
+
 @dataclass(frozen=True)
 class TrialDone:
     """One finished trial: its summary, or the harness error that prevented a record."""
@@ -145,6 +167,7 @@ class LocalPool:
             start_worker()
         remaining = len(trials)
         while remaining:
+            STOP.check()
             for worker in self._pool.values():
                 if worker.trial is None and pending:
                     worker.trial = pending.pop()

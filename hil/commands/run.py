@@ -42,7 +42,7 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import load_campaign
-    from hil.executors import LocalPool, RayExecutor
+    from hil.executors import STOP, LocalPool, RayExecutor
     from hil.runner import CAMPAIGN_FILE, CampaignBusy, run_campaign
     from targets.spec import TargetSpec
 
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     workers = 1 if hardware else args.workers
     executor = RayExecutor(args.address) if args.executor == "ray" else LocalPool(workers)
     # SIGTERM (e.g. from a job scheduler) stops the campaign as Ctrl-C does.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, STOP.handler)
     print(f"campaign {campaign.name}: {len(campaign.trials())} trials into {campaign_dir} "
           f"({args.executor} executor{'' if args.executor == 'ray' else f', {workers} workers'})", flush=True)
     try:
