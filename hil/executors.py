@@ -158,6 +158,9 @@ class LocalPool:
 
         def start_worker() -> None:
             slot, tasks = next(slots), context.Queue()
+            # What is still queued for a worker is worthless once the pool stops; without this, the
+            # exit joins the queue's feeder thread, and a run interrupted under load once hung there.
+            tasks.cancel_join_thread()
             process = context.Process(target=_worker_main, args=(slot, campaign_dir, tasks, results),
                                       name=f"hil-worker-{slot}", daemon=True)
             process.start()

@@ -84,6 +84,17 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return []
 
 
+def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The process's (stdout, stderr) once it exits; one that does not exit in time is killed, never
+    left behind, and fails the test with the end of its stderr."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        raise AssertionError(f"{' '.join(proc.args[2:4])} did not exit within {timeout:g} s: {stderr[-2000:]}") from None
+
+
 def _wait_for_trials(out: Path, count: int, timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -162,7 +173,7 @@ def test_ctrl_c_stops_cleanly_without_orphan_simulators(tmp_path):
     time.sleep(1.0)  # mid-trial
     everything = _descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = _finish(proc, 30)
     assert proc.returncode == 130, stderr
     assert "resumes" in stderr
     assert not _wait_gone(everything, timeout=10), "processes left behind after Ctrl-C"
@@ -229,12 +240,12 @@ def test_a_report_after_a_killed_resume_counts_every_finished_trial(tmp_path):
     first = _start_run(campaign, out, "--workers", "1")
     _wait_for_trials(out, 2)
     first.send_signal(signal.SIGINT)  # Ctrl-C: the run writes its (soon stale) results table
-    first.communicate(timeout=60)
+    _finish(first, 60)
     stale = len(pd.read_parquet(out / "results.parquet"))
     resumed = _start_run(out, out, "--workers", "1")
     _wait_for_trials(out, stale + 3)
     resumed.send_signal(signal.SIGKILL)  # no table written this time
-    resumed.communicate(timeout=60)
+    _finish(resumed, 60)
     finished = len(list((out / "trials").iterdir()))
     assert finished > stale and len(load_results(out)) == finished
 
@@ -270,7 +281,7 @@ def test_a_killed_worker_costs_no_trial(tmp_path):
     _wait_for_trials(out, 2)
     victim = next(p for p in _descendants(run.pid) if "spawn_main" in " ".join(p.cmdline()))  # a worker
     victim.kill()
-    stdout, stderr = run.communicate(timeout=120)
+    stdout, stderr = _finish(run, 120)
     assert run.returncode == 0, stdout + stderr
     assert "a worker died (signal SIGKILL)" in stderr and "running it again" in stderr
     assert "24 trials run" in stdout
@@ -287,7 +298,7 @@ def test_a_second_run_on_the_same_directory_is_refused_naming_the_first(tmp_path
     second = hil("run", str(out), "--no-progress")
     assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr
     assert "Traceback" not in second.stderr
-    stdout, stderr = first.communicate(timeout=120)
+    stdout, stderr = _finish(first, 120)
     assert first.returncode == 0, stderr
     for record in (out / "trials").iterdir():  # the refused run flew nothing
         assert [e["kind"] for e in read_events(record)].count("trial_started") == 1
