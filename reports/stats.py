@@ -78,8 +78,7 @@ def wilson_rate(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -
     [0.76, 1.00], 3 of 3 [0.44, 1.00] (Wilson 1927; Brown, Cai and DasGupta 2001 recommend it for
     small n).
     """
-    data = np.asarray(values, dtype=float)
-    data = data[~np.isnan(data)]
+    data = _clean(values)
     n = len(data)
     if n == 0:
         return Estimate(math.nan, math.nan, math.nan, 0)

@@ -89,9 +89,9 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     request.node.stash[RECORD] = record
     request.node.user_properties.append(("hil_record", str(record_dir)))
     link_name = opts.get("link") or hil_config.link
-    config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
-              "params": opts.get("params", {}), "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
     params = opts.get("params", {})
+    config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
+              "params": params, "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
     with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
         try:
             async with bring_up(entry, hil_config, hil_profile, params, link_name, recorder, request,

@@ -50,10 +50,7 @@ class AutoModes:
         if self._reached(self._target, self.params["NAV_ACC_RAD"]):
             # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude.
             self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
-            target = self._target
-            self._user_mode(FlightMode.HOLD)
-            self._target = target
-            self._set_triplet(Triplet(target, Kind.LOITER, yaw=self._triplet.yaw if self._triplet else math.nan))
+            self._hold_at(self._target, yaw=self._triplet.yaw if self._triplet else math.nan)
 
     def _navigate_rtl(self) -> None:
         home = self.home
@@ -185,7 +182,11 @@ class AutoModes:
         if not self.landed and self._triplet is not None:
             # PX4 loiters at the last item (where the trajectory is heading anyway), and its commander
             # switches to Hold (v1.14.0 and v1.16.1, measured).
-            target = self._target
-            self._user_mode(FlightMode.HOLD)
-            self._target = target
-            self._set_triplet(Triplet(target, Kind.LOITER, yaw=math.nan))
+            self._hold_at(self._target, yaw=math.nan)
+
+    def _hold_at(self, target: tuple[float, float, float], yaw: float) -> None:
+        """Hold, loitering at `target` rather than at the braking point: how PX4's commander ends a
+        takeoff or a mission (a mode the user chose, so the one the vehicle returns to after a disarm)."""
+        self._user_mode(FlightMode.HOLD)
+        self._target = target
+        self._set_triplet(Triplet(target, Kind.LOITER, yaw=yaw))
