@@ -9,6 +9,11 @@ least +-20 % of its mean) and the verdict. Exit status 1 when a figure is outsid
     python benchmarks/fidelity.py --targets px4-sitl builtin --px4-dir ../shared/px4/v1.16.1 --runs 3
     python benchmarks/fidelity.py --quick            # takeoff, velocity step, land; 2 runs each
     python benchmarks/fidelity.py --reference px4.json --targets builtin   # PX4's saved runs
+    python benchmarks/fidelity.py --record runs/fidelity && hil report runs/fidelity   # as trial records
+
+On PX4 SITL the figures are measured on the simulator's ground truth (SIH streams it), on the
+built-in vehicle on its own state (which is exact): PX4's EKF2 estimate of SIH's flight disagrees
+with itself by 10-30 % over a manoeuvre, so figures from it would measure the estimator too.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
-from hil.fidelity import PX4_SITL, TARGETS, compare, format_table, load_runs, run_target, save_runs  # noqa: E402
+from hil.fidelity import PX4_SITL, TARGETS, load_runs, run_target, save_runs
+from reports.fidelity import CANDIDATE, REFERENCE, compare, format_table
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,6 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reference", type=Path, help="a runs file saved by --save: its first target is the reference")
     parser.add_argument("--save", type=Path, help="write every run's figures to this JSON file")
     parser.add_argument("--traces", type=Path, help="keep each run's telemetry as CSV in this directory")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="keep each run flown as a trial record in DIR/trials/ (figures and telemetry); "
+                             "`hil report DIR` shows the fidelity table")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -63,9 +72,10 @@ async def main(argv: list[str] | None = None) -> int:
     for target in args.targets:
         if target in runs:
             continue
+        role = REFERENCE if not runs else CANDIDATE
         runs[target] = await run_target(target, args.runs, args.speed, args.px4_dir, args.quick,
                                         say=lambda text: print(text, file=sys.stderr, flush=True),
-                                        trace_dir=args.traces)
+                                        trace_dir=args.traces, record_dir=args.record, role=role)
     if args.save is not None:
         save_runs(args.save, runs)
     (reference, ref_runs), (candidate, cand_runs) = list(runs.items())[:2]

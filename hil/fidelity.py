@@ -26,14 +26,17 @@ import asyncio
 import contextlib
 import json
 import math
-import statistics
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncContextManager, AsyncIterator, Awaitable, Callable, Sequence
+from typing import AsyncContextManager
 
 import numpy as np
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from records.record import TrialRecorder
+from reports.fidelity import CANDIDATE, FIDELITY_KIND, FIGURE_PREFIX, TRACE_TABLE
+from reports.results import TRIALS_DIR
 
 TAKEOFF_ALT = 5.0
 YAW_STEP_DEG = 90.0
@@ -49,73 +52,17 @@ MISSION_LEG = 20.0
 MISSION_RADIUS = 2.0  # acceptance radius of the mission's fly-through waypoints
 # The return: a low return altitude keeps the flight short; both targets get the same values.
 RTL_PARAMS = {"RTL_RETURN_ALT": 15.0, "RTL_DESCEND_ALT": 10.0}
+# The simulator's ground truth (PX4 SIH streams it on request), its rate (vehicle Hz).
+HIL_STATE_QUATERNION = 115
+TRUTH_HZ = 50.0
+EARTH_RADIUS_M = 6371000.0  # a local tangent plane is exact enough over the suite's 100 m
 # The heading's stream rate while recording (vehicle Hz): enough for a yaw step, light on the harness.
 ATTITUDE_HZ = 30.0
 # Arrived: this close and this slow (PX4's position estimate wanders by ~0.3 m and 0.2 m/s in hover).
 ARRIVAL_M = 1.0
 ARRIVAL_SPEED = 0.5
-# When PX4's spread is narrower than this fraction of its mean, the band is this wide instead.
-MIN_RELATIVE_BAND = 0.20
-
-
-# ---------------------------------------------------------------------------------------------- figures
-
-@dataclass(frozen=True)
-class Figure:
-    """One number the suite extracts: its name, unit, meaning, and the smallest band it gets.
-
-    ``floor`` is an absolute half-width for figures whose value can be near zero (an overshoot of
-    3 cm has no meaningful 20 % band). ``known`` explains a difference that cannot close.
-    """
-
-    name: str
-    unit: str
-    meaning: str
-    floor: float
-    known: str = ""
-
-
-FIGURES: tuple[Figure, ...] = (
-    Figure("takeoff_t90", "s", "takeoff command to 90 % of the takeoff altitude", 0.5),
-    Figure("takeoff_overshoot", "m", "highest altitude above the takeoff altitude", 0.15),
-    Figure("takeoff_climb_speed", "m/s", "fastest climb during the takeoff", 0.15),
-    Figure("yaw_t90", "s", "offboard yaw step of 90 deg: time to 81 deg", 0.15),
-    Figure("yaw_overshoot", "deg", "offboard yaw step: overshoot", 3.0),
-    Figure("pos_rise", "s", "offboard 5 m position step: 10 % to 90 %", 0.2),
-    Figure("pos_overshoot", "m", "offboard position step: overshoot", 0.15),
-    Figure("pos_settle", "s", "offboard position step: time until within 0.5 m for good", 0.5,
-           known="PX4's runs split between ~2.7 s (overshoot ~0.3 m) and ~8.6 s (overshoot 0.7-1.4 m, then "
-                 "settling at its velocity integrator's pace); the built-in vehicle, on its exact state rather "
-                 "than EKF2's estimate from SIH's noisy sensors, flies the first kind every time"),
-    Figure("vel_t2_5", "s", "offboard 3 m/s velocity step: time to 2.5 m/s (velocity averaged over 0.5 s)", 0.3),
-    Figure("vel_distance_8s", "m", "distance flown in the 8 s of the 3 m/s command", 1.0),
-    Figure("stop_overshoot", "m", "distance flown after the 0 m/s command", 0.3),
-    Figure("stop_time", "s", "0 m/s command to below 1 m/s", 0.3),
-    Figure("track_rms", "m", "position setpoint on a 5 m circle at 2 m/s, 20 Hz: RMS error after 2 s", 0.1),
-    Figure("track_max", "m", "the same: largest error after 2 s", 0.2),
-    Figure("land_speed", "m/s", "land from 5 m: median descent speed between 4 m and 1 m", 0.1),
-    Figure("land_disarm", "s", "land command to disarmed", 1.0),
-    Figure("goto_speed", "m/s", "goto 30 m: fastest horizontal speed", 0.3),
-    Figure("goto_time", "s", "goto 30 m: time to within 1 m of the target", 0.5),
-    Figure("goto_overshoot", "m", "goto 30 m: farthest past the target", 0.15),
-    Figure("mission_leg1", "s", "mission: start to the first waypoint (20 m)", 0.5),
-    Figure("mission_leg2", "s", "mission: first to second waypoint (20 m, after a 90 deg turn)", 0.5),
-    Figure("mission_leg3", "s", "mission: second to last waypoint (20 m, after a 90 deg turn)", 0.5),
-    Figure("mission_cut1", "m", "mission: closest approach to the first turn's waypoint", 0.3),
-    Figure("mission_cut2", "m", "mission: closest approach to the second turn's waypoint", 0.3),
-    Figure("rtl_climb_speed", "m/s", "return: fastest climb", 0.15),
-    Figure("rtl_alt", "m", "return: highest altitude (RTL_RETURN_ALT 15 m)", 0.5),
-    Figure("rtl_cruise_speed", "m/s", "return: fastest horizontal speed", 0.3),
-    Figure("rtl_descent_speed", "m/s", "return: fastest descent", 0.15),
-    Figure("rtl_disarm", "s", "return command to disarmed", 2.0),
-    Figure("rtl_home_error", "m", "return: horizontal distance from home when landed", 1.0),
-)
-FIGURE_BY_NAME = {f.name: f for f in FIGURES}
-# What the CI subset flies (flight A without the offboard steps between the velocity step and land).
-QUICK_FIGURES = ("takeoff_t90", "takeoff_overshoot", "takeoff_climb_speed", "vel_t2_5", "vel_distance_8s",
-                 "stop_overshoot", "stop_time", "land_speed", "land_disarm")
-
-
+# The landing's descent speed is timed between these heights (m): below MPC_LAND_ALT2, above the crawl.
+LAND_FROM, LAND_TO = 4.0, 1.0
 # ---------------------------------------------------------------------------------------------- the trace
 
 @dataclass(frozen=True)
@@ -152,6 +99,12 @@ class Trace:
         self.ground = 0.0  # NED down of the ground in the vehicle's frame (PX4's estimate drifts)
         self.yaw = math.nan  # the latest heading (rad), from its own message
         self.targets: list[Point] = []
+        # The simulator's ground truth, one entry per sample (None until the first truth arrives), in
+        # the estimate's frame as it stood at that first one.
+        self.truth: list[Point | None] = []
+        self.latest_truth: tuple[float, ...] | None = None  # (n, e, d, vn, ve, vd) as last received
+        self._truth_offset: tuple[float, float, float] | None = None
+        self.truth_ground = 0.0  # `ground` in the truth's frame
 
     def mark(self, what: str) -> float:
         """Note a command at the current vehicle time; returns that time."""
@@ -195,6 +148,14 @@ class Trace:
     async def add(self, sample: Sample) -> None:
         if self.samples and sample.t < self.samples[-1].t:
             return  # a reordered datagram: the clock never runs backwards
+        truth = None
+        if self.latest_truth is not None:
+            n, e, d, vn, ve, vd = self.latest_truth
+            if self._truth_offset is None:
+                self._truth_offset = (sample.n - n, sample.e - e, sample.d - d)
+            on, oe, od = self._truth_offset
+            truth = Point(sample.t, n + on, e + oe, d + od, vn, ve, vd, sample.yaw)
+        self.truth.append(truth)
         self.samples.append(sample)
         async with self._changed:
             self._changed.notify_all()
@@ -218,25 +179,69 @@ class Trace:
         if self.now < t:
             await self.wait(lambda s: s.t >= t, t - self.now + 1.0, f"vehicle time {t:.1f} s")
 
+    @property
+    def source(self) -> str:
+        """What the figures are measured on: the simulator's ground truth, or the vehicle's estimate."""
+        return "truth" if self.truth and self.truth[-1] is not None else "estimate"
+
     def arrays(self, t0: float = -math.inf, t1: float = math.inf) -> dict[str, np.ndarray]:
-        """The samples in [t0, t1] as one numpy array per field."""
-        rows = [s for s in self.samples if t0 <= s.t <= t1]
+        """How the vehicle moved in [t0, t1], one numpy array per field, and "alt" above the ground.
+
+        The ground truth where the simulator reports it (PX4 SIH: EKF2's position and velocity
+        estimates disagree by 10-30 % over a manoeuvre, so figures from the estimate measure the
+        estimator as much as the flight), else the vehicle's estimate. Commands and waits use the
+        estimate, as the autopilot does."""
+        truth = self.source == "truth"
+        points = self.truth if truth else self.samples
+        rows = [p for p in points if p is not None and t0 <= p.t <= t1]
         names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw")
-        return {name: np.array([getattr(s, name) for s in rows], dtype=float) for name in names}
+        out = {name: np.array([getattr(p, name) for p in rows], dtype=float) for name in names}
+        out["alt"] = (self.truth_ground if truth else self.ground) - out["d"]
+        return out
+
+    def set_ground(self) -> None:
+        """Where the ground is: the vehicle's height in the last second (before a takeoff)."""
+        recent = [i for i, s in enumerate(self.samples) if s.t >= self.now - 1.0]
+        self.ground = float(np.median([self.samples[i].d for i in recent])) if recent else 0.0
+        true_d = [p.d for p in (self.truth[i] for i in recent) if p is not None]
+        self.truth_ground = float(np.median(true_d)) if true_d else 0.0
+
+    def motion_frame(self, n: float, e: float, t: float) -> tuple[float, float]:
+        """A horizontal position the vehicle was sent to (its estimate's frame) in the frame of
+        `arrays`, as the estimate stood at vehicle time `t`: where the vehicle truly headed."""
+        if self.source != "truth":
+            return n, e
+        i = next((k for k, s in enumerate(self.samples) if s.t >= t), len(self.samples) - 1)
+        truth = self.truth[i] or next(p for p in self.truth if p is not None)
+        return n + truth.n - self.samples[i].n, e + truth.e - self.samples[i].e
+
+    def rows(self) -> list[dict[str, float | bool]]:
+        """One dict per sample: the estimate, and the ground truth as true_* when there is one."""
+        names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")
+        rows = []
+        for sample, truth in zip(self.samples, self.truth):
+            row: dict[str, float | bool] = {k: getattr(sample, k) for k in names}
+            if truth is not None:
+                row.update({f"true_{k}": getattr(truth, k) for k in ("n", "e", "d", "vn", "ve", "vd")})
+            rows.append(row)
+        return rows
 
     def save(self, path: Path) -> None:
-        """The samples as CSV (one row per sample), for plotting a run that went wrong."""
+        """The samples as CSV (one row per sample, the ground truth beside the estimate when there is
+        one: true_n ... true_vd), for plotting a run that went wrong."""
         names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")
-        lines = [f"# {t:.3f} {what}" for t, what in self.events] + [",".join(names)] + [",".join(f"{getattr(s, k):.4f}" if isinstance(getattr(s, k), float)
-                                              else str(int(getattr(s, k))) for k in names) for s in self.samples]
-        path.write_text("\n".join(lines) + "\n")
+        true_names = ("n", "e", "d", "vn", "ve", "vd") if self.source == "truth" else ()
+        header = ",".join(names + tuple(f"true_{k}" for k in true_names))
 
-    def at(self, t: float) -> Sample:
-        """The first sample at or after `t` (the last one if none is)."""
-        for sample in self.samples:
-            if sample.t >= t:
-                return sample
-        return self.last
+        def row(i: int) -> str:
+            s = self.samples[i]
+            cells = [f"{v:.4f}" if isinstance(v, float) else str(int(v)) for v in (getattr(s, k) for k in names)]
+            truth = self.truth[i]
+            cells += [f"{getattr(truth, k):.4f}" if truth is not None else "" for k in true_names]
+            return ",".join(cells)
+
+        lines = [f"# {t:.3f} {what}" for t, what in self.events] + [header] + [row(i) for i in range(len(self.samples))]
+        path.write_text("\n".join(lines) + "\n")
 
 
 @contextlib.asynccontextmanager
@@ -251,6 +256,9 @@ async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
     mavlink = getattr(vehicle, "mavlink", None)
     if mavlink is not None:
         await _stream_rate(mavlink, 30, ATTITUDE_HZ)
+        # PX4 SIH answers with its ground truth; a vehicle that does not simply never sends it.
+        await _stream_rate(mavlink, HIL_STATE_QUATERNION, TRUTH_HZ)
+        tasks.append(asyncio.create_task(_follow_truth(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_local_position(vehicle, mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_attitude(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_targets(mavlink, trace)))
@@ -267,14 +275,19 @@ async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _stream_rate(mavlink, message_id: int, hz: float) -> None:
-    """SET_MESSAGE_INTERVAL: PX4 sends ATTITUDE at 100 Hz, which at a speed factor floods the harness."""
-    from mavsdk.plugins.mavlink_direct import MavlinkMessage
+async def _stream_rate(mavlink, message_id: int, hz: float) -> bool:
+    """SET_MESSAGE_INTERVAL, addressed to the autopilot (PX4 ignores a broadcast one); True when
+    accepted. PX4 sends ATTITUDE at 100 Hz, which at a speed factor floods the harness."""
+    from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
 
-    fields = {"target_system": 0, "target_component": 0, "command": 511, "confirmation": 0,
+    fields = {"target_system": 1, "target_component": 1, "command": 511, "confirmation": 0,
               "param1": float(message_id), "param2": 1e6 / hz, "param3": 0.0, "param4": 0.0, "param5": 0.0,
               "param6": 0.0, "param7": 0.0}
-    await mavlink.send_message(MavlinkMessage("COMMAND_LONG", 0, 0, 0, 0, json.dumps(fields)))
+    try:
+        ack = await mavlink.send_command(MavlinkMessage("COMMAND_LONG", 0, 0, 1, 1, json.dumps(fields)))
+    except MavlinkDirectError:
+        return False
+    return int(json.loads(ack.fields_json)["result"]) == 0
 
 
 async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> None:
@@ -286,6 +299,20 @@ async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> Non
         if trace.disarmed_at is not None and s.armed is False:
             trace.disarmed_at = None  # the heartbeat caught up; a later arm starts afresh
         await trace.add(sample)
+
+
+async def _follow_truth(mavlink, trace: Trace) -> None:
+    # HIL_STATE_QUATERNION from SIH carries no time (time_usec 0): each truth goes with the next
+    # LOCAL_POSITION_NED, at most one truth interval (20 ms of vehicle time) late.
+    origin: tuple[float, float, float] | None = None
+    async for msg in mavlink.subscribe_message("HIL_STATE_QUATERNION"):
+        f = json.loads(msg.fields_json)
+        lat, lon, alt = f["lat"] * 1e-7, f["lon"] * 1e-7, f["alt"] * 1e-3
+        if origin is None:
+            origin = (lat, lon, alt)
+        n = math.radians(lat - origin[0]) * EARTH_RADIUS_M
+        e = math.radians(lon - origin[1]) * EARTH_RADIUS_M * math.cos(math.radians(origin[0]))
+        trace.latest_truth = (n, e, origin[2] - alt, f["vx"] / 100.0, f["vy"] / 100.0, f["vz"] / 100.0)
 
 
 async def _follow_attitude(mavlink, trace: Trace) -> None:
@@ -364,8 +391,7 @@ async def _take_off(vehicle: Vehicle, trace: Trace) -> float:
     PX4's height estimate within 0.15 m of home's: on the ground that estimate drifts by 0.3 m
     and more. The climb is PX4's; the settle is not measured, so it is not waited for.
     """
-    ground = trace.arrays(trace.now - 1.0)["d"]
-    trace.ground = float(np.median(ground)) if ground.size else 0.0
+    trace.set_ground()
     await vehicle.arm()
     t0 = trace.mark("takeoff")
     task = asyncio.create_task(vehicle.takeoff(TAKEOFF_ALT))
@@ -385,7 +411,7 @@ async def fly_takeoff(vehicle: Vehicle, trace: Trace, figures: dict[str, float])
     """Arm and take off to TAKEOFF_ALT."""
     t0 = await _take_off(vehicle, trace)
     a = trace.arrays(t0)
-    alt = trace.ground - a["d"]
+    alt = a["alt"]
     figures["takeoff_t90"] = _first_time(a["t"], alt >= 0.9 * TAKEOFF_ALT) - t0
     figures["takeoff_overshoot"] = max(0.0, float(alt.max()) - TAKEOFF_ALT)
     figures["takeoff_climb_speed"] = float((-a["vd"]).max())
@@ -418,11 +444,11 @@ async def fly_position_step(vehicle: Vehicle, trace: Trace, figures: dict[str, f
     t0 = await trace.took_effect(sent, lambda tg: tg.n > p.n + 0.9 * POSITION_STEP_M)
     await trace.until(t0 + 10.0)
     a = trace.arrays(t0)
-    moved = a["n"] - p.n
+    moved = a["n"] - a["n"][0]
     figures["pos_rise"] = (_first_time(a["t"], moved >= 0.9 * POSITION_STEP_M)
                            - _first_time(a["t"], moved >= 0.1 * POSITION_STEP_M))
     figures["pos_overshoot"] = max(0.0, float(moved.max()) - POSITION_STEP_M)
-    error = np.hypot(moved - POSITION_STEP_M, a["e"] - p.e)
+    error = np.hypot(moved - POSITION_STEP_M, a["e"] - a["e"][0])
     figures["pos_settle"] = _settle_time(a["t"], error <= 0.5, t0)
 
 
@@ -438,7 +464,8 @@ async def fly_velocity_step(vehicle: Vehicle, trace: Trace, figures: dict[str, f
     await trace.until(t_stop + STOP_WATCH_S)
     a = trace.arrays(t0, t_stop)
     figures["vel_t2_5"] = _first_time(a["t"], _averaged(a["t"], a["vn"], 0.5) >= 2.5) - t0
-    figures["vel_distance_8s"] = float(trace.at(min(t_stop, t0 + VELOCITY_HOLD_S)).n - trace.at(t0).n)
+    held = trace.arrays(t0, min(t_stop, t0 + VELOCITY_HOLD_S))
+    figures["vel_distance_8s"] = float(held["n"][-1] - held["n"][0])
     b = trace.arrays(t_stop)
     figures["stop_overshoot"] = float(b["n"].max() - b["n"][0])
     figures["stop_time"] = _first_time(b["t"], np.hypot(b["vn"], b["ve"]) < 1.0) - t_stop
@@ -484,8 +511,10 @@ async def fly_land(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) ->
     t_disarm = await _wait_disarmed(vehicle, trace, 60.0)
     a = trace.arrays(t0)
     alt = a["d"][-1] - a["d"]  # above where it came to rest (PX4's estimate drifts on the ground)
-    low = (alt <= 4.0) & (alt >= 1.0)
-    figures["land_speed"] = float(np.median(a["vd"][low])) if low.any() else math.nan
+    # From the altitude, not the velocity estimate: PX4 SIH's vertical velocity estimate reads
+    # 0.1-0.2 m/s faster than its own altitude falls during the descent (measured, v1.16.1).
+    figures["land_speed"] = (LAND_FROM - LAND_TO) / (_first_time(a["t"], alt <= LAND_TO)
+                                                     - _first_time(a["t"], alt <= LAND_FROM))
     figures["land_disarm"] = t_disarm - t0
 
 
@@ -497,6 +526,7 @@ async def fly_goto(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) ->
     await _arrival(trace, target, 40.0, "arrival at the goto target")
     await trace.until(trace.now + 2.0)
     a = trace.arrays(t0)
+    target = trace.motion_frame(*target, t0)
     figures["goto_speed"] = float(np.hypot(a["vn"], a["ve"]).max())
     figures["goto_time"] = _first_time(a["t"], np.hypot(a["n"] - target[0], a["e"] - target[1]) < 1.0) - t0
     figures["goto_overshoot"] = max(0.0, float(a["n"].max() - target[0]))
@@ -513,7 +543,7 @@ async def fly_mission(vehicle: Vehicle, trace: Trace, figures: dict[str, float])
     await _arrival(trace, corners[-1], 60.0, "the mission's last waypoint")
     a = trace.arrays(t0)
     times = [t0]
-    for i, (n, e) in enumerate(corners):
+    for i, (n, e) in enumerate(trace.motion_frame(n, e, t0) for n, e in corners):
         dist = np.hypot(a["n"] - n, a["e"] - e)
         if i < 2:
             figures[f"mission_cut{i + 1}"] = float(dist.min())
@@ -531,11 +561,13 @@ async def fly_return(vehicle: Vehicle, trace: Trace, figures: dict[str, float]) 
         t_disarm = await _wait_disarmed(vehicle, trace, 120.0)
     a = trace.arrays(t0)
     figures["rtl_climb_speed"] = float((-a["vd"]).max())
-    figures["rtl_alt"] = float((trace.ground - a["d"]).max())
+    figures["rtl_alt"] = float(a["alt"].max())
     figures["rtl_cruise_speed"] = float(np.hypot(a["vn"], a["ve"]).max())
     figures["rtl_descent_speed"] = float(a["vd"].max())
     figures["rtl_disarm"] = t_disarm - t0
-    figures["rtl_home_error"] = float(math.hypot(a["n"][-1], a["e"][-1]))
+    took_off = next(t for t, what in trace.events if what == "takeoff")
+    home = trace.arrays(took_off - 1.0, took_off)
+    figures["rtl_home_error"] = float(math.hypot(a["n"][-1] - home["n"][-1], a["e"][-1] - home["e"][-1]))
 
 
 async def fly_flight_a(vehicle: Vehicle, trace: Trace, quick: bool = False) -> dict[str, float]:
@@ -570,9 +602,9 @@ Flight = Callable[[Vehicle, Trace, bool], Awaitable[dict[str, float]]]
 
 
 async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], quick: bool = False,
-                    trace_stem: Path | None = None) -> dict[str, float]:
+                    keep: Callable[[str, Trace], None] | None = None) -> dict[str, float]:
     """Every manoeuvre of the suite (quick: the CI subset), each flight on a fresh vehicle from
-    `open_vehicle`; each flight's telemetry goes to `<trace_stem>-<A|B>.csv` however it ends.
+    `open_vehicle`; `keep(flight name, trace)` is handed each flight's telemetry however it ends.
 
     A fresh vehicle per flight, because PX4 moves home to wherever it is armed next while its
     local frame stays where it booted: goto and mission targets are relative to home.
@@ -587,8 +619,8 @@ async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], qu
                 await trace.wait(lambda s: True, 10.0, "telemetry")
                 figures.update(await flight(vehicle, trace, quick))
             finally:
-                if trace_stem is not None:
-                    trace.save(trace_stem.with_name(f"{trace_stem.name}-{name}.csv"))
+                if keep is not None:
+                    keep(name, trace)
     return figures
 
 
@@ -612,81 +644,55 @@ async def connected(target: str, speed: float, px4_dir: str | None = None) -> As
 
 
 async def run_target(target: str, runs: int, speed: float, px4_dir: str | None = None, quick: bool = False,
-                     say: Callable[[str], None] = lambda text: None,
-                     trace_dir: Path | None = None) -> list[dict[str, float]]:
+                     say: Callable[[str], None] = lambda text: None, trace_dir: Path | None = None,
+                     record_dir: Path | None = None, role: str = CANDIDATE) -> list[dict[str, float]]:
     """`runs` independent runs of the suite on fresh vehicles of `target`; one figure dict per run.
-    With `trace_dir`, each flight's telemetry is kept there as <target>-<run>-<flight>.csv."""
+
+    With `trace_dir`, each flight's telemetry is kept there as <target>-<run>-<flight>.csv. With
+    `record_dir`, each run is a trial record in <record_dir>/trials/ (what `hil report` reads):
+    config kind "fidelity", the target's `role` (reference or candidate), the figures in the
+    summary as fidelity.<figure>, and the telemetry of every flight as the table "fidelity"."""
     results = []
     for run in range(runs):
-        stem = trace_dir / f"{target}-{run + 1}" if trace_dir is not None else None
-        figures = await fly_suite(lambda: connected(target, speed, px4_dir), quick, stem)
-        say(f"{target} run {run + 1}/{runs}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
+        keeper = _Keeper(f"{target}-{run + 1}", trace_dir)
+        suite = fly_suite(lambda: connected(target, speed, px4_dir), quick, keeper.keep)
+        if record_dir is None:
+            figures = await suite
+        else:
+            config = {"kind": FIDELITY_KIND, "role": role, "target": target, "repeat": run, "speed": speed,
+                      "quick": quick, "px4_dir": px4_dir or ""}
+            trial = record_dir / TRIALS_DIR / f"{role}-{keeper.name}"
+            with TrialRecorder(trial, config=config, target=target) as recorder:
+                keeper.recorder = recorder
+                figures = await suite
+                recorder.finish("success", {**{f"{FIGURE_PREFIX}{k}": v for k, v in figures.items()},
+                                            "fidelity_source": keeper.source})
+        say(f"{target} run {run + 1}/{runs} (on its {keeper.source}): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
         results.append(figures)
     return results
 
 
-# ---------------------------------------------------------------------------------------------- comparison
+class _Keeper:
+    """Where one run's flights go when they end: CSV files, a trial record, and what they were measured on."""
 
-@dataclass(frozen=True)
-class Row:
-    """One figure of the comparison: every run of both targets, the band and the verdict."""
-
-    figure: Figure
-    reference: tuple[float, ...]
-    candidate: tuple[float, ...]
-    low: float
-    high: float
+    def __init__(self, name: str, trace_dir: Path | None) -> None:
+        self.name = name
+        self.trace_dir = trace_dir
+        self.recorder: TrialRecorder | None = None
+        self._sources: set[str] = set()
 
     @property
-    def reference_mean(self) -> float:
-        return statistics.fmean(self.reference) if self.reference else math.nan
+    def source(self) -> str:
+        return "/".join(sorted(self._sources)) or "nothing"
 
-    @property
-    def candidate_mean(self) -> float:
-        return statistics.fmean(self.candidate) if self.candidate else math.nan
-
-    @property
-    def ratio(self) -> float:
-        ref = self.reference_mean
-        return self.candidate_mean / ref if ref and math.isfinite(ref) else math.nan
-
-    @property
-    def within(self) -> bool:
-        return bool(self.candidate) and all(self.low <= v <= self.high for v in self.candidate)
-
-
-def band(values: Sequence[float], figure: Figure) -> tuple[float, float]:
-    """The reference runs' range, widened to +-MIN_RELATIVE_BAND of their mean and to the figure's floor."""
-    lo, hi = min(values), max(values)
-    mean = statistics.fmean(values)
-    half = max(MIN_RELATIVE_BAND * abs(mean), figure.floor)
-    return min(lo, mean - half), max(hi, mean + half)
-
-
-def compare(reference: Sequence[dict[str, float]], candidate: Sequence[dict[str, float]]) -> list[Row]:
-    """A Row per figure that the reference runs measured (finite values only)."""
-    rows = []
-    for figure in FIGURES:
-        ref = tuple(r[figure.name] for r in reference if math.isfinite(r.get(figure.name, math.nan)))
-        if not ref:
-            continue
-        cand = tuple(c.get(figure.name, math.nan) for c in candidate)
-        lo, hi = band(ref, figure)
-        rows.append(Row(figure, ref, cand, lo, hi))
-    return rows
-
-
-def format_table(rows: Sequence[Row], reference_name: str, candidate_name: str) -> str:
-    """The comparison as a Markdown table, with the verdict and any known reason per figure."""
-    lines = [f"| figure | unit | {reference_name} runs | {candidate_name} | ratio | band | verdict |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for row in rows:
-        ref = ", ".join(f"{v:.2f}" for v in row.reference)
-        cand = ", ".join(f"{v:.2f}" for v in row.candidate)
-        verdict = "ok" if row.within else ("known: " + row.figure.known if row.figure.known else "OUT")
-        lines.append(f"| {row.figure.name} | {row.figure.unit} | {ref} | {cand} | {row.ratio:.2f} | "
-                     f"{row.low:.2f}-{row.high:.2f} | {verdict} |")
-    return "\n".join(lines)
+    def keep(self, flight: str, trace: Trace) -> None:
+        self._sources.add(trace.source)
+        if self.trace_dir is not None:
+            trace.save(self.trace_dir / f"{self.name}-{flight}.csv")
+        if self.recorder is not None:
+            for row in trace.rows():
+                self.recorder.append(TRACE_TABLE, {"flight": flight, **row})
 
 
 def save_runs(path: Path, runs: dict[str, list[dict[str, float]]]) -> None:

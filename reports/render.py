@@ -27,6 +27,7 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
+from reports.fidelity import FIDELITY_KIND, compare_records
 from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -79,6 +80,10 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
                  pages: TrialPages | None = None) -> list[Block]:
     """Every block of the report, from a results table (one or more runs concatenated); `pages` are
     the trial pages written for it (`reports.trial_pages`): their links, and the timing they read."""
+    fidelity = results["kind"] == FIDELITY_KIND if "kind" in results else pd.Series(False, index=results.index)
+    if fidelity.any():
+        # Fidelity runs fly the manoeuvre suite, not a mission: a table of their own, and only that.
+        return [Heading(title, 1), *_fidelity_section(results[fidelity])]
     results = _with_derived_columns(results)
     pages = pages or TrialPages()
     links = pages.links
@@ -168,6 +173,30 @@ def _timing_histograms(results: pd.DataFrame, read: dict[str, np.ndarray]) -> li
         blocks.append(Html(div(figure, f"timing_{_slug(planner)}"),
                            f"(interactive histogram of T_tot per cycle for {planner}: see report.html)"))
     return blocks
+
+
+def _fidelity_section(records: pd.DataFrame) -> list[Block]:
+    """The fidelity table of manoeuvre-suite runs (benchmarks/fidelity.py --record): each figure with
+    the reference's runs, the candidate's, their ratio, the band and the verdict."""
+    comparison = compare_records(records.to_dict("records"))
+    if comparison is None:
+        return [Heading("Fidelity"), Paragraph(f"{len(records)} fidelity runs, but not a reference and a "
+                                               "candidate to compare: nothing to show.")]
+    c = comparison
+    outside = [row.figure.name for row in c.rows if not row.within]
+    text = (f"{c.candidate} ({c.candidate_runs} runs, measured on its {c.sources.get(c.candidate, '?')}) against "
+            f"{c.reference} ({c.reference_runs} runs, on its {c.sources.get(c.reference, '?')}). The band is the "
+            f"reference's own run-to-run range, widened to +-20 % of its mean and to the figure's floor; a figure "
+            f"is within when every candidate run is. {len(c.rows) - len(outside)} of {len(c.rows)} figures within"
+            + (f"; outside: {', '.join(outside)}." if outside else "."))
+    table = pd.DataFrame([{
+        "figure": row.figure.name, "unit": row.figure.unit, "meaning": row.figure.meaning,
+        f"reference {c.reference}": ", ".join(f"{v:.2f}" for v in row.reference),
+        f"candidate {c.candidate}": ", ".join(f"{v:.2f}" for v in row.candidate),
+        "ratio": round(row.ratio, 2), "band": f"{row.low:.2f}-{row.high:.2f}",
+        "verdict": "ok" if row.within else ("known: " + row.figure.known if row.figure.known else "OUTSIDE"),
+    } for row in c.rows])
+    return [Heading("Fidelity"), Paragraph(text), Table(table)]
 
 
 def _with_derived_columns(results: pd.DataFrame) -> pd.DataFrame:
@@ -468,7 +497,8 @@ def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign re
     out_dir.mkdir(parents=True, exist_ok=True)
     figures_dir = out_dir / "report_files"
     write_plotly_js(figures_dir)
-    pages = write_trial_pages(results, out_dir) if "run_dir" in results else TrialPages()
+    missions = results[results["kind"] != FIDELITY_KIND] if "kind" in results else results
+    pages = write_trial_pages(missions, out_dir) if "run_dir" in results and not missions.empty else TrialPages()
     blocks = build_report(results, title, pages)
     for block in blocks:
         if isinstance(block, Figure):

@@ -13,9 +13,25 @@ import math
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from hil.fidelity import (BUILTIN, FIGURES, PX4_SITL, QUICK_FIGURES, Figure, band, compare, format_table, fly_suite,
-                          run_target)
+from hil.cli import main as hil_main
+from hil.fidelity import BUILTIN, PX4_SITL, fly_suite, run_target
 from px4.sim.realtime import SimOptions, build_vehicle
+from records.record import read_table
+from reports.fidelity import (
+    CANDIDATE,
+    FIDELITY_KIND,
+    FIGURE_PREFIX,
+    FIGURES,
+    QUICK_FIGURES,
+    REFERENCE,
+    TRACE_TABLE,
+    Figure,
+    band,
+    compare,
+    compare_records,
+    format_table,
+)
+from reports.results import load_results
 
 from .conftest import SPEED
 from .px4_builds import MAIN_BUILD, needs_px4
@@ -66,3 +82,33 @@ async def test_built_in_vehicle_stays_in_px4s_band_for_takeoff_velocity_step_and
     # (at the band's edge: in it on some runs). Every other figure must stay in PX4's band.
     unexplained = outside - KNOWN_GAPS
     assert not unexplained, f"outside PX4's band: {sorted(unexplained)}\n" + format_table(rows, "px4-sitl", "builtin")
+
+
+async def test_fidelity_runs_kept_as_trial_records_give_hil_report_its_fidelity_table(tmp_path):
+    # Two real built-in vehicle processes over MAVSDK, one as the reference and one as the
+    # candidate, quick suite at 10x; then `hil report` on the records.
+    await run_target(BUILTIN, 1, 10.0, quick=True, record_dir=tmp_path, role=REFERENCE)
+    await run_target(BUILTIN, 1, 10.0, quick=True, record_dir=tmp_path, role=CANDIDATE)
+    results = load_results(tmp_path)
+    assert sorted(results["role"]) == [CANDIDATE, REFERENCE]
+    assert set(results["fidelity_source"]) == {"estimate"}  # the built-in reports no separate truth
+    trace = read_table(tmp_path / "trials" / f"{CANDIDATE}-{BUILTIN}-1", TRACE_TABLE)
+    assert len(trace) > 500 and set(trace["flight"]) == {"A"} and trace["armed"].any()
+
+    assert hil_main(["report", str(tmp_path)]) == 0
+    markdown = (tmp_path / "report.md").read_text()
+    assert "## Fidelity" in markdown
+    for name in QUICK_FIGURES:
+        line = next(line for line in markdown.splitlines() if line.startswith(f"| {name} "))
+        assert line.rstrip(" |").endswith("ok"), line  # the same vehicle twice: within its own band
+    assert "OUTSIDE" not in markdown and "9 of 9 figures within" in markdown
+
+
+def test_records_without_a_reference_and_a_candidate_compare_to_nothing():
+    run = {"kind": FIDELITY_KIND, "role": CANDIDATE, "target": BUILTIN, f"{FIGURE_PREFIX}takeoff_t90": 8.0}
+    assert compare_records([run]) is None
+    reference = {**run, "role": REFERENCE, "target": PX4_SITL, f"{FIGURE_PREFIX}takeoff_t90": 9.0}
+    comparison = compare_records([run, reference, {"kind": "mission", "role": REFERENCE}])
+    assert (comparison.reference, comparison.candidate) == (PX4_SITL, BUILTIN)
+    assert [row.figure.name for row in comparison.rows] == ["takeoff_t90"]
+    assert comparison.rows[0].within  # 8.0 against 9.0 +- 20 %

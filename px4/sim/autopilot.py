@@ -546,6 +546,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         up = self._takeoff.upward_limit(dt, min(climb, p["MPC_Z_VEL_MAX_UP"]), p["MPC_TKO_RAMP_T"], p["MPC_Z_VEL_P_ACC"])
         self.ctrl.set_flight_limits(caps[0], up, caps[2], flying=self._takeoff.flying)
         self._idle = not self._takeoff.taken_off
+        if self._idle and self._auto_active:
+            self._task.on_ground(self.position)
         vz_sp = NAN
         if isinstance(self.current_setpoint, TrajectorySetpoint):
             vz_sp = self.current_setpoint.velocity[2]

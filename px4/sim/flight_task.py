@@ -37,6 +37,7 @@ WANT_TAKEOFF_VZ = -0.3  # m/s: the trajectory climbs faster than this
 YAWSPEED_FILTER_S = 0.2  # time constant of the yaw-rate feed-forward
 CONTROLLER_SPEED_MARGIN = 1.2  # the controller's caps leave room above the trajectory's speeds
 HOVER_YAWSPEED = 1e-4  # rad/s: a yaw-rate feed-forward this small is done (holding still)
+GROUND_SINK_VZ = 0.7  # m/s down: the trajectory's velocity while the vehicle waits on the ground
 
 
 class Kind(Enum):
@@ -117,6 +118,18 @@ class AutoFlightTask:
         self._unsmoothed_vz = 0.0
         self._land_xy = None
         self._triplet_seen = None
+        self._hover = None
+
+    def on_ground(self, pos: Vec3) -> None:
+        """Before the takeoff ramp: start the trajectory afresh at the vehicle, already sinking.
+
+        PX4's FlightModeManager re-activates the task every cycle until the takeoff ramp starts,
+        and FlightTaskAuto::reActivate resets the trajectory to GROUND_SINK_VZ downwards there. The
+        trajectory so begins the takeoff from a descent: the first ~1.5 s of the ramp bring it to a
+        standstill, and the vehicle leaves the ground slowly (measured on PX4 v1.16.1 SIH: 0.4 m/s
+        half a second after lift-off, against 0.85 m/s when the trajectory climbed from the arming).
+        """
+        self.smooth.reset((0.0, 0.0, 0.0), (0.0, 0.0, GROUND_SINK_VZ), pos)
         self._hover = None
 
     def _snapshot(self) -> dict[str, float]:
