@@ -35,7 +35,14 @@ import numpy as np
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from records.record import TrialRecorder
-from reports.fidelity import CANDIDATE, FIDELITY_KIND, FIGURE_PREFIX, TRACE_TABLE
+from reports.fidelity import (
+    CANDIDATE,
+    ESTIMATE,
+    FIDELITY_KIND,
+    FIGURE_PREFIX,
+    TRACE_TABLE,
+    TRUTH,
+)
 from reports.results import TRIALS_DIR
 
 TAKEOFF_ALT = 5.0
@@ -91,7 +98,8 @@ class Sample(Point):
 class Trace:
     """The telemetry of one flight on the vehicle's clock, and waiting on that clock."""
 
-    def __init__(self) -> None:
+    def __init__(self, measure_on: str = ESTIMATE) -> None:
+        self.measure_on = measure_on  # ESTIMATE or TRUTH (falls back to the estimate where there is none)
         self.samples: list[Sample] = []
         self._changed = asyncio.Condition()
         self.disarmed_at: float | None = None  # vehicle time the vehicle said it disarmed
@@ -181,17 +189,18 @@ class Trace:
 
     @property
     def source(self) -> str:
-        """What the figures are measured on: the simulator's ground truth, or the vehicle's estimate."""
-        return "truth" if self.truth and self.truth[-1] is not None else "estimate"
+        """What the figures are measured on: the simulator's ground truth (when asked for and the
+        vehicle reports it), else the vehicle's estimate."""
+        has_truth = bool(self.truth) and self.truth[-1] is not None
+        return TRUTH if self.measure_on == TRUTH and has_truth else ESTIMATE
 
     def arrays(self, t0: float = -math.inf, t1: float = math.inf) -> dict[str, np.ndarray]:
         """How the vehicle moved in [t0, t1], one numpy array per field, and "alt" above the ground.
 
-        The ground truth where the simulator reports it (PX4 SIH: EKF2's position and velocity
-        estimates disagree by 10-30 % over a manoeuvre, so figures from the estimate measure the
-        estimator as much as the flight), else the vehicle's estimate. Commands and waits use the
-        estimate, as the autopilot does."""
-        truth = self.source == "truth"
+        On the estimate (LOCAL_POSITION_NED, what the autopilot flies on and what the harness judges
+        every trial on) or on the simulator's ground truth (`source`). Commands and waits always use
+        the estimate, as the autopilot does."""
+        truth = self.source == TRUTH
         points = self.truth if truth else self.samples
         rows = [p for p in points if p is not None and t0 <= p.t <= t1]
         names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw")
@@ -209,7 +218,7 @@ class Trace:
     def motion_frame(self, n: float, e: float, t: float) -> tuple[float, float]:
         """A horizontal position the vehicle was sent to (its estimate's frame) in the frame of
         `arrays`, as the estimate stood at vehicle time `t`: where the vehicle truly headed."""
-        if self.source != "truth":
+        if self.source != TRUTH:
             return n, e
         i = next((k for k, s in enumerate(self.samples) if s.t >= t), len(self.samples) - 1)
         truth = self.truth[i] or next(p for p in self.truth if p is not None)
@@ -230,7 +239,7 @@ class Trace:
         """The samples as CSV (one row per sample, the ground truth beside the estimate when there is
         one: true_n ... true_vd), for plotting a run that went wrong."""
         names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")
-        true_names = ("n", "e", "d", "vn", "ve", "vd") if self.source == "truth" else ()
+        true_names = ("n", "e", "d", "vn", "ve", "vd") if self.truth and self.truth[-1] is not None else ()
         header = ",".join(names + tuple(f"true_{k}" for k in true_names))
 
         def row(i: int) -> str:
@@ -245,13 +254,13 @@ class Trace:
 
 
 @contextlib.asynccontextmanager
-async def recording(vehicle: Vehicle) -> AsyncIterator[Trace]:
+async def recording(vehicle: Vehicle, measure_on: str = ESTIMATE) -> AsyncIterator[Trace]:
     """Record `vehicle`'s telemetry into a Trace for the block.
 
     Over MAVLink the clock is LOCAL_POSITION_NED.time_boot_ms, the vehicle's own; on a vehicle in
     simulated time (lockstep) the snapshot time is already the vehicle's clock.
     """
-    trace = Trace()
+    trace = Trace(measure_on)
     tasks: list[asyncio.Task] = []
     mavlink = getattr(vehicle, "mavlink", None)
     if mavlink is not None:
@@ -602,7 +611,7 @@ Flight = Callable[[Vehicle, Trace, bool], Awaitable[dict[str, float]]]
 
 
 async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], quick: bool = False,
-                    keep: Callable[[str, Trace], None] | None = None) -> dict[str, float]:
+                    keep: Callable[[str, Trace], None] | None = None, measure_on: str = ESTIMATE) -> dict[str, float]:
     """Every manoeuvre of the suite (quick: the CI subset), each flight on a fresh vehicle from
     `open_vehicle`; `keep(flight name, trace)` is handed each flight's telemetry however it ends.
 
@@ -613,7 +622,7 @@ async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], qu
     flights: tuple[tuple[str, Flight], ...] = (("A", fly_flight_a),) if quick else (("A", fly_flight_a),
                                                                                     ("B", fly_flight_b))
     for name, flight in flights:
-        async with open_vehicle() as vehicle, recording(vehicle) as trace:
+        async with open_vehicle() as vehicle, recording(vehicle, measure_on) as trace:
             try:
                 await vehicle.wait_armable(60.0)
                 await trace.wait(lambda s: True, 10.0, "telemetry")
@@ -645,7 +654,8 @@ async def connected(target: str, speed: float, px4_dir: str | None = None) -> As
 
 async def run_target(target: str, runs: int, speed: float, px4_dir: str | None = None, quick: bool = False,
                      say: Callable[[str], None] = lambda text: None, trace_dir: Path | None = None,
-                     record_dir: Path | None = None, role: str = CANDIDATE) -> list[dict[str, float]]:
+                     record_dir: Path | None = None, role: str = CANDIDATE,
+                     measure_on: str = ESTIMATE) -> list[dict[str, float]]:
     """`runs` independent runs of the suite on fresh vehicles of `target`; one figure dict per run.
 
     With `trace_dir`, each flight's telemetry is kept there as <target>-<run>-<flight>.csv. With
@@ -655,12 +665,12 @@ async def run_target(target: str, runs: int, speed: float, px4_dir: str | None =
     results = []
     for run in range(runs):
         keeper = _Keeper(f"{target}-{run + 1}", trace_dir)
-        suite = fly_suite(lambda: connected(target, speed, px4_dir), quick, keeper.keep)
+        suite = fly_suite(lambda: connected(target, speed, px4_dir), quick, keeper.keep, measure_on)
         if record_dir is None:
             figures = await suite
         else:
             config = {"kind": FIDELITY_KIND, "role": role, "target": target, "repeat": run, "speed": speed,
-                      "quick": quick, "px4_dir": px4_dir or ""}
+                      "quick": quick, "px4_dir": px4_dir or "", "measure_on": measure_on}
             trial = record_dir / TRIALS_DIR / f"{role}-{keeper.name}"
             with TrialRecorder(trial, config=config, target=target) as recorder:
                 keeper.recorder = recorder

@@ -1,7 +1,7 @@
 """Fidelity: the built-in vehicle flies like PX4 v1.16.1 SIH (hil/fidelity.py, benchmarks/fidelity.py).
 
 The PX4 test flies the CI subset of the manoeuvre suite (takeoff, offboard velocity step and stop,
-land) on PX4 SITL twice, for its own run-to-run spread, and on a built-in vehicle process, both at a
+land) on PX4 SITL three times, for its own run-to-run spread, and on a built-in vehicle process, both at a
 speed factor through MAVSDK, and fails when a built-in figure leaves PX4's band. The others check
 the suite itself without PX4: every figure is measured, and the band and verdict say what they mean.
 """
@@ -36,7 +36,7 @@ from reports.results import load_results
 from .conftest import SPEED
 from .px4_builds import MAIN_BUILD, needs_px4
 
-PX4_RUNS = 2
+PX4_RUNS = 3  # PX4's run-to-run spread needs a few runs: two have put a band's edge at one run's value
 
 
 async def test_the_suite_measures_every_figure_on_the_built_in_vehicle():
@@ -65,22 +65,15 @@ def test_band_is_the_spread_or_20_percent_or_the_floor():
     assert compare([{"takeoff_t90": 8.0}], [{"takeoff_t90": 8.4}])[0].within
 
 
-KNOWN_GAPS = {"stop_overshoot", "land_speed", "takeoff_overshoot", "vel_t2_5"}
-
-
 @needs_px4
 async def test_built_in_vehicle_stays_in_px4s_band_for_takeoff_velocity_step_and_land():
     reference = await run_target(PX4_SITL, PX4_RUNS, SPEED, MAIN_BUILD, quick=True)
     candidate = await run_target(BUILTIN, 1, SPEED, quick=True)
     rows = compare(reference, candidate)
     assert {row.figure.name for row in rows} == set(QUICK_FIGURES)
-    outside = {row.figure.name for row in rows if not row.within}
-    # Known gaps, measured on every run so far (issue 18 stays open for them): the built-in stops ~1 m
-    # short of PX4's braking overshoot after a velocity step (3.7-3.8 m against 3.9-6.1), lands at
-    # MPC_LAND_SPEED (0.67 m/s) where PX4 SIH comes down at 0.85-1.14 m/s, takes off without PX4's
-    # 0.1-0.2 m overshoot, and reaches 2.5 m/s after a velocity step in 4.4 s where PX4 takes 3.4-4.0 s
-    # (at the band's edge: in it on some runs). Every other figure must stay in PX4's band.
-    unexplained = outside - KNOWN_GAPS
+    # A figure outside PX4's band fails unless the suite names why it cannot close (Figure.known,
+    # printed with the table); every other figure of the subset must stay in the band.
+    unexplained = {row.figure.name for row in rows if not row.within and not row.figure.known}
     assert not unexplained, f"outside PX4's band: {sorted(unexplained)}\n" + format_table(rows, "px4-sitl", "builtin")
 
 

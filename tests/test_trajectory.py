@@ -189,6 +189,23 @@ def test_takeoff_handling_spools_up_then_ramps():
     assert th.state == TakeoffState.DISARMED
 
 
+def test_a_takeoff_trajectory_starts_sinking_while_the_vehicle_waits_on_the_ground():
+    # PX4 re-activates the task every cycle before the takeoff ramp (FlightModeManager), and
+    # FlightTaskAuto::reActivate starts the trajectory at 0.7 m/s down: the ramp's first ~1.5 s
+    # bring it to a standstill (measured on v1.16.1 SIH: 0.4 m/s half a second after lift-off).
+    task = _task()
+    task.activate(None, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)
+    takeoff = Triplet((0.0, 0.0, -5.0), Kind.TAKEOFF)
+    for _ in range(50):  # a second on the ground, spooling up: the trajectory may not start climbing
+        task.update(takeoff, (0.0, 0.0, 0.0), 0.0, 0.0, DT)
+        task.on_ground((0.0, 0.0, 0.0))
+    assert task.smooth.velocity[2] == pytest.approx(0.7)
+    velocities = [task.update(takeoff, (0.0, 0.0, 0.0), 0.0, 0.0, DT).setpoint.velocity[2] for _ in range(150)]
+    upward = next(i for i, vz in enumerate(velocities) if vz < 0.0) * DT
+    acc = ParamStore()["MPC_TKO_SPEED"] / ParamStore()["MPC_TKO_RAMP_T"]
+    assert upward == pytest.approx(0.7 / acc, abs=0.25)  # sinking, then climbing, at the takeoff acceleration
+
+
 def test_land_detector_needs_three_stages_of_a_third_of_the_trigger_time():
     det = LandDetector()
     flying = LandInputs(True, True, 0.5, 0.5, 0.08, 0.7, (0.0, 0.0, 0.0), 0.0)
