@@ -1,4 +1,4 @@
-"""Fidelity of the built-in vehicle against PX4 SITL: the manoeuvre suite on two targets, side by side.
+"""Fidelity: the manoeuvre suite on two targets side by side (the built-in vehicle against PX4 SITL, by default).
 
 Flies hil/fidelity.py's manoeuvres (takeoff, offboard yaw/position/velocity steps and stop, a 20 Hz
 setpoint on a circle, land; goto, a mission with turns, return) --runs times on fresh vehicles of
@@ -10,6 +10,13 @@ least +-20 % of its mean) and the verdict. Exit status 1 when a figure is outsid
     python benchmarks/fidelity.py --quick            # takeoff, velocity step, land; 2 runs each
     python benchmarks/fidelity.py --reference px4.json --targets builtin   # PX4's saved runs
     python benchmarks/fidelity.py --record runs/fidelity && hil report runs/fidelity   # as trial records
+    python benchmarks/fidelity.py --targets px4-sitl px4-sitl-harness   # PX4 on SIH against PX4 on the harness's physics
+    python benchmarks/fidelity.py --targets udpin://127.0.0.1:14540 builtin --runs 1 --arm   # a real aircraft
+
+Targets: builtin (the built-in vehicle, `hil sim`), px4-sitl (PX4 SITL with SIH), px4-sitl-harness
+(PX4 SITL flying the harness's physics, in lockstep), or the connection string of a flight
+controller that is already running (a real aircraft: it flies 5 m up, steps, a 30 m goto and a
+return; nothing arms without --arm, and a vehicle already armed or flying is refused untouched).
 
 Figures are measured on each vehicle's estimate (LOCAL_POSITION_NED: what the autopilot flies on,
 and what the harness judges every trial on) unless --measure-on truth asks for the simulator's
@@ -30,7 +37,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
-from hil.fidelity import PX4_SITL, TARGETS, load_runs, run_target, save_runs
+from hil.fidelity import (
+    BUILTIN,
+    PX4_SITL,
+    TARGETS,
+    load_runs,
+    run_target,
+    save_runs,
+    target_spec,
+)
 from reports.fidelity import (
     CANDIDATE,
     ESTIMATE,
@@ -43,8 +58,11 @@ from reports.fidelity import (
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=[PX4_SITL, "builtin"],
-                        help="reference first, then the candidate (default: px4-sitl builtin)")
+    parser.add_argument("--targets", nargs="+", default=[PX4_SITL, BUILTIN], metavar="TARGET",
+                        help=f"reference first, then the candidate: {', '.join(TARGETS)} or a connection string "
+                             "(default: px4-sitl builtin)")
+    parser.add_argument("--arm", action="store_true",
+                        help="let the suite arm and fly a target given as a connection string (a real aircraft)")
     parser.add_argument("--px4-dir", default=os.environ.get("PX4_DIR"), help="PX4 SITL build (default: $PX4_DIR)")
     parser.add_argument("--runs", type=int, default=3, help="runs per target (default 3; 2 with --quick)")
     parser.add_argument("--speed", type=float, default=4.0, help="speed factor of both targets (default 4)")
@@ -64,6 +82,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.runs = 2
     if args.reference is None and len(args.targets) != 2:
         parser.error("--targets takes two targets (reference, candidate), or one with --reference")
+    for target in args.targets:
+        try:
+            spec, _ = target_spec(target)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if not spec.simulated and not args.arm:
+            parser.error(f"refusing to arm {target} without --arm: a connection string may be a real aircraft, "
+                         "which the suite takes 5 m up and 30 m away. Add --arm once the area is clear.")
     return args
 
 

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from reports.fidelity import (
     TRUTH,
 )
 from reports.results import TRIALS_DIR
+from targets.spec import TargetSpec
 
 TAKEOFF_ALT = 5.0
 YAW_STEP_DEG = 90.0
@@ -637,18 +639,43 @@ async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], qu
 
 BUILTIN = "builtin"
 PX4_SITL = "px4-sitl"
-TARGETS = (BUILTIN, PX4_SITL)
+PX4_HARNESS_PHYSICS = "px4-sitl-harness"  # PX4 SITL flying the harness's physics (lockstep)
+TARGETS = (BUILTIN, PX4_SITL, PX4_HARNESS_PHYSICS)  # and any connection string of a running flight controller
+
+
+def target_spec(target: str) -> tuple[TargetSpec, str]:
+    """What a suite target name opens: (the harness's target, its physics). ValueError naming the
+    choices for anything else that is not a connection string."""
+    if target == BUILTIN:
+        return TargetSpec.parse("sim"), "default"
+    if target == PX4_HARNESS_PHYSICS:
+        return TargetSpec.parse(PX4_SITL), "harness"
+    expected = (f"target {target!r}: expected {', '.join(TARGETS)} or the connection string of a running flight "
+                "controller (e.g. udpin://127.0.0.1:14540)")
+    try:
+        spec = TargetSpec.parse(target)
+    except ValueError:
+        raise ValueError(expected) from None
+    if not spec.simulated or spec.kind == PX4_SITL:
+        return spec, "default"
+    raise ValueError(expected)
 
 
 @contextlib.asynccontextmanager
 async def connected(target: str, speed: float, px4_dir: str | None = None) -> AsyncIterator[Vehicle]:
-    """A fresh vehicle of `target` (builtin or px4-sitl) at `speed` x real time, connected over MAVSDK."""
+    """A vehicle of `target` (a suite target name or a running flight controller's connection string)
+    at `speed` x real time, connected over MAVSDK: a fresh one for a simulated target. A running
+    flight controller is flown only from the ground, disarmed (anything else is refused before a
+    command is sent); whether it may be flown at all is the caller's to decide (`--arm`)."""
+    from hil.safety import require_on_ground
     from targets import TargetOptions, open_target
 
-    if target not in TARGETS:
-        raise ValueError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
-    options = TargetOptions(speed=speed, px4_dir=px4_dir, connect_timeout_s=30.0)
-    async with open_target("sim" if target == BUILTIN else PX4_SITL, options) as opened:
+    spec, physics = target_spec(target)
+    options = TargetOptions(speed=speed if spec.simulated else 1.0, px4_dir=px4_dir, physics=physics,
+                            connect_timeout_s=30.0, allow_arming=not spec.simulated)
+    async with open_target(spec, options) as opened:
+        if not spec.simulated:
+            await require_on_ground(opened.vehicle)
         yield opened.vehicle
 
 
@@ -664,7 +691,7 @@ async def run_target(target: str, runs: int, speed: float, px4_dir: str | None =
     summary as fidelity.<figure>, and the telemetry of every flight as the table "fidelity"."""
     results = []
     for run in range(runs):
-        keeper = _Keeper(f"{target}-{run + 1}", trace_dir)
+        keeper = _Keeper(f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', target)}-{run + 1}", trace_dir)  # a URL too
         suite = fly_suite(lambda: connected(target, speed, px4_dir), quick, keeper.keep, measure_on)
         if record_dir is None:
             figures = await suite

@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from benchmarks.fidelity import main as fidelity_main
 from bridges.lockstep_vehicle import LockstepVehicle
 from hil.cli import main as hil_main
 from hil.fidelity import BUILTIN, PX4_SITL, fly_suite, run_target
@@ -105,3 +106,17 @@ def test_records_without_a_reference_and_a_candidate_compare_to_nothing():
     assert (comparison.reference, comparison.candidate) == (PX4_SITL, BUILTIN)
     assert [row.figure.name for row in comparison.rows] == ["takeoff_t90"]
     assert comparison.rows[0].within  # 8.0 against 9.0 +- 20 %
+
+
+async def test_a_running_flight_controller_is_flown_only_with_arm(sim, tmp_path, capsys):
+    # A built-in vehicle process the suite did not start stands in for a real aircraft here (no
+    # aircraft on this machine): it is reached through its connection string, as hardware is.
+    with pytest.raises(SystemExit) as refused:
+        await fidelity_main(["--targets", sim.url, BUILTIN, "--quick", "--runs", "1"])
+    assert refused.value.code == 2 and "refusing to arm" in capsys.readouterr().err
+    code = await fidelity_main(["--targets", sim.url, BUILTIN, "--quick", "--runs", "1", "--arm",
+                                "--speed", str(SPEED), "--record", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert f"builtin against {sim.url}" in out and "takeoff_t90" in out
+    assert code == 0, out  # the same vehicle, one process and another: within its own band
+    assert sorted(load_results(tmp_path)["target"]) == sorted([sim.url, BUILTIN])
