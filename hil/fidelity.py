@@ -734,7 +734,7 @@ class _Keeper:
 
 def save_runs(path: Path, runs: dict[str, list[dict[str, float]]]) -> None:
     """Every run's figures per target, as JSON (reused with --reference instead of flying again)."""
-    path.write_text(json.dumps(runs, indent=1, sort_keys=True))
+    path.write_text(json.dumps(runs, indent=1))  # in flying order: the reference first
 
 
 def load_runs(path: Path) -> dict[str, list[dict[str, float]]]:

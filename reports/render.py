@@ -27,7 +27,7 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
-from reports.fidelity import FIDELITY_KIND, compare_records
+from reports.fidelity import FIDELITY_KIND, MIN_RELATIVE_BAND, compare_records
 from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -80,10 +80,12 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
                  pages: TrialPages | None = None) -> list[Block]:
     """Every block of the report, from a results table (one or more runs concatenated); `pages` are
     the trial pages written for it (`reports.trial_pages`): their links, and the timing they read."""
+    # Fidelity runs fly the manoeuvre suite, not a mission: a table of their own, after the rest.
     fidelity = results["kind"] == FIDELITY_KIND if "kind" in results else pd.Series(False, index=results.index)
     if fidelity.any():
-        # Fidelity runs fly the manoeuvre suite, not a mission: a table of their own, and only that.
-        return [Heading(title, 1), *_fidelity_section(results[fidelity])]
+        missions = results[~fidelity]
+        rest = build_report(missions, title, pages)[1:] if not missions.empty else []
+        return [Heading(title, 1), *rest, *_fidelity_section(results[fidelity])]
     results = _with_derived_columns(results)
     pages = pages or TrialPages()
     links = pages.links
@@ -186,7 +188,8 @@ def _fidelity_section(records: pd.DataFrame) -> list[Block]:
     outside = [row.figure.name for row in c.rows if not row.within]
     text = (f"{c.candidate} ({c.candidate_runs} runs, measured on its {c.sources.get(c.candidate, '?')}) against "
             f"{c.reference} ({c.reference_runs} runs, on its {c.sources.get(c.reference, '?')}). The band is the "
-            f"reference's own run-to-run range, widened to +-20 % of its mean and to the figure's floor; a figure "
+            f"reference's own run-to-run range, widened to +-{100 * MIN_RELATIVE_BAND:.0f} % of its mean and to the "
+            f"figure's floor; a figure "
             f"is within when every candidate run is. {len(c.rows) - len(outside)} of {len(c.rows)} figures within"
             + (f"; outside: {', '.join(outside)}." if outside else "."))
     table = pd.DataFrame([{
