@@ -3,10 +3,12 @@
 The built-in vehicle stands in for PX4 in every fast campaign, so it has to fly like PX4: a planner
 that passes because the stand-in climbs or accelerates faster than PX4 would fail on PX4. This
 module flies a fixed manoeuvre suite through the `Vehicle` API on any target (the built-in vehicle,
-PX4 SITL, a real aircraft), extracts one number per figure from the vehicle's own telemetry, and
-compares a candidate's figures with a reference's (PX4 is the reference): each reference figure
-from several runs, so the reference's own run-to-run spread is known, and a band around it that
-the candidate has to stay in.
+PX4 SITL on SIH or on the harness's physics, a running flight controller), extracts one number per
+figure from the vehicle's own telemetry (its estimate, or the simulator's ground truth where PX4
+SIH streams it), and keeps each run (CSV traces, or a trial record that `hil report` tabulates).
+reports/fidelity.py compares a candidate's figures with a reference's (PX4 is the reference): each
+reference figure from several runs, so the reference's own run-to-run spread is known, and a band
+around it that the candidate has to stay in.
 
 Two flights per run (each from the ground, so that a run starts where the previous one ended):
 

@@ -185,18 +185,21 @@ def _fidelity_section(records: pd.DataFrame) -> list[Block]:
         return [Heading("Fidelity"), Paragraph(f"{len(records)} fidelity runs, but not a reference and a "
                                                "candidate to compare: nothing to show.")]
     c = comparison
-    outside = [row.figure.name for row in c.rows if not row.within]
+    outside = [row.figure.name for row in c.rows if not row.within and not row.figure.known]
+    known = [row.figure.name for row in c.rows if not row.within and row.figure.known]
     text = (f"{c.candidate} ({c.candidate_runs} runs, measured on its {c.sources.get(c.candidate, '?')}) against "
             f"{c.reference} ({c.reference_runs} runs, on its {c.sources.get(c.reference, '?')}). The band is the "
             f"reference's own run-to-run range, widened to +-{100 * MIN_RELATIVE_BAND:.0f} % of its mean and to the "
             f"figure's floor; a figure "
-            f"is within when every candidate run is. {len(c.rows) - len(outside)} of {len(c.rows)} figures within"
-            + (f"; outside: {', '.join(outside)}." if outside else "."))
+            f"is within when every candidate run is. {len(c.rows) - len(outside) - len(known)} of {len(c.rows)} "
+            "figures within"
+            + (f"; known differences, the reason in their verdict: {', '.join(known)}" if known else "")
+            + (f"; outside: {', '.join(outside)}" if outside else "") + ".")
     table = pd.DataFrame([{
         "figure": row.figure.name, "unit": row.figure.unit, "meaning": row.figure.meaning,
         f"reference {c.reference}": ", ".join(f"{v:.2f}" for v in row.reference),
         f"candidate {c.candidate}": ", ".join(f"{v:.2f}" for v in row.candidate),
-        "ratio": round(row.ratio, 2), "band": f"{row.low:.2f}-{row.high:.2f}",
+        "ratio": f"{row.ratio:.2f}", "band": f"{row.low:.2f}-{row.high:.2f}",
         "verdict": "ok" if row.within else ("known: " + row.figure.known if row.figure.known else "OUTSIDE"),
     } for row in c.rows])
     return [Heading("Fidelity"), Paragraph(text), Table(table)]

@@ -20,7 +20,13 @@ def hovering(**params) -> Autopilot:
     ap.run(0.5)
     assert ap.arm().accepted
     ap.takeoff(ap.origin.alt_m + 5.0)
-    ap.run(8.0)
+    # Until the takeoff is complete (Hold), as PX4 v1.16.1 SIH takes 8-9 s to 4.5 m, then settled.
+    for _ in range(200):
+        if ap.mode == FlightMode.HOLD:
+            break
+        ap.run(0.1)
+    assert ap.mode == FlightMode.HOLD, f"still in {ap.mode.name} 20 s after the takeoff command"
+    ap.run(2.0)
     return ap
 
 
