@@ -82,6 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.runs = 2
     if args.reference is None and len(args.targets) != 2:
         parser.error("--targets takes two targets (reference, candidate), or one with --reference")
+    if args.record is not None and (args.record / "trials").is_dir() and any((args.record / "trials").iterdir()):
+        parser.error(f"--record {args.record}: it holds trial records already; name a new directory "
+                     "(a record is never overwritten)")
     for target in args.targets:
         try:
             spec, _ = target_spec(target)

@@ -72,6 +72,7 @@ ATTITUDE_HZ = 30.0
 # Arrived: this close and this slow (PX4's position estimate wanders by ~0.3 m and 0.2 m/s in hover).
 ARRIVAL_M = 1.0
 ARRIVAL_SPEED = 0.5
+MAX_RUNS_FILE_BYTES = 10 << 20  # a runs file is kilobytes; a bigger one is not one
 # The landing's descent speed is timed between these heights (m): below MPC_LAND_ALT2, above the crawl.
 LAND_FROM, LAND_TO = 4.0, 1.0
 # ---------------------------------------------------------------------------------------------- the trace
@@ -740,12 +741,19 @@ def save_runs(path: Path, runs: dict[str, list[dict[str, float]]]) -> None:
 
 
 def load_runs(path: Path) -> dict[str, list[dict[str, float]]]:
-    """Figures saved by `save_runs`; ValueError naming the file when it is not such a file."""
+    """Figures saved by `save_runs`; ValueError naming the file and the entry when it is not such a file."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a fidelity runs file ({exc})") from None
-    if not (isinstance(data, dict) and all(isinstance(v, list) for v in data.values())):
-        raise ValueError(f"{path}: expected a mapping of target -> list of runs")
+        size = path.stat().st_size
+        if size > MAX_RUNS_FILE_BYTES:
+            raise ValueError(f"{size} bytes, where a runs file holds kilobytes (at most {MAX_RUNS_FILE_BYTES >> 20} MB)")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{path}: not a fidelity runs file ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not (isinstance(data, dict) and data and all(isinstance(v, list) and v for v in data.values())):
+        raise ValueError(f"{path}: expected a mapping of target -> a list of runs (as --save writes it)")
+    for target, runs in data.items():
+        for i, run in enumerate(runs):
+            if not (isinstance(run, dict) and all(isinstance(k, str) and isinstance(v, (int, float))
+                                                  and not isinstance(v, bool) for k, v in run.items())):
+                raise ValueError(f"{path}: {target} run {i + 1}: expected a mapping of figure name -> number")
     return data
-

@@ -120,3 +120,13 @@ async def test_a_running_flight_controller_is_flown_only_with_arm(sim, tmp_path,
     assert f"builtin against {sim.url}" in out and "takeoff_t90" in out
     assert code == 0, out  # the same vehicle, one process and another: within its own band
     assert sorted(load_results(tmp_path)["target"]) == sorted([sim.url, BUILTIN])
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", b'{"px4-sitl": [[1, 2]]}', b'{"px4-sitl": []}',
+                                     b'{"px4-sitl": [{"takeoff_t90": "fast"}]}', b"\xff\xfe{}", b"[" * 100_000])
+async def test_a_broken_runs_file_is_refused_naming_it(tmp_path, capsys, content):
+    path = tmp_path / "runs.json"
+    path.write_bytes(content)
+    assert await fidelity_main(["--reference", str(path), "--targets", BUILTIN]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "Traceback" not in err
