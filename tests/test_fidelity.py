@@ -15,17 +15,19 @@ import pytest
 from benchmarks.fidelity import main as fidelity_main
 from bridges.lockstep_vehicle import LockstepVehicle
 from hil.cli import main as hil_main
-from hil.fidelity import BUILTIN, PX4_SITL, fly_suite, run_target
+from hil.fidelity import BUILTIN, PX4_SITL, Sample, Trace, fly_suite, run_target
 from px4.sim.realtime import SimOptions, build_vehicle
 from records.record import read_table
 from reports.fidelity import (
     CANDIDATE,
+    ESTIMATE,
     FIDELITY_KIND,
     FIGURE_PREFIX,
     FIGURES,
     QUICK_FIGURES,
     REFERENCE,
     TRACE_TABLE,
+    TRUTH,
     Figure,
     band,
     compare,
@@ -55,6 +57,27 @@ async def test_the_suite_measures_every_figure_on_the_built_in_vehicle():
     assert figures["land_speed"] < 0.8  # MPC_LAND_SPEED 0.7 m/s
 
 
+async def test_figures_come_from_the_ground_truth_only_when_asked_and_sent():
+    trace = Trace(TRUTH)
+    # The estimate: 1 m north and 0.5 m up of where the truth puts the vehicle (its own frame).
+    await trace.add(Sample(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False, True))
+    assert trace.source == ESTIMATE  # no truth yet: the estimate is all there is
+    for t, true_n in ((1.1, 0.0), (1.2, 1.0), (1.3, 3.0)):
+        trace.latest_truth = (100.0 + true_n, 50.0, -2.0, 10.0, 0.0, 0.0)  # another origin altogether
+        await trace.add(Sample(t, 1.0 + true_n / 2, 0.0, -0.5, 5.0, 0.0, 0.0, 0.0, True, False))
+    assert trace.source == TRUTH
+    a = trace.arrays(1.1)
+    # Aligned on the estimate at the first truth, then moving as the truth moves (not as the estimate).
+    assert list(a["n"]) == pytest.approx([1.0, 2.0, 4.0]) and list(a["vn"]) == pytest.approx([10.0] * 3)
+    assert trace.motion_frame(2.0, 0.0, 1.3) == pytest.approx((2.0 + 4.0 - 2.5, 0.0))
+    rows = trace.rows()
+    assert "true_n" not in rows[0] and [row["true_n"] for row in rows[1:]] == pytest.approx([1.0, 2.0, 4.0])
+    estimate = Trace(ESTIMATE)
+    estimate.latest_truth = (0.0,) * 6
+    await estimate.add(Sample(1.0, 7.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False, True))
+    assert estimate.source == ESTIMATE and list(estimate.arrays()["n"]) == [7.0]  # truth sent, not asked for
+
+
 def test_band_is_the_spread_or_20_percent_or_the_floor():
     f = Figure("x", "s", "", floor=0.1)
     assert band([10.0, 10.2], f) == pytest.approx((8.08, 12.12))  # spread narrower than +-20 % of the mean
@@ -67,9 +90,13 @@ def test_band_is_the_spread_or_20_percent_or_the_floor():
 
 
 @needs_px4
-async def test_built_in_vehicle_stays_in_px4s_band_for_takeoff_velocity_step_and_land():
-    reference = await run_target(PX4_SITL, PX4_RUNS, SPEED, MAIN_BUILD, quick=True)
+async def test_built_in_vehicle_stays_in_px4s_band_for_takeoff_velocity_step_and_land(tmp_path):
+    reference = await run_target(PX4_SITL, PX4_RUNS, SPEED, MAIN_BUILD, quick=True, record_dir=tmp_path,
+                                 role=REFERENCE)
     candidate = await run_target(BUILTIN, 1, SPEED, quick=True)
+    # PX4 SIH streams its ground truth when asked, beside every estimate sample (--measure-on truth).
+    flown = read_table(tmp_path / "trials" / f"{REFERENCE}-{PX4_SITL}-1", TRACE_TABLE)
+    assert flown["true_n"].notna().mean() > 0.95 and flown["true_vd"].abs().max() > 0.5
     rows = compare(reference, candidate)
     assert {row.figure.name for row in rows} == set(QUICK_FIGURES)
     # A figure outside PX4's band fails unless the suite names why it cannot close (Figure.known,
