@@ -52,6 +52,7 @@ from reports.fidelity import (
     REFERENCE,
     TRUTH,
     compare,
+    differences,
     format_table,
 )
 
@@ -129,8 +130,7 @@ async def main(argv: list[str] | None = None) -> int:
     print(f"fidelity: {candidate} against {reference}, {len(ref_runs)} and {len(cand_runs)} runs at "
           f"{args.speed:g}x, measured on the {args.measure_on} ({time.monotonic() - started:.0f} s wall)")
     print(format_table(rows, reference, candidate))
-    outside = [row.figure.name for row in rows if not row.within and not row.figure.known]
-    known = [row.figure.name for row in rows if not row.within and row.figure.known]
+    known, outside = differences(rows)
     within = len(rows) - len(outside) - len(known)
     print(f"goal: every figure within the band; {within}/{len(rows)} are"
           + (f"; known differences, with their reason in the table: {', '.join(known)}" if known else "")

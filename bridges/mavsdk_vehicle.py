@@ -511,16 +511,22 @@ class MavsdkVehicle(VehicleBase):
     async def inject_sim_fault(self, kind: int, instance: int, severity: float,
                                wind: tuple[float, float, float]) -> str:
         """SIM_FAULT_COMMAND (MAV_CMD_USER_1) as a COMMAND_LONG through MAVSDK's MavlinkDirect."""
-        fields = {"target_system": 1, "target_component": 1, "command": SIM_FAULT_COMMAND, "confirmation": 0,
-                  "param1": float(kind), "param2": float(instance), "param3": severity,
-                  "param4": wind[0], "param5": wind[1], "param6": wind[2], "param7": 0.0}
-        command = MavlinkMessage(message_name="COMMAND_LONG", system_id=0, component_id=0, target_system_id=1,
+        result = await self.command_long(SIM_FAULT_COMMAND, float(kind), float(instance), severity, *wind)
+        return "TIMEOUT" if result is None else failure_result(result)
+
+    async def command_long(self, command: int, *params: float) -> int | None:
+        """A COMMAND_LONG addressed to the autopilot (1/1: PX4 ignores some broadcast ones, such as
+        SET_MESSAGE_INTERVAL), through MAVSDK's MavlinkDirect; its ACK's MAV_RESULT, None if none came."""
+        values = [*params, *[0.0] * (7 - len(params))]
+        fields = {"target_system": 1, "target_component": 1, "command": command, "confirmation": 0,
+                  **{f"param{i + 1}": float(v) for i, v in enumerate(values)}}
+        message = MavlinkMessage(message_name="COMMAND_LONG", system_id=0, component_id=0, target_system_id=1,
                                  target_component_id=1, fields_json=json.dumps(fields))
         try:
-            ack = await self.mavlink.send_command(command)
+            ack = await self.mavlink.send_command(message)
         except MavlinkDirectError:
-            return "TIMEOUT"
-        return failure_result(int(json.loads(ack.fields_json)["result"]))
+            return None
+        return int(json.loads(ack.fields_json)["result"])
 
     async def download_newest_log(self, dest: Path) -> Path | None:
         """The newest ULog the autopilot lists (MAVSDK's log files plugin), into `dest`; None if it lists none."""

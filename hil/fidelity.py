@@ -63,7 +63,9 @@ MISSION_LEG = 20.0
 MISSION_RADIUS = 2.0  # acceptance radius of the mission's fly-through waypoints
 # The return: a low return altitude keeps the flight short; both targets get the same values.
 RTL_PARAMS = {"RTL_RETURN_ALT": 15.0, "RTL_DESCEND_ALT": 10.0}
-# The simulator's ground truth (PX4 SIH streams it on request), its rate (vehicle Hz).
+SET_MESSAGE_INTERVAL = 511  # MAV_CMD
+ATTITUDE = 30  # message id
+# The simulator's ground truth (PX4 SIH streams it on request), its message id and rate (vehicle Hz).
 HIL_STATE_QUATERNION = 115
 TRUTH_HZ = 50.0
 EARTH_RADIUS_M = 6371000.0  # a local tangent plane is exact enough over the suite's 100 m
@@ -76,6 +78,9 @@ MAX_RUNS_FILE_BYTES = 10 << 20  # a runs file is kilobytes; a bigger one is not 
 # The landing's descent speed is timed between these heights (m): below MPC_LAND_ALT2, above the crawl.
 LAND_FROM, LAND_TO = 4.0, 1.0
 # ---------------------------------------------------------------------------------------------- the trace
+
+SAMPLE_FIELDS = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")  # a Sample, as kept
+TRUTH_FIELDS = ("n", "e", "d", "vn", "ve", "vd")  # what the ground truth adds (true_*)
 
 @dataclass(frozen=True)
 class Point:
@@ -193,11 +198,15 @@ class Trace:
             await self.wait(lambda s: s.t >= t, t - self.now + 1.0, f"vehicle time {t:.1f} s")
 
     @property
+    def has_truth(self) -> bool:
+        """Whether the vehicle reports its ground truth (PX4 SIH does, when asked)."""
+        return bool(self.truth) and self.truth[-1] is not None
+
+    @property
     def source(self) -> str:
         """What the figures are measured on: the simulator's ground truth (when asked for and the
         vehicle reports it), else the vehicle's estimate."""
-        has_truth = bool(self.truth) and self.truth[-1] is not None
-        return TRUTH if self.measure_on == TRUTH and has_truth else ESTIMATE
+        return TRUTH if self.measure_on == TRUTH and self.has_truth else ESTIMATE
 
     def arrays(self, t0: float = -math.inf, t1: float = math.inf) -> dict[str, np.ndarray]:
         """How the vehicle moved in [t0, t1], one numpy array per field, and "alt" above the ground.
@@ -231,30 +240,24 @@ class Trace:
 
     def rows(self) -> list[dict[str, float | bool]]:
         """One dict per sample: the estimate, and the ground truth as true_* when there is one."""
-        names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")
         rows = []
         for sample, truth in zip(self.samples, self.truth):
-            row: dict[str, float | bool] = {k: getattr(sample, k) for k in names}
+            row: dict[str, float | bool] = {k: getattr(sample, k) for k in SAMPLE_FIELDS}
             if truth is not None:
-                row.update({f"true_{k}": getattr(truth, k) for k in ("n", "e", "d", "vn", "ve", "vd")})
+                row.update({f"true_{k}": getattr(truth, k) for k in TRUTH_FIELDS})
             rows.append(row)
         return rows
 
     def save(self, path: Path) -> None:
         """The samples as CSV (one row per sample, the ground truth beside the estimate when there is
         one: true_n ... true_vd), for plotting a run that went wrong."""
-        names = ("t", "n", "e", "d", "vn", "ve", "vd", "yaw", "armed", "landed")
-        true_names = ("n", "e", "d", "vn", "ve", "vd") if self.truth and self.truth[-1] is not None else ()
-        header = ",".join(names + tuple(f"true_{k}" for k in true_names))
+        columns = SAMPLE_FIELDS + (tuple(f"true_{k}" for k in TRUTH_FIELDS) if self.has_truth else ())
 
-        def row(i: int) -> str:
-            s = self.samples[i]
-            cells = [f"{v:.4f}" if isinstance(v, float) else str(int(v)) for v in (getattr(s, k) for k in names)]
-            truth = self.truth[i]
-            cells += [f"{getattr(truth, k):.4f}" if truth is not None else "" for k in true_names]
-            return ",".join(cells)
+        def cell(value: float | bool | None) -> str:
+            return "" if value is None else str(int(value)) if isinstance(value, bool) else f"{value:.4f}"
 
-        lines = [f"# {t:.3f} {what}" for t, what in self.events] + [header] + [row(i) for i in range(len(self.samples))]
+        lines = [f"# {t:.3f} {what}" for t, what in self.events] + [",".join(columns)]
+        lines += [",".join(cell(row.get(k)) for k in columns) for row in self.rows()]
         path.write_text("\n".join(lines) + "\n")
 
 
@@ -269,9 +272,10 @@ async def recording(vehicle: Vehicle, measure_on: str = ESTIMATE) -> AsyncIterat
     tasks: list[asyncio.Task] = []
     mavlink = getattr(vehicle, "mavlink", None)
     if mavlink is not None:
-        await _stream_rate(mavlink, 30, ATTITUDE_HZ)
-        # PX4 SIH answers with its ground truth; a vehicle that does not simply never sends it.
-        await _stream_rate(mavlink, HIL_STATE_QUATERNION, TRUTH_HZ)
+        # SET_MESSAGE_INTERVAL: PX4 sends ATTITUDE at 100 Hz, which at a speed factor floods the harness;
+        # PX4 SIH answers the second with its ground truth (a vehicle that does not never sends it).
+        await vehicle.command_long(SET_MESSAGE_INTERVAL, ATTITUDE, 1e6 / ATTITUDE_HZ)
+        await vehicle.command_long(SET_MESSAGE_INTERVAL, HIL_STATE_QUATERNION, 1e6 / TRUTH_HZ)
         tasks.append(asyncio.create_task(_follow_truth(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_local_position(vehicle, mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_attitude(mavlink, trace)))
@@ -287,21 +291,6 @@ async def recording(vehicle: Vehicle, measure_on: str = ESTIMATE) -> AsyncIterat
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _stream_rate(mavlink, message_id: int, hz: float) -> bool:
-    """SET_MESSAGE_INTERVAL, addressed to the autopilot (PX4 ignores a broadcast one); True when
-    accepted. PX4 sends ATTITUDE at 100 Hz, which at a speed factor floods the harness."""
-    from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
-
-    fields = {"target_system": 1, "target_component": 1, "command": 511, "confirmation": 0,
-              "param1": float(message_id), "param2": 1e6 / hz, "param3": 0.0, "param4": 0.0, "param5": 0.0,
-              "param6": 0.0, "param7": 0.0}
-    try:
-        ack = await mavlink.send_command(MavlinkMessage("COMMAND_LONG", 0, 0, 1, 1, json.dumps(fields)))
-    except MavlinkDirectError:
-        return False
-    return int(json.loads(ack.fields_json)["result"]) == 0
 
 
 async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> None:

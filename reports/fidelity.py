@@ -151,6 +151,13 @@ def compare(reference: Sequence[dict[str, float]], candidate: Sequence[dict[str,
     return rows
 
 
+def differences(rows: Sequence[Row]) -> tuple[list[str], list[str]]:
+    """The figures outside their band: (known, with a reason that prints in the table; unexplained)."""
+    outside = [row for row in rows if not row.within]
+    return ([row.figure.name for row in outside if row.figure.known],
+            [row.figure.name for row in outside if not row.figure.known])
+
+
 def format_table(rows: Sequence[Row], reference_name: str, candidate_name: str) -> str:
     """The comparison as a Markdown table, with the verdict and any known reason per figure."""
     lines = [f"| figure | unit | {reference_name} runs | {candidate_name} | ratio | band | verdict |",

@@ -27,7 +27,7 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
-from reports.fidelity import FIDELITY_KIND, MIN_RELATIVE_BAND, compare_records
+from reports.fidelity import FIDELITY_KIND, MIN_RELATIVE_BAND, compare_records, differences
 from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -185,8 +185,7 @@ def _fidelity_section(records: pd.DataFrame) -> list[Block]:
         return [Heading("Fidelity"), Paragraph(f"{len(records)} fidelity runs, but not a reference and a "
                                                "candidate to compare: nothing to show.")]
     c = comparison
-    outside = [row.figure.name for row in c.rows if not row.within and not row.figure.known]
-    known = [row.figure.name for row in c.rows if not row.within and row.figure.known]
+    known, outside = differences(c.rows)
     text = (f"{c.candidate} ({c.candidate_runs} runs, measured on its {c.sources.get(c.candidate, '?')}) against "
             f"{c.reference} ({c.reference_runs} runs, on its {c.sources.get(c.reference, '?')}). The band is the "
             f"reference's own run-to-run range, widened to +-{100 * MIN_RELATIVE_BAND:.0f} % of its mean and to the "

@@ -105,3 +105,10 @@ async def test_sys_failure_en_is_enabled_for_the_session_and_restored_or_else_re
     assert refused.verdict == REFUSED and refused.result in ("DISABLED", "DENIED")
     assert taken.verdict == OBSERVED
     assert (noise.verdict, noise.result) == (OBSERVED, "SUCCESS")
+
+
+async def test_a_simulator_fault_goes_over_mavlink_as_a_command_the_vehicle_answers(vehicle):
+    # SIM_FAULT_COMMAND through MAVSDK's MavlinkDirect (Vehicle.command_long), answered by its ACK.
+    assert await vehicle.inject_sim_fault(int(SimFault.WIND), 0, 1.0, (2.0, 1.0, 0.0)) == "SUCCESS"
+    assert await vehicle.inject_sim_fault(99, 0, 1.0, (0.0, 0.0, 0.0)) == "UNSUPPORTED"
+    assert await vehicle.inject_sim_fault(int(SimFault.WIND), 0, 0.0, (0.0, 0.0, 0.0)) == "SUCCESS"
