@@ -31,7 +31,7 @@ from bridges.failure import failure_result
 from bridges.sim_link import LOCAL_POSITION_NED, SET_ATTITUDE_TARGET, SET_POSITION_TARGET_LOCAL_NED, SimulatedLink
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
                              VehicleState)
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamError
 from px4.sim.autopilot import Autopilot

@@ -43,7 +43,7 @@ from bridges.failure import failure_result
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
                              VehicleConnectionError, VehicleError, VehicleState)
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 from px4.sim.faults import SIM_FAULT_COMMAND
 
 NAN = float("nan")

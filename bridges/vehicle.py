@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
 
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 
 
 class VehicleError(RuntimeError):

@@ -9,6 +9,8 @@ x planners, with `repeats` trials per combination, each with its own seed::
     missions:
       - {scene: forest, configs: [0, 1], rule: flyingtrust}
       - {scene: maze, configs: all, rule: flightbench}
+      - {mission: ../../missions/examples/benchmark/field_survey.yaml}   # a mission file (any format hil fly takes)
+      - {suite: templates, rule: flyingtrust}   # a suite: its scene entries as scenes, its mission files as missions
     profiles: [default, 0.60kg-EMAX]     # names, or {library: flyingtrust} for the whole library
     targets: [lockstep]                  # lockstep | sim | px4-sitl[:N] | a connection string
     links: [none]                        # link profile names (profiles/links), none = ideal link
@@ -18,6 +20,13 @@ x planners, with `repeats` trials per combination, each with its own seed::
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
+
+A scene entry is a navigation task for the planners: each planner flies from the scene's start to its
+goal. A mission entry (a mission file, or a suite's mission files, with `seeds` replacing the scene's)
+flies the mission's route on the autopilot, as `hil fly` does, with its airspace, fault schedule,
+comms-loss windows (cut on the simulated link), stage labels and success rule; it is not crossed
+with the planners (its planner column says `autopilot`). A relative mission path is taken from the
+campaign file's folder.
 
 The file is validated as a whole; a bad one raises `ConfigError` listing every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
@@ -79,11 +88,18 @@ def planner_choice(name: str) -> PlannerChoice:
 
 @dataclass(frozen=True)
 class MissionSpec:
-    """One scene-based navigation mission family: a scene, its configurations and the success rule."""
+    """One mission family: a scene with its configurations and success rule (a navigation task for the
+    planners), or a mission file (`mission`, its route flown by the autopilot) on its scene seeds."""
 
     scene: str
     configs: tuple[int, ...]
     rule: str
+    mission: str = ""  # a mission file; configs are then its scene seeds
+
+
+# How the planner column names a mission file's trials: the autopilot flies the route.
+AUTOPILOT = "autopilot"
+MISSION_RULE = "mission"  # the mission file's own success rule
 
 
 @dataclass(frozen=True)
@@ -106,6 +122,7 @@ class TrialSpec:
     seed: int
     speed: float
     physics: str = "default"  # px4-sitl and HITL boards: SIH inside PX4 or the harness's physics
+    mission: str = ""  # a mission file flown on the autopilot (config: its scene seed); "": a scene task
 
     def as_config(self) -> dict[str, Any]:
         """The resolved configuration for the trial manifest."""
@@ -141,23 +158,19 @@ class Campaign:
         """The cross-join, scene-major, with a stable id and seed per trial."""
         out = []
         for mission in self.missions:
-            for config in mission.configs:
-                for profile in self.profiles:
-                    for target in self.targets:
-                        for link in self.links:
-                            for fault in self.faults:
-                                for planner, compute in itertools.product(self.planners, self.computes):
-                                    for repeat in range(self.repeats):
-                                        parts = (mission.scene, f"c{config}", mission.rule, _stem(profile),
-                                                 target, link, _stem(fault), planner, compute, f"r{repeat}")
-                                        trial_id = "__".join(_safe(p) for p in parts)
-                                        out.append(TrialSpec(
-                                            trial_id=trial_id, campaign=self.name, scene=mission.scene,
-                                            config=config, rule=mission.rule, profile=profile, target=target,
-                                            link=link, fault=fault, planner=planner, compute=compute,
-                                            rate_hz=self.rate_hz, repeat=repeat,
-                                            seed=trial_seed(self.seed, trial_id), speed=self.speed,
-                                            physics=self.physics))
+            # A mission file's route is flown by the autopilot: one planner (and no compute) per trial.
+            planners = ((AUTOPILOT, NONE),) if mission.mission else itertools.product(self.planners, self.computes)
+            for config, profile, target, link, fault, (planner, compute), repeat in itertools.product(
+                    mission.configs, self.profiles, self.targets, self.links, self.faults, tuple(planners),
+                    range(self.repeats)):
+                parts = (mission.scene, f"c{config}", mission.rule, _stem(profile), target, link, _stem(fault),
+                         planner, compute, f"r{repeat}")
+                trial_id = "__".join(_safe(p) for p in parts)
+                out.append(TrialSpec(
+                    trial_id=trial_id, campaign=self.name, scene=mission.scene, config=config, rule=mission.rule,
+                    profile=profile, target=target, link=link, fault=fault, planner=planner, compute=compute,
+                    rate_hz=self.rate_hz, repeat=repeat, seed=trial_seed(self.seed, trial_id), speed=self.speed,
+                    physics=self.physics, mission=mission.mission))
         return out
 
 
@@ -203,7 +216,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         problems.invalid("<top level>", "a mapping of campaign fields", data)
         raise ConfigError(problems.lines)
     values = read_fields(data, _FIELDS, "", problems, nested=_LISTS)
-    missions = _missions(data.get("missions"), problems)
+    missions = _missions(data.get("missions"), problems, Path(source).parent)
     profiles = _profiles(data.get("profiles", ["default"]), problems)
     targets = _names(data.get("targets", [LOCKSTEP]), "targets", problems, _target_problem)
     links = _names(data.get("links", [NONE]), "links", problems, _link_problem)
@@ -228,9 +241,13 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     raise ConfigError(problems.lines)
 
 
-def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
+def _missions(entries: Any, problems: Problems, base_dir: Path) -> tuple[MissionSpec, ...]:
     out = []
-    for path, entry in mapping_entries(entries, "missions", "{scene, configs, rule}", problems):
+    for path, entry in mapping_entries(entries, "missions", "{scene, configs, rule}, {mission, seeds} or {suite, rule}",
+                                       problems):
+        if "mission" in entry or "suite" in entry:
+            out += _mission_files(path, entry, problems, base_dir)
+            continue
         read_fields(entry, {}, f"{path}.", problems, nested=("scene", "configs", "rule"))
         scene, rule = entry.get("scene"), entry.get("rule", "flyingtrust")
         if scene not in SCENES:
@@ -247,6 +264,54 @@ def _missions(entries: Any, problems: Problems) -> tuple[MissionSpec, ...]:
             continue
         out.append(MissionSpec(scene, tuple(configs), rule))
     return tuple(out)
+
+
+def _mission_files(path: str, entry: dict, problems: Problems, base_dir: Path) -> list[MissionSpec]:
+    """A `{mission: FILE, seeds}` or `{suite: NAME, rule}` entry, each mission loaded (validated) once now."""
+    from missions.load import load
+    from missions.suite import load_suite
+
+    if "suite" in entry:
+        read_fields(entry, {}, f"{path}.", problems, nested=("suite", "rule"))
+        rule = entry.get("rule", "flyingtrust")
+        if rule not in RULES:
+            problems.invalid(f"{path}.rule", "one of " + ", ".join(RULES), rule)
+            return []
+        try:
+            suite = load_suite(_relative(entry["suite"], base_dir))
+        except ConfigError as error:
+            problems.lines += [f"{problems.source}: {path}.suite: {line}" for line in error.problems]
+            return []
+        specs = []
+        for item in suite.entries:
+            if item.scene is not None:
+                specs.append(MissionSpec(item.scene, tuple(s for s in item.seeds if s is not None) or (0,), rule))
+            else:
+                specs.append(MissionSpec(Path(item.mission).stem, tuple(-1 if s is None else s for s in item.seeds),
+                                         MISSION_RULE, str(item.mission)))
+        return specs
+    read_fields(entry, {}, f"{path}.", problems, nested=("mission", "seeds"))
+    file = _relative(entry["mission"], base_dir) if isinstance(entry["mission"], str) else None
+    seeds = entry.get("seeds")
+    if seeds is not None and not (isinstance(seeds, list) and seeds and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < CONFIGURATIONS for c in seeds)):
+        problems.invalid(f"{path}.seeds", f"a list of scene seeds 0-{CONFIGURATIONS - 1}", seeds)
+        return []
+    if file is None:
+        problems.invalid(f"{path}.mission", "a mission file's path", entry["mission"])
+        return []
+    try:
+        load(file)  # validated now: a broken mission file stops the campaign before any trial
+    except ConfigError as error:
+        problems.lines += [f"{problems.source}: {path}.mission: {line}" for line in error.problems]
+        return []
+    return [MissionSpec(Path(file).stem, tuple(seeds) if seeds else (-1,), MISSION_RULE, str(file))]
+
+
+def _relative(name: str, base_dir: Path) -> str:
+    """A path relative to the campaign file's folder when it names a file there; else as given (a packaged name)."""
+    candidate = base_dir / name
+    return str(candidate) if candidate.exists() else name
 
 
 def _profiles(entries: Any, problems: Problems) -> tuple[str, ...]:

@@ -1,9 +1,15 @@
-"""`hil fly`: fly one waypoint mission on one target and keep a trial record of it.
+"""`hil fly`: fly one mission on one target and keep a trial record of it.
 
 The flight goes only through the `Vehicle` API, so it is the same on the built-in vehicle, PX4
-SITL and hardware. Two ways to fly the waypoints, chosen by the mission's `mode`:
+SITL and hardware. Any mission file `missions.load` reads flies here (its route becomes a waypoint
+plan, `BenchmarkMission.to_waypoint_mission()`), in one of two ways chosen by the mission's `mode`:
 - `mission`: upload with the MAVLink mission protocol and let the autopilot fly it;
 - `offboard`: take off, then stream position setpoints from here, waypoint by waypoint.
+
+While it flies, the judge (`hil.monitor.hazard`) watches the mission's airspace (altitude band,
+geofences, no-fly zones) and its scene's obstacles: leaving the one or touching the other ends the
+flight as a failure naming the zone or the obstacle, and the vehicle lands. Stage labels
+(`missions.templates`) are recorded as `stage_started` / `stage_ended` events as they are flown.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from pathlib import Path
 
 import pandas as pd
 
+import numpy as np
+
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from hil.monitor import hazard
 from hil.param_journal import JournalRestoreRefused, keep_journal
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
+from missions.schema import BenchmarkMission
 from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
@@ -47,7 +57,7 @@ class TrialResult:
     estimation: dict[str, float] = field(default_factory=dict)  # on the harness's physics: PX4's estimate vs truth
 
 
-def default_record_dir(mission: WaypointMission, root: Path = Path("runs")) -> Path:
+def default_record_dir(mission: BenchmarkMission | WaypointMission, root: Path = Path("runs")) -> Path:
     """runs/<UTC time>-<mission name>, unique per call."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = root / f"{stamp}-{mission.name}"
@@ -58,35 +68,132 @@ def default_record_dir(mission: WaypointMission, root: Path = Path("runs")) -> P
     return path
 
 
-async def fly_mission(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> tuple[str, str]:
-    """Arm, fly the mission, land; returns (outcome, reason). The budget is in vehicle time."""
+class StageLog:
+    """Records when each stage of a route starts and ends (HUGE-Bench's sub-tasks, for TCR per stage)."""
+
+    def __init__(self, recorder: TrialRecorder) -> None:
+        self.recorder = recorder
+        self.current: str | None = None
+
+    def enter(self, stage: str) -> None:
+        """The flight is now working on `stage` (a finished previous one ends here)."""
+        if stage and stage != self.current:
+            self.close(completed=True)
+            self.current = stage
+            self.recorder.event("stage_started", stage=stage)
+
+    def close(self, completed: bool) -> None:
+        """The current stage ends: done, or cut short (`completed` False)."""
+        if self.current is not None:
+            self.recorder.event("stage_ended", stage=self.current, completed=completed)
+            self.current = None
+
+
+async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder,
+                      vehicle_radius: float = 0.0, inject_faults: bool = True) -> tuple[str, str]:
+    """Arm, fly the mission's route, land; returns (outcome, reason). The budget is in vehicle time.
+
+    The judge runs beside the flight: an airspace breach or a collision with the scene (the vehicle's
+    sphere of `vehicle_radius` m) ends it as `breach` or `collision`, and the vehicle lands. The
+    mission's fault schedule is applied as its triggers fire when `inject_faults` (the caller decides
+    whether the target may be faulted).
+    """
+    from hil.navigation import apply_faults  # navigation lands through this module
+
+    stages = StageLog(recorder)
+    judge = RouteJudge(mission, vehicle_radius)
+    flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
+    watching = asyncio.create_task(judge.watch(vehicle))
+    faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder))
     try:
-        async with vehicle.deadline(mission.time_budget):
+        await asyncio.wait({flight, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:  # cancelled from outside (Ctrl-C): all stop, the caller lands
+        for task in (flight, watching, faults):
+            task.cancel()
+        await asyncio.gather(flight, watching, faults, return_exceptions=True)
+    if not flight.cancelled():  # the flight ended first: its outcome (or its error)
+        return flight.result()
+    outcome, reason = watching.result()
+    stages.close(completed=False)
+    recorder.event(outcome, reason=reason, north=vehicle.state.north, east=vehicle.state.east,
+                   altitude=vehicle.state.altitude)
+    await vehicle.release()
+    await land_and_wait(vehicle, recorder)
+    return outcome, reason
+
+
+class RouteJudge:
+    """Watches a mission flight: where it is against the airspace and the scene, and for how long.
+
+    `elapsed_s` (vehicle time since arming) and `clearance_m` (to the nearest obstacle) are what the
+    fault schedule's triggers read, as they read the trial monitor's in a navigation flight.
+    """
+
+    def __init__(self, mission: BenchmarkMission, vehicle_radius: float) -> None:
+        self.mission = mission
+        self.radius = vehicle_radius
+        self.scene = mission.scene.load() if mission.scene is not None else None
+        self.elapsed_s = 0.0
+        self.clearance_m = math.inf
+        self._t0_ns: int | None = None
+        self._scale = 1.0
+
+    async def watch(self, vehicle: Vehicle) -> tuple[str, str]:
+        """Follow telemetry while armed until the vehicle leaves the airspace or touches the scene."""
+        self._scale = clock_scale(vehicle.speed_factor)
+        home, airspace = self.mission.home_in_mission, self.mission.airspace
+        async for state in vehicle.telemetry():
+            if not state.armed:
+                continue
+            self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
+            self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * self._scale
+            position = np.array([state.north, state.east, state.down]) + home
+            if self.scene is not None:
+                self.clearance_m = float(self.scene.distance(position)[0])
+            # The altitude band's floor holds in flight, not on the way up from the ground or down to it.
+            floor = state.in_air and state.altitude >= airspace.alt_min and state.flight_mode not in LANDING_MODES
+            found = hazard(position, self.scene, airspace, self.radius, floor=floor)
+            if found is not None:
+                return found
+        raise VehicleError("telemetry ended")
+
+
+# Modes in which the vehicle is on its way down to the ground, below any altitude band's floor.
+LANDING_MODES = ("LAND", "RETURN_TO_LAUNCH")
+
+
+async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialRecorder,
+                    stages: StageLog) -> tuple[str, str]:
+    try:
+        async with vehicle.deadline(plan.time_budget):
             await vehicle.arm()
             recorder.event("armed")
-            if mission.mode == "mission":
-                await _fly_uploaded(vehicle, mission, recorder)
+            if plan.mode == "mission":
+                await _fly_uploaded(vehicle, plan, recorder, stages)
             else:
-                await _fly_offboard(vehicle, mission, recorder)
+                await _fly_offboard(vehicle, plan, recorder, stages)
     except TimeoutError:
-        recorder.event("timeout", budget_s=mission.time_budget)
+        stages.close(completed=False)
+        recorder.event("timeout", budget_s=plan.time_budget)
         await land_and_wait(vehicle, recorder)
-        return "timeout", f"mission not completed within its {mission.time_budget:g} s budget"
-    if mission.land:
+        return "timeout", f"mission not completed within its {plan.time_budget:g} s budget"
+    if plan.land:
+        stages.enter("land")
         await land_and_wait(vehicle, recorder)
+    stages.close(completed=True)
     return "success", ""
 
 
-async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
+async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
     waypoints = _mission_waypoints(mission)
     # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
     async with vehicle.params_changed({"MIS_TAKEOFF_ALT": mission.takeoff_altitude}):
         await vehicle.upload_mission(waypoints)
         recorder.event("mission_uploaded", items=len(waypoints))
-        await _run_uploaded(vehicle, recorder)
+        await _run_uploaded(vehicle, mission, recorder, stages)
 
 
-async def _run_uploaded(vehicle: Vehicle, recorder: TrialRecorder) -> None:
+async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
 
     async def log_reached() -> None:
         async for seq in vehicle.mission_items_reached():
@@ -98,6 +205,8 @@ async def _run_uploaded(vehicle: Vehicle, recorder: TrialRecorder) -> None:
         recorder.event("mission_started")
         async for progress in vehicle.mission_progress():
             recorder.event("mission_progress", current=progress.current, total=progress.total)
+            if 0 <= progress.current < len(mission.waypoints):
+                stages.enter(mission.waypoints[progress.current].stage)
             if progress.finished:
                 break
     finally:
@@ -106,20 +215,23 @@ async def _run_uploaded(vehicle: Vehicle, recorder: TrialRecorder) -> None:
             await reached_task
 
 
-async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder) -> None:
+async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
     await vehicle.takeoff(mission.takeoff_altitude)
     recorder.event("takeoff_complete", altitude=vehicle.state.altitude)
-    await vehicle.start_offboard(rate_hz=20.0)
-    recorder.event("offboard_started")
-    for index, wp in enumerate(mission.waypoints):
-        yaw = math.radians(wp.yaw_deg) if wp.yaw_deg is not None else math.nan
-        await vehicle.set_position_ned(wp.north, wp.east, wp.down, yaw)
-        await vehicle.wait_until(lambda s: s.distance_to(wp.north, wp.east, wp.down) <= mission.acceptance_radius,
-                                 timeout=mission.time_budget, what=f"waypoint {index}")
-        recorder.event("waypoint_reached", index=index)
-        if wp.hold_s > 0:
-            await vehicle.sleep(wp.hold_s)
-    await vehicle.stop_offboard()
+    # Position setpoints are flown at PX4's MPC_XY_VEL_MAX: the mission's speed caps it for this flight.
+    async with vehicle.params_changed({"MPC_XY_VEL_MAX": mission.speed, "MPC_XY_CRUISE": mission.speed}):
+        await vehicle.start_offboard(rate_hz=20.0)
+        recorder.event("offboard_started")
+        for index, wp in enumerate(mission.waypoints):
+            stages.enter(wp.stage)
+            yaw = math.radians(wp.yaw_deg) if wp.yaw_deg is not None else math.nan
+            await vehicle.set_position_ned(wp.north, wp.east, wp.down, yaw)
+            await vehicle.wait_until(lambda s: s.distance_to(wp.north, wp.east, wp.down) <= mission.acceptance_radius,
+                                     timeout=mission.time_budget, what=f"waypoint {index}")
+            recorder.event("waypoint_reached", index=index)
+            if wp.hold_s > 0:
+                await vehicle.sleep(wp.hold_s)
+        await vehicle.stop_offboard()
     recorder.event("offboard_stopped")
 
 
@@ -145,9 +257,11 @@ class FlightOptions:
     # Parameters set on the flight controller for this flight only (journaled and restored on hardware);
     # simulators take theirs at boot instead.
     params: Mapping[str, float] = field(default_factory=dict)
+    vehicle_radius: float = 0.0  # m: the vehicle's collision sphere, for the judge in a mission's scene
+    inject_faults: bool = False  # apply the mission's fault schedule (simulators; hardware only when asked)
 
 
-async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: WaypointMission,
+async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: BenchmarkMission,
                     record_dir: Path, *, config: dict, options: FlightOptions,
                     say: Callable[[str], None] = lambda text: None,
                     show: Callable[[Vehicle, TrialRecorder], Awaitable[None]] | None = None) -> TrialResult:
@@ -198,10 +312,26 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         if not options.hardware:  # a simulator's logs arrived in the record as it stopped
             _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
-                                  mission.reference_path()) if rows else None
+                                  mission.to_waypoint_mission().reference_path()) if rows else None
         estimation = trial_estimation(record_dir)
-        recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation})
+        recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation,
+                                  **mission_summary(rows, speed, mission, outcome)})
     return TrialResult(outcome, reason, record_dir, summary, estimation)
+
+
+def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, outcome: str) -> dict:
+    """The mission's process metrics of a flight (`reports.metrics.mission_metrics`), from its telemetry
+    in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage."""
+    from reports.metrics import Trajectory, mission_metrics
+
+    telemetry = vehicle_time(pd.DataFrame(rows), speed) if rows else pd.DataFrame()
+    flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
+    if len(flown) < 2:
+        return {"success": outcome == "success", "collided": outcome == "collision"}
+    trajectory = Trajectory.from_telemetry(flown, offset=mission.home_in_mission)
+    return mission_metrics(trajectory, mission.reference_path(), mission.stage_paths(),
+                           goal_radius=mission.success_radius, success=outcome == "success",
+                           collided=outcome == "collision")
 
 
 def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:
@@ -216,7 +346,7 @@ def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, record
             recorder.event("ulog_kept", path=str(log), alignment_error=str(exc))
 
 
-async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, options: FlightOptions,
+async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder, options: FlightOptions,
                           say: Callable[[str], None]) -> tuple[str, str, bool]:
     """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
     try:
@@ -235,24 +365,26 @@ async def _checked_flight(vehicle: Vehicle, mission: WaypointMission, recorder: 
         return await _checklist_and_flight(vehicle, mission, recorder, options, say)
 
 
-async def _checklist_and_flight(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder,
+async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder,
                                 options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, bool]:
     with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
         await vehicle.wait_armable(timeout=30.0)
-    checklist = await run_checklist(vehicle, mission, options.limits, hardware=options.hardware,
+    plan = mission.to_waypoint_mission()
+    checklist = await run_checklist(vehicle, plan, options.limits, hardware=options.hardware,
                                     min_battery_pct=options.min_battery_pct)
     say(checklist.text())
     recorder.event("preflight", passed=checklist.passed, checks=[asdict(c) for c in checklist.checks])
     if not checklist.passed:
         return "preflight_failed", "; ".join(f"{c.name}: {c.detail}" for c in checklist.failures()), True
     if options.dry_run:
-        if mission.mode == "mission":
-            await vehicle.upload_mission(_mission_waypoints(mission))
-            recorder.event("mission_uploaded", items=len(mission.waypoints))
+        if plan.mode == "mission":
+            await vehicle.upload_mission(_mission_waypoints(plan))
+            recorder.event("mission_uploaded", items=len(plan.waypoints))
         recorder.event("dry_run_complete")
         return "dry_run", "checks passed; nothing armed (--dry-run)", True
 
-    flight = asyncio.create_task(fly_mission(vehicle, mission, recorder))
+    flight = asyncio.create_task(fly_mission(vehicle, mission, recorder, options.vehicle_radius,
+                                             options.inject_faults))
     guard = asyncio.create_task(watch(vehicle, options.limits))
     try:
         await asyncio.wait({flight, guard}, return_when=asyncio.FIRST_COMPLETED)
@@ -312,6 +444,6 @@ def _mission_waypoints(mission: WaypointMission) -> list[MissionWaypoint]:
             for w in mission.waypoints]
 
 
-def mission_config(mission: WaypointMission, **extra) -> dict:
+def mission_config(mission: BenchmarkMission, **extra) -> dict:
     """The resolved configuration stored in the manifest."""
     return {"mission": asdict(mission), **extra}

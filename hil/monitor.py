@@ -28,6 +28,7 @@ import numpy as np
 
 from bridges.vehicle import Vehicle, VehicleState
 from missions.geometry import Scene
+from missions.schema import Airspace
 from records.clock import clock_scale
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
@@ -62,6 +63,24 @@ class Verdict:
     outcome: str  # success | collision | timeout | failsafe | error
     reason: str
     t_s: float
+
+
+def hazard(position: np.ndarray, scene: Scene | None, airspace: Airspace | None, vehicle_radius: float,
+           floor: bool = True) -> tuple[str, str] | None:
+    """What ends a flight at this position (mission frame, NED): ("collision" | "breach", reason), or None.
+
+    `floor`: whether the airspace's lowest altitude applies (not while taking off or landing).
+    """
+    if scene is not None:
+        clearance = float(scene.distance(position)[0])
+        if clearance < vehicle_radius:
+            return "collision", (f"obstacle within {clearance:.2f} m of the centre (vehicle radius "
+                                 f"{vehicle_radius:.2f} m) at {_fmt(position)}")
+    if airspace is not None:
+        why = airspace.violation(position, floor=floor)
+        if why is not None:
+            return "breach", f"left the mission's airspace at {_fmt(position)}: expected {why}"
+    return None
 
 
 class TrialMonitor:

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bridges.vehicle import Vehicle, VehicleError
 from hil.fly import land_and_wait
@@ -145,9 +145,17 @@ async def _navigate(vehicle: Vehicle, navigation: Navigation, scene: Scene, task
     return verdict, planner.result() if finished else None
 
 
-async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor: TrialMonitor,
+class Progress(Protocol):
+    """What fault triggers read of a flight: mission time so far and the gap to the nearest obstacle."""
+
+    elapsed_s: float
+    clearance_m: float
+
+
+async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor: Progress,
                        recorder: TrialRecorder) -> None:
-    """Inject each fault when its trigger fires, clear it when its time is up."""
+    """Inject each fault when its trigger fires (reading `monitor`: the trial monitor of a navigation
+    flight, the route judge of a mission flight), clear it when its time is up."""
     if not faults:
         return
     from bridges.failure import FailureInjector

@@ -12,6 +12,7 @@ SITL or hardware. On MAVLink targets a link profile puts the impairment proxy
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -22,7 +23,10 @@ import pandas as pd
 from bridges.vehicle import VehicleError
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
-from hil.navigation import Navigation, NavigationResult, fly_scene
+from hil.fly import fly_mission, mission_summary
+from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
+from hil.recording import record_telemetry
+from hil.safety import require_on_ground
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
@@ -32,7 +36,7 @@ from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
-from records.clock import vehicle_time
+from records.clock import mark, speed_between, vehicle_time
 from records.record import TrialRecorder, read_table
 from reports.estimation import trial_estimation
 from reports.metrics import Trajectory, timing_summary, trial_metrics
@@ -71,6 +75,8 @@ def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[s
 
 async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[str, Any]:
     """Bring the trial's target up, fly it and write its record; returns the manifest summary."""
+    if spec.mission:
+        return await run_mission_trial(spec, record_dir)
     scene = scene_for(spec.scene, spec.config)
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
@@ -114,6 +120,45 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
             **trial_estimation(record_dir),  # on the harness's physics: PX4's estimate against the truth
         }
         recorder.finish(verdict.outcome, summary)
+    return summary
+
+
+async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]:
+    """A mission file's trial: its route flown on the autopilot as `hil fly` flies it (`hil.fly.fly_mission`:
+    airspace and scene judged, stages recorded, faults applied), its comms-loss windows cut on the link."""
+    from missions.faults import load_fault_profile
+    from missions.load import load
+
+    mission = load(spec.mission, seed=spec.config if spec.config >= 0 else None)
+    if spec.fault != NONE:
+        mission = dataclasses.replace(mission, faults=mission.faults + tuple(load_fault_profile(spec.fault)))
+    profile = load_vehicle_profile(spec.profile)
+    rows: list[dict] = []
+    speed = 1.0
+    with TrialRecorder(record_dir, config={**spec.as_config(), "mission_resolved": mission}, target=spec.target,
+                       seed=spec.seed) as recorder:
+        options = dataclasses.replace(_target_options(spec, record_dir, recorder), outages=tuple(
+            (w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss))
+        try:
+            async with open_target(spec.target, options) as opened:
+                vehicle = opened.vehicle
+                recorder.event("connected", url=vehicle.url, target=opened.name)
+                telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
+                start = mark(vehicle.clock_s)
+                try:
+                    await require_on_ground(vehicle)
+                    await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
+                    outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                finally:
+                    telemetry.cancel()
+                    await asyncio.gather(telemetry, return_exceptions=True)
+                    speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
+        except (VehicleError, SitlError) as exc:
+            outcome, reason = "error", str(exc)
+        recorder.event("verdict", outcome=outcome, reason=reason)
+        summary = {"outcome": outcome, "reason": reason, **_profile_columns(profile),
+                   **mission_summary(rows, speed, mission, outcome)}
+        recorder.finish(outcome, summary)
     return summary
 
 

@@ -38,6 +38,7 @@ class RoutePoint:
     down: float
     stage: str
     hold_s: float = 0.0
+    yaw_deg: float | None = None  # None: the vehicle keeps its own heading
 
     @property
     def position(self) -> np.ndarray:
@@ -54,9 +55,18 @@ def point_to_point(goal: tuple[float, float, float]) -> list[RoutePoint]:
     return [_point(*goal, "transit")]
 
 
-def multi_waypoint(waypoints: list[tuple[float, float, float, float]]) -> list[RoutePoint]:
-    """Visit (north, east, alt, hold_s) waypoints in order."""
-    return [_point(n, e, a, f"waypoint-{i + 1}", h) for i, (n, e, a, h) in enumerate(waypoints)]
+def multi_waypoint(waypoints: list[tuple[float, float, float, float]],
+                   yaws: list[float | None] | None = None) -> list[RoutePoint]:
+    """Visit (north, east, alt, hold_s) waypoints in order, each with its yaw (deg) if given."""
+    yaws = yaws or [None] * len(waypoints)
+    return [RoutePoint(float(n), float(e), -float(a), f"waypoint-{i + 1}", float(h),
+                       None if yaw is None else float(yaw))
+            for i, ((n, e, a, h), yaw) in enumerate(zip(waypoints, yaws))]
+
+
+def landing(last: RoutePoint) -> RoutePoint:
+    """Touch down straight below the last point of a route (a mission that lands at its end)."""
+    return RoutePoint(last.north, last.east, 0.0, "land")
 
 
 def survey(start_alt: float, north: tuple[float, float], east: tuple[float, float], alt: float,

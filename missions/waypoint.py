@@ -1,6 +1,9 @@
-"""Waypoint mission files: the YAML that `hil fly MISSION.yaml` flies.
+"""Waypoint missions: what the autopilot is told to fly, and the older waypoint YAML.
 
-A mission file looks like this (see `missions/examples/`)::
+`WaypointMission` is a flight plan (takeoff altitude, waypoints, mode, landing) that `hil fly`
+uploads or streams; `missions.schema.BenchmarkMission.to_waypoint_mission()` makes one. Files in
+the older waypoint format below still load (through `missions.load`, which reads them here and turns
+them into the one mission model)::
 
     name: demo-square
     mode: mission          # mission: uploaded and flown by the autopilot; offboard: the harness streams setpoints
@@ -20,7 +23,6 @@ A bad file raises one `ConfigError` listing every problem, one line each, in the
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,8 @@ from config.fields import (
     read_fields,
     text,
 )
-from config.loading import load_yaml, packaged
 
-__all__ = ["Waypoint", "WaypointMission", "load_mission", "parse_mission"]
+__all__ = ["Waypoint", "WaypointMission", "parse_mission"]
 
 MODES = ("mission", "offboard")
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"  # packaged missions, loadable by name
@@ -59,6 +60,7 @@ class Waypoint:
     down: float
     hold_s: float = 0.0
     yaw_deg: float | None = None  # None: the autopilot keeps its own heading
+    stage: str = ""  # the mission stage this waypoint ends (missions.templates), recorded when flown
 
     @property
     def alt(self) -> float:
@@ -92,13 +94,6 @@ class WaypointMission:
             last = self.waypoints[-1]
             points.append((last.north, last.east, 0.0))
         return np.array(points, dtype=float)
-
-
-def load_mission(path: str | os.PathLike[str]) -> WaypointMission:
-    """Read and validate a mission file, or a packaged example by name (``demo_square``); raise
-    `ConfigError` naming the file on any problem."""
-    path = packaged(path, EXAMPLES_DIR, "mission")
-    return parse_mission(load_yaml(path, "mission file"), str(path))
 
 
 def parse_mission(mapping: Any, source: str = "<string>") -> WaypointMission:

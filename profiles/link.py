@@ -30,6 +30,8 @@ A bad file raises one `ConfigError` listing every problem, one per line, as
 
 from __future__ import annotations
 
+import dataclasses
+
 import difflib
 import math
 from dataclasses import dataclass, field
@@ -131,6 +133,19 @@ class LinkSpec:
 
     def direction(self, name: str) -> DirectionSpec:
         return self.to_vehicle if name == "to_vehicle" else self.to_onboard
+
+
+def link_for_trial(name_or_path: str | None, seed: int, outages: tuple[tuple[float, float], ...] = ()) -> LinkSpec | None:
+    """The link a trial runs on: a profile (seeded) with a mission's comms-loss windows added to both
+    directions as outages; an ideal link carrying only the outages when there is no profile; None when
+    there is neither (no impairment at all)."""
+    if name_or_path is None and not outages:
+        return None
+    spec = load_link_profile(name_or_path) if name_or_path else LinkSpec(name="comms-loss")
+    return dataclasses.replace(
+        spec, seed=seed,
+        to_vehicle=dataclasses.replace(spec.to_vehicle, outages=spec.to_vehicle.outages + tuple(outages)),
+        to_onboard=dataclasses.replace(spec.to_onboard, outages=spec.to_onboard.outages + tuple(outages)))
 
 
 LINKS_DIR = Path(__file__).resolve().parent / "links"

@@ -285,6 +285,6 @@ def _jsonable(value: Any) -> Any:
         return dataclasses.asdict(value)
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, np.generic):
-        return value.item()
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
     raise TypeError(f"cannot record {type(value).__name__} as JSON")

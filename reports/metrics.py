@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from missions.geometry import Scene, sample_polyline
+from missions.geometry import Scene, polyline_length, sample_polyline
 from onboard.timing import TOTAL, per_cycle
 from reports.trial_summary import distance_to_polyline
 
@@ -210,6 +210,34 @@ def trial_metrics(trajectory: Trajectory, scene: Scene, *, vehicle_radius: float
         **trajectory_coverage(trajectory.pos, reference),
         **asdict(safety_figures(trajectory, scene, vehicle_radius)),
     }
+
+
+def mission_metrics(trajectory: Trajectory, reference: np.ndarray, stages: list[tuple[str, np.ndarray]], *,
+                    goal_radius: float, success: bool, collided: bool) -> dict[str, float]:
+    """The per-trial numbers of a mission flight (its route as the reference), flat, in the mission's frame.
+
+    `reference` is the planned route (start then every route point), the mission's shortest valid path
+    for SPL; `stages` is each stage's label with its own stretch of that route, for HUGE-Bench's
+    TCR@delta per stage (`tcr_<delta>_<stage>`). Columns match `trial_metrics`' so `group_metrics`
+    gives SR, OSR, DTS, SPL, CR, CSPL and TCR@delta over mission trials too.
+    """
+    goal = np.asarray(reference, dtype=float)[-1]
+    goal_distances = np.linalg.norm(trajectory.pos - goal, axis=1) if len(trajectory) else np.array([math.inf])
+    out: dict[str, float] = {
+        **asdict(flight_metrics(trajectory)),
+        "progress": 1.0 if success else progress(trajectory, reference, None),
+        "final_distance_m": float(goal_distances[-1]),
+        "closest_distance_m": float(goal_distances.min()),
+        "oracle_success": bool(goal_distances.min() <= goal_radius),
+        "shortest_length_m": polyline_length(reference),
+        "success": bool(success),
+        "collided": bool(collided),
+        **trajectory_coverage(trajectory.pos, reference),
+    }
+    for stage, stretch in stages:
+        for key, value in trajectory_coverage(trajectory.pos, stretch).items():
+            out[f"{key}_{stage}"] = value
+    return out
 
 
 def spl_terms(success: np.ndarray, shortest: np.ndarray, flown: np.ndarray) -> np.ndarray:

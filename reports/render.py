@@ -349,10 +349,15 @@ def _flakiness_section(results: pd.DataFrame) -> list[Block]:
     return blocks
 
 
+def _scene_trials(results: pd.DataFrame) -> pd.DataFrame:
+    """The navigation trials (scene tasks); a mission file's trials are shown on their own pages."""
+    return results[results["mission"].fillna("") == ""] if "mission" in results else results
+
+
 def _track_section(results: pd.DataFrame) -> list[Block]:
     from missions.scenes import scene_for
 
-    groups = list(results.groupby(["scene", "config"], sort=True))
+    groups = list(_scene_trials(results).groupby(["scene", "config"], sort=True))
     blocks: list[Block] = [Heading("Flown tracks"),
                            Paragraph(f"Up to {TRACKS_PER_PLOT} tracks over each of the first {TRACK_SCENES} of "
                                      f"{len(groups)} scene configurations; every trial's own page (see the trial "
@@ -400,7 +405,8 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
             dtw = bootstrap_mean(deviations["dtw_m"].to_numpy(), label=f"dtw|{target}")
             blocks.append(Paragraph(f"Track deviation (DTW, mean aligned-point distance) over {dtw.n} pairs: "
                                     f"{dtw.format()} m."))
-            for _, pair in deviations.head(OVERLAYS).iterrows():
+            for _, pair in deviations[deviations["scene"].isin(_scene_trials(results)["scene"])].head(
+                    OVERLAYS).iterrows():
                 tracks = [(name, navigation_track(results[results["trial_id"] == trial_id].iloc[0]))
                           for name, trial_id in ((reference, pair["trial_ref"]), (target, pair["trial_tgt"]))]
                 scene = scene_for(pair["scene"], int(pair["config"]))

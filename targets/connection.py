@@ -4,14 +4,13 @@ the options name a link profile."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 
 from bridges.link_proxy import LinkProxy
 from bridges.mavsdk_vehicle import MavsdkVehicle, connect
 from bridges.transport import parse_url
 from bridges.vehicle import VehicleConnectionError
-from profiles.link import load_link_profile
+from profiles.link import link_for_trial
 from px4.process import free_udp_port
 from targets.spec import TargetOptions
 
@@ -27,10 +26,11 @@ async def connected(url: str, options: TargetOptions, failure: Callable[[], str 
     speed = options.speed if speed is None else speed
     async with contextlib.AsyncExitStack() as stack:
         proxy = None
-        if options.link:
+        spec = link_for_trial(options.link, options.seed, options.outages)
+        if spec is not None:
             if parse_url(url).scheme != "udpin":
-                raise ValueError(f"a link profile needs a UDP target the proxy can stand in front of, not {url}")
-            spec = dataclasses.replace(load_link_profile(options.link), seed=options.seed)
+                raise ValueError(f"a link profile or comms-loss window needs a UDP target the proxy can stand in "
+                                 f"front of, not {url}")
             port = free_udp_port()
             sink = (lambda row: options.sink("link", row)) if options.sink else None
             proxy = await stack.enter_async_context(LinkProxy(url, f"udpout://127.0.0.1:{port}", spec, sink=sink,

@@ -7,11 +7,10 @@ to ``options.sink("link", row)`` as they happen.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from profiles.link import load_link_profile
+from profiles.link import link_for_trial
 from px4.sim.realtime import SimOptions, build_vehicle
 from targets.spec import LOCKSTEP, OpenTarget, TargetOptions, TargetSpec
 
@@ -24,7 +23,7 @@ TELEMETRY_HZ = 100.0
 async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
     """The built-in vehicle with the profile and parameters, stepped in simulated time."""
     autopilot, _ = build_vehicle(SimOptions(profile=options.profile, params=dict(options.params)))
-    link = dataclasses.replace(load_link_profile(options.link), seed=options.seed) if options.link else None
+    link = link_for_trial(options.link, options.seed, options.outages)
     sink = (lambda row: options.sink("link", row)) if options.sink is not None else None
     async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ, link=link, link_sink=sink) as vehicle:
         yield OpenTarget(vehicle, LOCKSTEP, hardware=False, link=vehicle.link)

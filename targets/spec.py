@@ -61,6 +61,8 @@ class TargetOptions:
     params: Mapping[str, float] = field(default_factory=dict)  # PX4 parameters at boot
     link: str | None = None  # link profile: the impairment proxy (lockstep: the same model in simulated time)
     seed: int = 0  # the link model's seed
+    # A mission's comms-loss windows, (start, end) s after the link starts: nothing passes either way.
+    outages: tuple[tuple[float, float], ...] = ()
     physics: str = "default"  # default | harness: the harness's physics as PX4's simulator (SITL or a HITL board)
     px4_dir: str | None = None  # PX4 build (default: PX4_DIR)
     px4_airframe: str | None = None  # PX4 SITL airframe by id or model (default: SIH quad-X)

@@ -55,10 +55,10 @@ def test_fly_on_the_builtin_vehicle_process_over_mavlink(tmp_path):
 
 def test_a_malformed_mission_is_refused_naming_file_and_field(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(DEMO.read_text().replace("speed: 5.0", "speed: fast"))
+    bad.write_text(DEMO.read_text().replace("speed_cap: 5.0", "speed_cap: fast"))
     result = hil("fly", str(bad), "--target", "lockstep")
     assert result.returncode == 2
-    assert str(bad) in result.stderr and "speed" in result.stderr and "expected" in result.stderr
+    assert str(bad) in result.stderr and "speed_cap" in result.stderr and "expected" in result.stderr
 
 
 def test_a_non_simulated_target_is_never_armed_without_the_arm_option(tmp_path):

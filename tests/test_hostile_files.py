@@ -20,7 +20,7 @@ from hil.campaign import load_campaign
 from missions.faults import load_fault_profile
 from missions.schema import load_benchmark_mission
 from missions.suite import load_suite
-from missions.waypoint import load_mission
+from missions.load import load as load_mission
 from profiles.compute import load_compute_profile
 from profiles.link import load_link_profile
 from profiles.library import load_vehicle_profile

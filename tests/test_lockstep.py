@@ -13,7 +13,7 @@ from bridges.vehicle import CommandDenied, MissionWaypoint
 from records.clock import vehicle_time
 from targets.builtin import SimProcessOptions, builtin_vehicle
 from profiles.library import load_vehicle_profile
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
 from reports.trial_summary import summarize_trial

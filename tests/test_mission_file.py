@@ -1,4 +1,5 @@
-"""Waypoint mission files: the shipped examples load, and every bad input is explained."""
+"""Waypoint missions: the shipped examples load as waypoint plans, files in the older waypoint format
+still load (through `missions.load`, into the one mission model), and every bad input is explained."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import pytest
 import yaml
 
 from config.errors import ConfigError
+from missions.load import load
 from missions.waypoint import (
     MAX_ALTITUDE_M,
     WaypointMission,
-    load_mission,
     parse_mission,
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "missions" / "examples"
+
+
+def load_mission(path) -> WaypointMission:
+    """A mission file as the waypoint plan `hil fly` flies."""
+    return load(path).to_waypoint_mission()
 
 GOOD = {
     "name": "t",
@@ -174,7 +180,7 @@ def test_all_problems_reported_together_one_line_each(tmp_path: Path) -> None:
 
 def test_a_mission_longer_than_mavlink_can_hold_is_refused(tmp_path):
     from config.errors import ConfigError
-    from missions.waypoint import MAX_WAYPOINTS, load_mission
+    from missions.waypoint import MAX_WAYPOINTS
 
     path = tmp_path / "long.yaml"
     rows = "\n".join(f"  - {{north: {i % 50}, east: 0, alt: 5}}" for i in range(MAX_WAYPOINTS + 1))

@@ -1,4 +1,4 @@
-"""`hil fly`: fly one waypoint mission on a target and write a trial record."""
+"""`hil fly`: fly one mission on a target and write a trial record."""
 
 from __future__ import annotations
 
@@ -15,18 +15,25 @@ from hil.exit_codes import for_outcome
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
         "fly", formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="fly one waypoint mission on a target and write a trial record",
-        description="Fly a waypoint mission (YAML: takeoff_altitude, speed, acceptance_radius, time_budget, "
-                    "waypoints...) on a target, record telemetry and events into a trial record directory, and "
-                    "print a summary. The exit code is 0 only when the mission succeeded.",
+        help="fly one mission on a target and write a trial record",
+        description="Fly a mission on a target, record telemetry and events into a trial record directory, and "
+                    "print a summary. A mission is a YAML mission file (missions/examples/: waypoints, or a "
+                    "benchmark mission with a scene, airspace and stages), a QGroundControl .plan, or a "
+                    "'QGC WPL 110' waypoint file. Its airspace and its scene's obstacles are enforced: leaving "
+                    "the one or touching the other ends the flight as a failure naming the zone. The exit code "
+                    "is 0 only when the mission succeeded.",
         epilog="examples:\n"
                "  hil fly missions/examples/demo_square.yaml\n"
                "  hil fly missions/examples/offboard_square.yaml --speed 4 --record-dir runs/offboard\n"
                "  hil fly missions/examples/demo_square.yaml --target lockstep      # simulated time, ~150x\n"
+               "  hil fly missions/examples/benchmark/field_survey.yaml --target lockstep   # stages, airspace\n"
+               "  hil fly missions/examples/qgc/field_square.plan --target lockstep  # planned in QGroundControl\n"
                "  hil fly demo_square --target px4-sitl --speed 4   # a packaged mission by name; needs PX4_DIR\n"
                "  hil fly MISSION.yaml --target udpin://127.0.0.1:14540 --arm   # an autopilot already running\n"
                "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.")
-    parser.add_argument("mission", type=Path, help="mission YAML file")
+    parser.add_argument("mission", type=Path,
+                        help="mission file (.yaml, QGroundControl .plan, QGC WPL .waypoints) or a packaged "
+                             "mission's name (demo_square)")
     parser.add_argument("--target", default="sim",
                      help="'sim' (start the built-in vehicle as a MAVLink process), 'lockstep' (the built-in "
                           "vehicle in-process in simulated time, as fast as the CPU allows), 'px4-sitl[:N]' (start "
@@ -75,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from hil.field import abort_key, interactive, show_status
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
-    from missions.waypoint import load_mission
+    from missions.load import load
     from profiles.library import load_vehicle_profile
     from profiles.link import load_link_profile
     from px4.params_file import read_params_file
@@ -86,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from targets import PX4_SITL, TargetOptions, TargetSpec
 
     try:
-        mission = load_mission(args.mission)
+        mission = load(args.mission)
+        plan = mission.to_waypoint_mission()
+        radius = load_vehicle_profile(args.profile).radius
         target = TargetSpec.parse(args.target)
         params = {**(read_params_file(args.params) if args.params else {}), **dict(args.param)}
         if target.kind == PX4_SITL:
@@ -100,7 +109,10 @@ def run(args: argparse.Namespace) -> int:
         options = TargetOptions(profile=args.profile, speed=args.speed if target.simulated else 1.0,
                                 params=params if target.simulated else {}, link=args.link, physics=args.physics,
                                 px4_dir=args.px4_dir, px4_airframe=args.px4_airframe,
-                                connect_timeout_s=args.connect_timeout, allow_arming=args.arm)
+                                connect_timeout_s=args.connect_timeout, allow_arming=args.arm,
+                                # A mission's comms-loss windows cut the simulated link; a real radio is not cut.
+                                outages=tuple((w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss)
+                                if target.simulated else ())
     except (ConfigError, ValueError, Px4NotFound) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
@@ -108,15 +120,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"hil fly: refusing to arm {target.name} without --arm: a target other than 'sim' may be a real "
               "aircraft. Add --arm once the area is clear.", file=sys.stderr)
         return 2
-    limits = SafetyLimits.around(mission, breach_action=args.breach_action, radius_m=args.geofence_radius,
+    limits = SafetyLimits.around(plan, breach_action=args.breach_action, radius_m=args.geofence_radius,
                                  max_altitude_m=args.max_altitude)
     flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
-                           min_battery_pct=args.min_battery, params=params if not target.simulated else {})
+                           min_battery_pct=args.min_battery, params=params if not target.simulated else {},
+                           vehicle_radius=radius, inject_faults=target.simulated)
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=options.speed, params=params,
                             physics=args.physics, link=args.link,
                             px4_airframe=args.px4_airframe if target.kind == PX4_SITL else None)
-    show = functools.partial(show_status, mission=mission) if interactive() else None
+    show = functools.partial(show_status, mission=plan) if interactive() else None
 
     async def go():
         flight_ = run_trial(target, options, mission, record_dir, config=config, options=flight, say=print, show=show)
@@ -126,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         with abort_key(asyncio.current_task().cancel):
             return await flight_
 
-    print(f"flying {mission.name} ({len(mission.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
+    print(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
     try:
         result = asyncio.run(go())
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal

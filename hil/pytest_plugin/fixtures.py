@@ -170,26 +170,28 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
 
 
 @pytest.fixture
-def hil_mission(hil_vehicle, hil_recorder):
-    """`await hil_mission(path)`: fly a waypoint mission file on the vehicle; returns (outcome, reason, summary)."""
+def hil_mission(hil_vehicle, hil_recorder, hil_profile: str):
+    """`await hil_mission(path)`: fly a mission file (any format `hil fly` takes) on the vehicle, its airspace
+    and scene judged as `hil fly` judges them; returns (outcome, reason, summary)."""
     from hil.fly import fly_mission
-    from missions.waypoint import load_mission
+    from missions.load import load
+    from profiles.library import load_vehicle_profile
     from records.clock import mark, speed_between, vehicle_time
     from records.record import read_table
     from reports.trial_summary import summarize_trial
 
     async def run(path):
-        mission = load_mission(path)
+        mission = load(path)
         recorder = hil_recorder
         # From the call, not from the latest snapshot: that one is as old as the synchronous fixture
         # set-up pytest ran since the event loop last turned (1.2-1.8 s measured).
         start = mark(hil_vehicle.clock_s)
-        outcome, reason = await fly_mission(hil_vehicle, mission, recorder)
+        outcome, reason = await fly_mission(hil_vehicle, mission, recorder, load_vehicle_profile(hil_profile).radius)
         speed = speed_between(start, mark(hil_vehicle.clock_s), hil_vehicle.speed_factor)
         recorder.flush()
         table = read_table(recorder.record_dir, "telemetry")
         flown = vehicle_time(table[table.t_ns >= start.wall_ns].reset_index(drop=True), speed)
-        return outcome, reason, summarize_trial(flown, mission.reference_path())
+        return outcome, reason, summarize_trial(flown, mission.to_waypoint_mission().reference_path())
     return run
 
 

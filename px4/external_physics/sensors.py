@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 
 from profiles.sensors import SensorProfile
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 
 # PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
 DEFAULT_HOME = GeoOrigin(47.397742, 8.545594, 488.0)

@@ -29,7 +29,7 @@ from px4.external_physics.hil_messages import (ACCEL_BITS, BARO_BITS, DIFF_PRESS
 from px4.external_physics.records import RecordBuffer
 from profiles.sensors import SensorProfile
 from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 from px4.sim.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
 from px4.sim.faults import VehicleFaults
 

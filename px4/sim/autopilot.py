@@ -22,7 +22,7 @@ from collections import deque
 from pymavlink.dialects.v20 import common as mavlink
 
 from profiles.vehicle import VehicleProfile
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sih import physical_from_sih, physical_to_sih
@@ -562,7 +562,10 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         pos, yaw = self.position, self.dyn.yaw
         if not self._auto_active:
             last = self.current_setpoint if isinstance(self.current_setpoint, TrajectorySetpoint) else None
-            if self.landed:
+            # PX4 runs no flight task in offboard (FlightModeManager's task is None there), so a task
+            # started after offboard begins from the vehicle's state, not from the offboard setpoint:
+            # starting from a far-away offboard target made Land fly on towards it.
+            if self.landed or (self.offboard is not None and last is self.offboard.setpoint):
                 last = None
             vel = self.dyn.vel if not self.landed else (0.0, 0.0, 0.0)
             self._task.activate(last, pos, (vel[0], vel[1], vel[2]), yaw)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.geo import GeoOrigin
+from missions.geo import GeoOrigin
 
 # Frames whose x/y are lat/lon (degrees * 1e7 in the _INT variants), and how z is referenced.
 _GLOBAL_AMSL = {mavlink.MAV_FRAME_GLOBAL, mavlink.MAV_FRAME_GLOBAL_INT}

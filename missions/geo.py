@@ -1,5 +1,8 @@
 """Local NED <-> WGS84 conversion the way PX4 does it (azimuthal equidistant about home).
 
+It lives with the missions because mission files (QGroundControl plans, lat/lon waypoints) are
+converted with it at load, and the flight-controller side uses the same projection.
+
 The vehicle reports GLOBAL_POSITION_INT from its local position and the bridge turns local
 waypoints into the lat/lon that MAVSDK's mission and goto calls take; both must use the same
 projection or a waypoint lands a few centimetres off where the client meant it.

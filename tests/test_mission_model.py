@@ -1,0 +1,179 @@
+"""One mission model everywhere: every shipped mission flies through `hil fly` and `hil run`, judged on its
+airspace and scene, with its stages, process metrics, lat/lon points and comms-loss windows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from missions.geo import GeoOrigin
+from missions.load import load
+from records.record import read_events, read_manifest, read_table
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "missions" / "examples"
+# Every shipped mission file: the waypoint missions, the benchmark missions and QGroundControl plans.
+SHIPPED = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".plan"))
+# Flown by the autopilot straight along their routes (no planner), these cross trees of their scenes.
+COLLIDES = {"forest_orbit", "forest_point_to_point", "mw_waypoints"}
+
+
+def hil(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hil", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def stage_events(record: Path) -> list[tuple[str, str, bool | None]]:
+    return [(e["kind"], e["stage"], e.get("completed")) for e in read_events(record)
+            if e["kind"] in ("stage_started", "stage_ended")]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_mission_flies_in_lockstep_through_hil_fly(path, tmp_path):
+    record = tmp_path / "trial"
+    result = hil("fly", str(path), "--target", "lockstep", "--record-dir", str(record))
+    manifest = read_manifest(record)
+    mission = load(path)
+    expected = "collision" if path.stem in COLLIDES else "success"
+    assert manifest["outcome"] == expected, result.stdout + result.stderr
+    assert result.returncode == (0 if expected == "success" else 1)
+    events = stage_events(record)
+    started = [stage for kind, stage, _ in events if kind == "stage_started"]
+    # Stages are recorded in the mission's order, each once; a successful flight completes every one.
+    assert started == list(mission.stages[:len(started)]) and started
+    if expected == "success":
+        assert started == list(mission.stages)
+        assert all(done for kind, _, done in events if kind == "stage_ended")
+    else:
+        assert events[-1][0] == "stage_ended" and events[-1][2] is False
+        assert "obstacle within" in manifest["summary"]["reason"]
+    summary = manifest["summary"]
+    assert summary["success"] == (expected == "success") and summary["collided"] == (expected == "collision")
+    for stage in set(started):
+        assert 0.0 <= summary[f"tcr_2_{stage}"] <= 1.0
+
+
+def write_mission(tmp_path: Path, mapping: dict) -> Path:
+    path = tmp_path / f"{mapping['name']}.yaml"
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False))
+    return path
+
+
+# Two waypoints either side of a no-fly cylinder: the points are legal, the leg between them is not.
+THROUGH_ZONE = {
+    "name": "through-zone", "type": "multi_waypoint", "start": {"north": 0, "east": 0, "alt": 3},
+    "speed_cap": 3.0, "success_radius": 1.0, "time_budget": 60, "land": True,
+    "waypoints": [{"north": 0, "east": 0, "alt": 3}, {"north": 20, "east": 0, "alt": 3}],
+    "airspace": {"altitude": {"min": 0, "max": 10},
+                 "no_fly": [{"north": 30, "east": 0, "radius": 2}, {"north": 10, "east": 0, "radius": 3}]},
+}
+
+
+@pytest.mark.parametrize("target", ["lockstep", "sim"])
+def test_a_route_through_a_no_fly_zone_fails_naming_the_zone(tmp_path, target):
+    path = write_mission(tmp_path, THROUGH_ZONE)
+    record = tmp_path / "trial"
+    result = hil("fly", str(path), "--target", target, "--speed", "4", "--record-dir", str(record))
+    manifest = read_manifest(record)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert manifest["outcome"] == "breach"
+    assert "airspace.no_fly[1]" in manifest["summary"]["reason"]
+    telemetry = read_table(record, "telemetry")
+    # Judged where it happened: the vehicle got to the zone's edge (7 m north), not past its centre.
+    breach = next(e for e in read_events(record) if e["kind"] == "breach")
+    assert 6.0 < breach["north"] < 10.0
+    assert not telemetry["armed"].iloc[-1]  # and it landed
+
+
+def test_the_altitude_band_is_enforced_in_flight_but_not_on_the_way_up(tmp_path):
+    mission = {**THROUGH_ZONE, "name": "ceiling",
+               "airspace": {"altitude": {"min": 2, "max": 4}},
+               "waypoints": [{"north": 5, "east": 0, "alt": 3}, {"north": 10, "east": 0, "alt": 3.9}]}
+    path = write_mission(tmp_path, mission)
+    ok = hil("fly", str(path), "--target", "lockstep", "--record-dir", str(tmp_path / "ok"))
+    assert ok.returncode == 0, ok.stdout + ok.stderr  # took off from 0 m and landed through the floor: fine
+
+
+def test_lat_lon_waypoints_fly_to_their_local_positions(tmp_path):
+    home = GeoOrigin(47.397742, 8.545594, 488.0)
+    local = [(15.0, 5.0), (15.0, -10.0), (0.0, -10.0)]
+    waypoints = []
+    for north, east in local:
+        lat, lon, _ = home.to_global(north, east, 0.0)
+        waypoints.append({"lat": lat, "lon": lon, "alt": 4})
+    path = write_mission(tmp_path, {
+        "name": "geo", "type": "multi_waypoint", "home": {"lat": home.lat_deg, "lon": home.lon_deg, "alt": home.alt_m},
+        "start": {"north": 0, "east": 0, "alt": 4}, "speed_cap": 4.0, "success_radius": 1.0, "time_budget": 90,
+        "waypoints": waypoints, "land": True})
+    mission = load(path)
+    assert np.allclose([(p.north, p.east) for p in mission.route[:3]], local, atol=0.01)
+    record = tmp_path / "trial"
+    assert hil("fly", str(path), "--target", "lockstep", "--record-dir", str(record)).returncode == 0
+    flown = read_table(record, "telemetry")[["north", "east", "down"]].to_numpy()
+    for north, east in local:
+        assert np.linalg.norm(flown - [north, east, -4.0], axis=1).min() <= mission.success_radius
+
+
+def test_a_lat_lon_point_needs_a_home(tmp_path):
+    path = write_mission(tmp_path, {"name": "nohome", "type": "multi_waypoint", "start": {"north": 0, "east": 0,
+                                    "alt": 3}, "waypoints": [{"lat": 47.3, "lon": 8.5, "alt": 3}]})
+    result = hil("fly", str(path), "--target", "lockstep")
+    assert result.returncode == 2
+    assert f"{path}: waypoints[0]: expected north/east, or a `home: {{lat, lon, alt}}` block" in result.stderr
+
+
+def test_a_comms_loss_window_cuts_the_simulated_link(tmp_path):
+    mission = {**THROUGH_ZONE, "name": "comms", "airspace": {"altitude": {"min": 0, "max": 10}},
+               "comms": {"loss_windows": [{"start_s": 12, "duration_s": 1.5}]}}
+    path = write_mission(tmp_path, mission)
+    record = tmp_path / "trial"
+    hil("fly", str(path), "--target", "lockstep", "--record-dir", str(record))
+    link = read_table(record, "link")
+    dropped = link[link["reason"] == "outage"]
+    assert len(dropped) > 10
+    # Only inside the window (link time, s from its start) and both ways.
+    t = dropped["arrival_ns"] / 1e9  # lockstep: simulated time since the link started
+    assert t.min() >= 11.9 and t.max() <= 13.6
+    assert set(dropped["direction"]) == {"to_vehicle", "to_onboard"}
+
+
+def test_a_campaign_runs_mission_files_and_suites(tmp_path):
+    zone = write_mission(tmp_path, THROUGH_ZONE)
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({
+        "name": "missions", "seed": 1, "repeats": 1,
+        "missions": [{"mission": zone.name}, {"suite": "templates"}, {"scene": "forest", "configs": [0]}],
+        "profiles": ["default"], "targets": ["lockstep"], "links": ["none"], "faults": ["none"],
+        "planners": ["straight"], "computes": ["none"]}))
+    out = tmp_path / "out"
+    result = hil("run", str(campaign), "--out", str(out), timeout=600)
+    assert result.returncode in (0, 1), result.stderr
+    import pandas as pd
+    results = pd.read_parquet(out / "results.parquet")
+    missions = results[results["planner"] == "autopilot"]
+    assert len(missions) == 1 + 8 and len(results) == 10  # templates: p2p on 3 seeds + 5 missions
+    zone_row = missions[missions["scene"] == "through-zone"].iloc[0]
+    assert zone_row["outcome"] == "breach" and "airspace.no_fly[1]" in zone_row["reason"]
+    survey = missions[missions["scene"] == "field_survey"].iloc[0]
+    assert survey["outcome"] == "success" and survey["tcr_2_coverage"] > 0.9
+    report = hil("report", str(out), timeout=300)
+    assert report.returncode == 0, report.stderr
+    text = (out / "report.md").read_text()
+    assert "| autopilot | field_survey | 1 |" in text
+
+
+def test_a_broken_mission_file_in_a_campaign_is_named(tmp_path):
+    bad = write_mission(tmp_path, {**THROUGH_ZONE, "name": "bad", "speed_cap": "fast"})
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({
+        "name": "x", "seed": 1, "repeats": 1, "missions": [{"mission": bad.name}], "profiles": ["default"],
+        "targets": ["lockstep"], "links": ["none"], "faults": ["none"], "planners": ["straight"],
+        "computes": ["none"]}))
+    result = hil("run", str(campaign), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "missions[0].mission" in result.stderr and "speed_cap" in result.stderr and "expected" in result.stderr
