@@ -83,6 +83,11 @@ class FailureInjector:
         finally:
             await self._stack.__aexit__(*exc)
 
+    @property
+    def active(self) -> tuple[FaultSpec, ...]:
+        """The faults injected and not cleared yet (cleared on leaving the injector)."""
+        return tuple(self._active)
+
     async def inject(self, spec: FaultSpec) -> InjectionResult:
         """Start a fault; the result says whether the flight controller took it."""
         result = await self._send(spec, clear=False)

@@ -37,7 +37,7 @@ from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
 from records.clock import clock_scale, mark, speed_between, vehicle_time
-from records.record import TrialRecorder
+from records.record import TrialRecorder, read_events
 from reports.estimation import trial_estimation
 from reports.trial_summary import TrialSummary, summarize_trial
 from targets import TargetOptions, TargetSpec, open_target
@@ -314,24 +314,29 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
                                   mission.to_waypoint_mission().reference_path()) if rows else None
         estimation = trial_estimation(record_dir)
+        recorder.flush()
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation,
-                                  **mission_summary(rows, speed, mission, outcome)})
+                                  **mission_summary(rows, speed, mission, outcome, read_events(record_dir))})
     return TrialResult(outcome, reason, record_dir, summary, estimation)
 
 
-def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, outcome: str) -> dict:
+def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, outcome: str,
+                    events: list[dict] | None = None) -> dict:
     """The mission's process metrics of a flight (`reports.metrics.mission_metrics`), from its telemetry
-    in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage."""
+    in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage;
+    with the record's `events`, the stages completed (HUGE-Bench's sub-tasks done, in order)."""
     from reports.metrics import Trajectory, mission_metrics
 
+    done = [e["stage"] for e in events or () if e["kind"] == "stage_ended" and e.get("completed")]
+    out: dict = {"stages": ",".join(mission.stages), "stages_completed": len(done) / len(mission.stages)}
     telemetry = vehicle_time(pd.DataFrame(rows), speed) if rows else pd.DataFrame()
     flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
     if len(flown) < 2:
-        return {"success": outcome == "success", "collided": outcome == "collision"}
+        return {**out, "success": outcome == "success", "collided": outcome == "collision"}
     trajectory = Trajectory.from_telemetry(flown, offset=mission.home_in_mission)
-    return mission_metrics(trajectory, mission.reference_path(), mission.stage_paths(),
-                           goal_radius=mission.success_radius, success=outcome == "success",
-                           collided=outcome == "collision")
+    return {**out, **mission_metrics(trajectory, mission.reference_path(), mission.stage_paths(),
+                                     goal_radius=mission.success_radius, success=outcome == "success",
+                                     collided=outcome == "collision")}
 
 
 def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:

@@ -177,4 +177,8 @@ async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor:
                 await injector.clear(fault)
                 recorder.event("fault_cleared", fault=fault.describe(), t_s=elapsed)
             if not pending and not active:
-                return
+                break
+        # A fault without a duration lasts to the end of the flight: leaving the injector would clear
+        # it, so hold here until the flight cancels this task.
+        if injector.active:
+            await asyncio.Event().wait()

@@ -37,7 +37,7 @@ from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
 from records.clock import mark, speed_between, vehicle_time
-from records.record import TrialRecorder, read_table
+from records.record import TrialRecorder, read_events, read_table
 from reports.estimation import trial_estimation
 from reports.metrics import Trajectory, timing_summary, trial_metrics
 from targets import TargetOptions, open_target
@@ -156,8 +156,9 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
         except (VehicleError, SitlError) as exc:
             outcome, reason = "error", str(exc)
         recorder.event("verdict", outcome=outcome, reason=reason)
+        recorder.flush()
         summary = {"outcome": outcome, "reason": reason, **_profile_columns(profile),
-                   **mission_summary(rows, speed, mission, outcome)}
+                   **mission_summary(rows, speed, mission, outcome, read_events(record_dir))}
         recorder.finish(outcome, summary)
     return summary
 

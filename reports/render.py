@@ -96,6 +96,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
     blocks += _success_sections(results)
     blocks += _score_section(results)
     blocks += _metrics_section(results)
+    blocks += _stage_section(results)
     blocks += _timing_section(results)
     blocks += _timing_histograms(results, pages.cycle_totals_ms)
     blocks += _estimation_section(results)
@@ -299,6 +300,22 @@ def _metrics_section(results: pd.DataFrame) -> list[Block]:
             Table(_metric_table(results, ["planner", "scene"], METRIC_COLUMNS)),
             Heading("Safety", 3),
             Table(_metric_table(results, ["planner", "scene"], SAFETY_COLUMNS))]
+
+
+def _stage_section(results: pd.DataFrame) -> list[Block]:
+    """HUGE-Bench's process view of mission trials: how far through its stages each mission got, and
+    TCR@2 per stage (the share of that stage's route flown within 2 m), per mission and target."""
+    if "stages" not in results or not results["stages"].notna().any():
+        return []
+    blocks: list[Block] = [Heading("Mission stages"),
+                           Paragraph("Mission trials (their routes flown on the autopilot), per mission and target: "
+                                     "the share of stages completed in order, and HUGE-Bench's TCR@2 of each stage's "
+                                     "stretch of the route. Each cell: mean [95 % CI].")]
+    for mission, rows in results[results["stages"].notna()].groupby("scene", sort=True):
+        stages = str(rows["stages"].iloc[0]).split(",")
+        columns = [("stages completed", "stages_completed")] + [(stage, f"tcr_2_{stage}") for stage in stages]
+        blocks += [Heading(mission, 3), Table(_metric_table(rows, ["target"], columns))]
+    return blocks
 
 
 def _timing_section(results: pd.DataFrame) -> list[Block]:

@@ -177,3 +177,16 @@ def test_a_broken_mission_file_in_a_campaign_is_named(tmp_path):
     result = hil("run", str(campaign), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "missions[0].mission" in result.stderr and "speed_cap" in result.stderr and "expected" in result.stderr
+
+
+def test_a_missions_fault_schedule_is_applied_in_flight(tmp_path):
+    mission = {**THROUGH_ZONE, "name": "windy", "airspace": {"altitude": {"min": 0, "max": 10}},
+               "faults": [{"start_s": 3, "type": "steady", "target": "wind", "wind": [0.0, 4.0, 0.0]}]}
+    record = tmp_path / "trial"
+    hil("fly", str(write_mission(tmp_path, mission)), "--target", "lockstep", "--record-dir", str(record))
+    injected = [e for e in read_events(record) if e["kind"] == "fault_injected"]
+    assert len(injected) == 1 and injected[0]["accepted"] and 3.0 <= injected[0]["t_s"] < 4.0
+    # A fault without a duration lasts to the end of the flight: a 4 m/s wind from the west keeps
+    # pushing the vehicle east of its straight north leg (it was cleared at once, before).
+    telemetry = read_table(record, "telemetry")
+    assert telemetry["east"].max() > 0.3
