@@ -8,6 +8,7 @@ Outcomes, first one that holds wins:
 
 * collision: the vehicle's sphere (profile radius) touches an obstacle (FLYINGTRUST: any collision
   is a failure; FlightBench: "without crashing");
+* breach: the vehicle left a mission's airspace (altitude band, geofences, no-fly zones);
 * failsafe: the vehicle left the navigation on its own (disarmed, landed, or switched to a
   return/land mode nobody commanded);
 * success: within the rule's goal radius, and still there after the rule's hold time;
@@ -28,7 +29,7 @@ import numpy as np
 
 from bridges.vehicle import Vehicle, VehicleState
 from missions.geometry import Scene
-from missions.schema import Airspace
+from missions.schema import Airspace, BenchmarkMission
 from records.clock import clock_scale
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
@@ -45,6 +46,12 @@ class SuccessRule:
     time_budget_s: float  # from the start point
     speed_cap: float | None  # m/s horizontal speed limit applied to the vehicle; None: the vehicle's own
 
+    @classmethod
+    def of_mission(cls, mission: BenchmarkMission) -> SuccessRule:
+        """A mission file's own rule: its success radius, settle time, time budget and speed cap."""
+        return cls("mission", goal_radius=mission.success_radius, hold_s=mission.termination.settle_s,
+                   time_budget_s=mission.time_budget, speed_cap=mission.speed_cap)
+
 
 RULES = {
     # Seed 000 Sec. IV-B: goal within 1.5 min under a 4 m/s cap, "remaining stably within a 2 m
@@ -60,7 +67,7 @@ RULES = {
 class Verdict:
     """How the trial ended and when (s of mission time)."""
 
-    outcome: str  # success | collision | timeout | failsafe | error
+    outcome: str  # success | collision | breach | timeout | failsafe | error
     reason: str
     t_s: float
 
@@ -86,12 +93,15 @@ def hazard(position: np.ndarray, scene: Scene | None, airspace: Airspace | None,
 class TrialMonitor:
     """Feed it telemetry with `update`; it returns a `Verdict` once the trial is decided.
 
-    `offset` maps the vehicle's local NED frame (origin at its home) into the scene frame.
+    `offset` maps the vehicle's local NED frame (origin at its home) into the scene frame; `goal` (scene
+    frame) is the scene's unless given; an `airspace` (a mission's) is enforced besides the scene.
     """
 
     def __init__(self, scene: Scene, rule: SuccessRule, vehicle_radius: float, offset: np.ndarray,
-                 speed_factor: float = 1.0) -> None:
+                 speed_factor: float = 1.0, goal: np.ndarray | None = None, airspace: Airspace | None = None) -> None:
         self.scene = scene
+        self.goal = np.asarray(scene.goal if goal is None else goal, dtype=float)
+        self.airspace = airspace
         self.rule = rule
         self.radius = vehicle_radius
         self.offset = np.asarray(offset, dtype=float)
@@ -122,12 +132,16 @@ class TrialMonitor:
         self.end_ns = state.t_ns
         position = np.array([state.north, state.east, state.down]) + self.offset
         clearance = float(self.scene.distance(position)[0])
-        distance = float(np.linalg.norm(position - self.scene.goal))
+        distance = float(np.linalg.norm(position - self.goal))
         self.elapsed_s, self.clearance_m, self.goal_distance_m = t, clearance, distance
         self.min_clearance_m = min(self.min_clearance_m, clearance - self.radius)
         if clearance < self.radius:
             return self._decide("collision", f"obstacle within {clearance:.2f} m of the centre "
                                              f"(vehicle radius {self.radius:.2f} m) at {_fmt(position)}", t)
+        if self.airspace is not None:
+            found = hazard(position, None, self.airspace, self.radius)
+            if found is not None:
+                return self._decide(*found, t)
         if not state.armed or not state.in_air:
             return self._decide("failsafe", "the vehicle disarmed or landed during navigation", t)
         if state.flight_mode in FAILSAFE_MODES:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,10 +31,11 @@ from hil.recording import record_telemetry
 from hil.safety import require_on_ground
 from missions.faults import FaultSpec
 from missions.geometry import Scene
+from missions.schema import BenchmarkMission
 from onboard.planner import Planner
 from onboard.runtime import DEFAULT_RATE_HZ, RuntimeResult, run_planner
 from onboard.sensing import SceneSensor
-from onboard.task import NavTask, task_for_scene
+from onboard.task import NavTask, scene_from_spec, task_for_mission, task_for_scene
 from profiles.compute import ComputeProfile
 from records.record import TrialRecorder
 
@@ -73,17 +75,24 @@ class NavigationResult:
 
 async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule: SuccessRule, vehicle_radius: float,
                     recorder: TrialRecorder, *, land: bool, hardware: bool = False,
-                    record: bool = True) -> NavigationResult:
+                    record: bool = True, mission: BenchmarkMission | None = None) -> NavigationResult:
     """Fly the scene's start -> goal task under `rule` (module docstring); returns the verdict and more.
+
+    `mission`: a point-to-point mission in this scene flies its own start -> goal instead, its airspace judged.
 
     `hardware`: the flight controller outlives the run, so parameter changes are journaled first.
     `record`: record telemetry here (False where the caller records it already, as the pytest plugin does).
     Raises only what happens before the vehicle is touched (`UnexpectedVehicleState`): a vehicle someone
     else flies is never judged, and never landed either.
     """
-    task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
-                          time_budget=rule.time_budget_s)
-    monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor)
+    if mission is None:
+        task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
+                              time_budget=rule.time_budget_s)
+        monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor)
+    else:
+        task = task_for_mission(mission, scene)
+        monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor,
+                               goal=mission.goal, airspace=mission.airspace)
     rows: list[dict] = []
     runtime = None
     await require_on_ground(vehicle)
@@ -113,6 +122,22 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         with contextlib.suppress(VehicleError):
             await land_and_wait(vehicle)
     return NavigationResult(verdict, monitor, task, runtime, rows)
+
+
+def navigation_target(spec: str) -> tuple[Scene, BenchmarkMission | None]:
+    """What a planner flies, from ``SCENE[:SEED]`` (the scene's task) or a mission file (any format
+    `missions.load` reads) that is a point-to-point mission in a scene. Raises `ConfigError` or `SceneError`."""
+    from config.errors import ConfigError
+    from missions.load import load
+
+    if not Path(spec).suffix and not Path(spec).exists():
+        return scene_from_spec(spec), None
+    mission = load(spec)
+    if mission.type != "point_to_point" or mission.scene is None:
+        raise ConfigError([f"{spec}: type: expected a point_to_point mission in a scene (a planner flies from a start "
+                           f"to a goal among obstacles; fly a {mission.type} route with `hil fly`), got "
+                           f"{mission.type}{'' if mission.scene else ' without a scene'}"])
+    return mission.scene.load(), mission
 
 
 async def _navigate(vehicle: Vehicle, navigation: Navigation, scene: Scene, task: NavTask, monitor: TrialMonitor,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from missions.geometry import Scene
+from missions.schema import BenchmarkMission
 
 SPEED_CAP = 4.0  # m/s
 TIME_BUDGET = 90.0  # s
@@ -62,6 +63,20 @@ def task_for_scene(scene: Scene, speed_cap: float = SPEED_CAP, goal_radius: floa
                    bounds_min=local(scene.bounds_min), bounds_max=local(scene.bounds_max),
                    home_in_scene=tuple(float(v) for v in home), speed_cap=speed_cap, goal_radius=goal_radius,
                    time_budget=time_budget)
+
+
+def task_for_mission(mission: BenchmarkMission, scene: Scene) -> NavTask:
+    """A point-to-point mission's task: its start and goal, home on the ground below its start, the scene's
+    flight volume, and the mission's speed cap, success radius and time budget."""
+    home = mission.home_in_mission
+
+    def local(p: np.ndarray) -> tuple[float, float, float]:
+        return tuple(float(v) for v in np.asarray(p, dtype=float) - home)
+
+    return NavTask(name=mission.name, start=local(mission.start), goal=local(mission.goal),
+                   bounds_min=local(scene.bounds_min), bounds_max=local(scene.bounds_max),
+                   home_in_scene=tuple(float(v) for v in home), speed_cap=mission.speed_cap,
+                   goal_radius=mission.success_radius, time_budget=mission.time_budget)
 
 
 def scene_from_spec(spec: str) -> Scene:

@@ -103,3 +103,44 @@ def test_the_pytest_plugin_gives_the_campaigns_verdict(pytester, tmp_path, monke
     result = pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-record-dir",
                                            str(pytester.path / "records"))
     result.assert_outcomes(passed=1)
+
+
+def zone_mission(tmp_path: Path) -> Path:
+    """The fly-past's task as a point_to_point mission file whose airspace has a no-fly cylinder on the line."""
+    from missions.scenes import scene_for
+
+    scene = scene_for(SCENE, CONFIG)
+    middle = (scene.start + scene.goal) / 2
+    path = tmp_path / "zone.yaml"
+    path.write_text(f"name: zone\ntype: point_to_point\nscene: {{generator: {SCENE}, seed: {CONFIG}}}\n"
+                    f"airspace:\n  no_fly: [{{north: {middle[0]:.2f}, east: {middle[1]:.2f}, radius: 1.0}}]\n")
+    return path
+
+
+async def test_hil_onboard_flies_a_mission_file_judged_on_its_airspace(sim, tmp_path):
+    record = tmp_path / "onboard"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hil", "onboard", "--connect", sim.url, "--mission", str(zone_mission(tmp_path)),
+        "--planner", PLANNER, "--arm", "--speed-factor", str(SPEED), "--record-dir", str(record), cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 150)
+    text = out.decode()
+    manifest = read_manifest(record)
+    assert proc.returncode == 1, text + (sim.failure() or "")
+    assert manifest["outcome"] == "breach" and "airspace.no_fly[0]" in manifest["summary"]["reason"], text
+
+
+def test_the_pytest_plugin_flies_a_mission_file_judged_on_its_airspace(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_zone=f'''
+import pytest
+
+@pytest.mark.hil
+async def test_zone(hil_navigation):
+    flight = await hil_navigation("{zone_mission(tmp_path)}", planner="{PLANNER}")
+    assert flight.verdict.outcome == "breach" and "airspace.no_fly[0]" in flight.verdict.reason, flight.verdict
+''')
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-record-dir",
+                                           str(pytester.path / "records"))
+    result.assert_outcomes(passed=1)

@@ -32,14 +32,18 @@ def add_parser(verbs) -> None:
                "--compute-profile jetson_orin_nx\n"
                "  hil onboard --connect udpin://127.0.0.1:14540 --planner straight "
                "--mission forest:0 --arm\n"
+               "  hil onboard --connect udpin://127.0.0.1:14540 "
+               "--mission missions/examples/benchmark/forest_point_to_point.yaml --arm\n"
                "\nsafety: the connection may be a real aircraft: nothing arms without --arm.")
     parser.add_argument("--connect", required=True, metavar="CONNECTION",
                         help="MAVSDK connection string of the flight controller, e.g. udpin://127.0.0.1:14540")
     parser.add_argument("--planner", default="avoid", metavar="MODULE:CLASS",
                         help="planner class, constructed without arguments, or a built-in one: avoid (with the "
                              "virtual depth camera) or straight (blind) (default: %(default)s)")
-    parser.add_argument("--mission", required=True, metavar="SCENE[:SEED]",
-                        help="scene to fly from its start to its goal, e.g. forest:3 (see missions.scenes)")
+    parser.add_argument("--mission", required=True, metavar="SCENE[:SEED]|FILE",
+                        help="scene to fly from its start to its goal, e.g. forest:3 (see missions.scenes), or a "
+                             "point_to_point mission file in a scene (its start, goal, airspace and rule: "
+                             "success radius, settle time, budget and speed cap replace --rule's)")
     parser.add_argument("--compute-profile", metavar="NAME",
                         help="emulate a slower onboard computer, e.g. jetson_orin_nx (profiles/compute/); "
                              "default: none (the planner's time is felt only as it happens)")
@@ -62,11 +66,11 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import planner_choice
-    from hil.navigation import Navigation
+    from hil.monitor import SuccessRule
+    from hil.navigation import Navigation, navigation_target
     from missions.scenes import SceneError
     from onboard.planner import load_planner
     from onboard.profile_table import format_table
-    from onboard.task import scene_from_spec
     from profiles.compute import load_compute_profile
     from profiles.library import load_vehicle_profile
 
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hil onboard: refusing to arm {args.connect} without --arm: it may be a real aircraft.", file=sys.stderr)
         return 2
     try:
-        scene = scene_from_spec(args.mission)
+        scene, mission = navigation_target(args.mission)
         choice = planner_choice(args.planner)
         navigation = Navigation(load_planner(choice.spec), args.planner, sensor=choice.sensor, rate_hz=args.rate,
                                 compute=load_compute_profile(args.compute_profile) if args.compute_profile else None)
@@ -82,14 +86,14 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, SceneError) as exc:
         print(f"hil onboard: {exc}", file=sys.stderr)
         return 2
-    rule = RULES[args.rule]
+    rule = RULES[args.rule] if mission is None else SuccessRule.of_mission(mission)
     if args.speed_cap is not None:
         rule = dataclasses.replace(rule, speed_cap=args.speed_cap)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     record_dir = args.record_dir or Path("runs") / f"{stamp}-onboard-{scene.name}-{scene.seed}"
     print(f"flying {scene.name}:{scene.seed} with {args.planner} via {args.connect}...", flush=True)
     try:
-        flight = asyncio.run(_fly(args, navigation, scene, rule, radius, record_dir))
+        flight = asyncio.run(_fly(args, navigation, scene, mission, rule, radius, record_dir))
     except UnexpectedVehicleState as exc:  # someone else is flying it: nothing was commanded
         print(f"hil onboard: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_codes.for_outcome(verdict.outcome)
 
 
-async def _fly(args, navigation, scene, rule, radius: float, record_dir: Path):
+async def _fly(args, navigation, scene, mission, rule, radius: float, record_dir: Path):
     from hil.navigation import fly_scene
     from records.record import TrialRecorder
     from targets import TargetOptions
@@ -119,6 +123,7 @@ async def _fly(args, navigation, scene, rule, radius: float, record_dir: Path):
     with TrialRecorder(record_dir, config=config, target=args.connect, seed=scene.seed) as recorder:
         async with connected(args.connect, options) as (vehicle, _):
             # The flight controller may be a real one that outlives this run: what it changes is journaled.
-            flight = await fly_scene(vehicle, navigation, scene, rule, radius, recorder, land=True, hardware=True)
+            flight = await fly_scene(vehicle, navigation, scene, rule, radius, recorder, land=True, hardware=True,
+                                     mission=mission)
         recorder.finish(flight.verdict.outcome, flight.summary())
     return flight

@@ -201,13 +201,14 @@ def hil_navigation(hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile
     to its goal with a planner, judged as campaign trials and `hil onboard` judge it (one loop, one judge:
     `hil.navigation.fly_scene`); returns its `NavigationResult` (`.verdict.outcome`, `.monitor`, `.runtime`).
 
-    `planner`: avoid, straight or MODULE:CLASS; `compute`: a compute profile name to emulate.
+    The first argument may be a point_to_point mission file in a scene instead: its start, goal, airspace
+    and rule (`rule` is then ignored). `planner`: avoid, straight or MODULE:CLASS; `compute`: a compute
+    profile name to emulate.
     """
     from hil.campaign import planner_choice
-    from hil.monitor import RULES
-    from hil.navigation import Navigation, fly_scene
+    from hil.monitor import RULES, SuccessRule
+    from hil.navigation import Navigation, fly_scene, navigation_target
     from onboard.planner import load_planner
-    from onboard.task import scene_from_spec
     from profiles.compute import load_compute_profile
     from profiles.library import load_vehicle_profile
 
@@ -218,10 +219,12 @@ def hil_navigation(hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile
         choice = planner_choice(planner)
         navigation = Navigation(load_planner(choice.spec), planner, sensor=choice.sensor, rate_hz=rate_hz,
                                 compute=load_compute_profile(compute) if compute else None)
+        scene, benchmark = navigation_target(mission)
+        judged_by = RULES[rule] if benchmark is None else SuccessRule.of_mission(benchmark)
         # Telemetry is recorded by hil_vehicle already; a lockstep vehicle is dropped, not landed.
-        return await fly_scene(hil_vehicle, navigation, scene_from_spec(mission), RULES[rule],
-                               load_vehicle_profile(hil_profile).radius, hil_recorder, land=kind != "lockstep",
-                               hardware=kind == "hardware", record=False)
+        return await fly_scene(hil_vehicle, navigation, scene, judged_by, load_vehicle_profile(hil_profile).radius,
+                               hil_recorder, land=kind != "lockstep", hardware=kind == "hardware", record=False,
+                               mission=benchmark)
     return run
 
 
