@@ -22,9 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import pandas as pd
-
 import numpy as np
+import pandas as pd
 
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.monitor import hazard

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from bridges.vehicle import Vehicle, VehicleError

@@ -22,8 +22,8 @@ import pandas as pd
 
 from bridges.vehicle import VehicleError
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.fly import fly_mission, mission_summary
+from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.recording import record_telemetry
 from hil.safety import require_on_ground

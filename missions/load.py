@@ -27,7 +27,12 @@ from missions.schema import (
     parse_benchmark_mission,
 )
 from missions.templates import RoutePoint, landing
-from missions.waypoint import EXAMPLES_DIR, MAX_ALTITUDE_M, WaypointMission, parse_mission
+from missions.waypoint import (
+    EXAMPLES_DIR,
+    MAX_ALTITUDE_M,
+    WaypointMission,
+    parse_mission,
+)
 
 WPL_HEADER = "QGC WPL"
 # Fields only the older waypoint YAML has: a file with any of them is read as one.

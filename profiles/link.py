@@ -31,7 +31,6 @@ A bad file raises one `ConfigError` listing every problem, one per line, as
 from __future__ import annotations
 
 import dataclasses
-
 import difflib
 import math
 from dataclasses import dataclass, field
