@@ -32,6 +32,11 @@ MAX_INT = 2**63
 
 def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
     """The data of a YAML file (`what` names it in errors, e.g. "campaign file")."""
+    return parse_yaml(read_text(path, what, max_bytes), str(path))
+
+
+def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BYTES) -> str:
+    """A file's text, refused with one `ConfigError` naming it when unreadable, over `max_bytes` or not UTF-8."""
     source = str(path)
     try:
         with open(path, "rb") as handle:
@@ -41,11 +46,10 @@ def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
     if len(raw) > max_bytes:
         raise ConfigError([f"{source}: expected a {what} of at most {max_bytes // 1024} kB, got a larger file"])
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError([f"{source}: expected a {what} in UTF-8 text, got byte 0x{raw[error.start]:02x} at "
                            f"offset {error.start} (a binary file?)"]) from None
-    return parse_yaml(text, source)
 
 
 def parse_yaml(text: str, source: str) -> Any:

@@ -17,6 +17,7 @@ from hil import exit_codes, version
 COMMAND_MODULES = (
     "hil.commands.sim",
     "hil.commands.fly",
+    "hil.commands.mission",
     "hil.commands.run",
     "hil.commands.report",
     "hil.commands.scene",

@@ -31,16 +31,20 @@ from hil.param_journal import JournalRestoreRefused, keep_journal
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
+from missions.geo import GeoOrigin
 from missions.schema import BenchmarkMission
 from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
+from records.atomic import write_file_atomically
 from records.clock import clock_scale, mark, speed_between, vehicle_time
 from records.record import TrialRecorder, read_events
 from reports.estimation import trial_estimation
 from reports.trial_summary import TrialSummary, summarize_trial
 from targets import TargetOptions, TargetSpec, open_target
 
+# Horizontal speed (m/s) under which an offboard flight counts as stopped over its landing point.
+LAND_SETTLE_SPEED = 0.3
 # How long after the time budget the landing may still take before the trial is abandoned.
 LANDING_GRACE_S = 60.0
 
@@ -230,6 +234,11 @@ async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
             recorder.event("waypoint_reached", index=index)
             if wp.hold_s > 0:
                 await vehicle.sleep(wp.hold_s)
+        if mission.land:
+            # PX4 lands a mission at its landing point: stop over it first, or the touchdown is wherever
+            # the vehicle's speed carried it after entering the acceptance radius (1.9 m off, measured).
+            await vehicle.wait_until(lambda s: math.hypot(s.vn, s.ve) < LAND_SETTLE_SPEED, timeout=mission.time_budget,
+                                     what="stopping over the landing point")
         await vehicle.stop_offboard()
     recorder.event("offboard_stopped")
 
@@ -291,6 +300,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             start = mark(vehicle.clock_s)
             try:
                 outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
+                keep_plan(mission, vehicle, record_dir, recorder)
                 if options.hardware and not options.dry_run:
                     await _keep_ulog(vehicle, record_dir, rows, recorder, say)
             except VehicleError as exc:
@@ -317,6 +327,22 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation,
                                   **mission_summary(rows, speed, mission, outcome, read_events(record_dir))})
     return TrialResult(outcome, reason, record_dir, summary, estimation)
+
+
+def keep_plan(mission: BenchmarkMission, vehicle: Vehicle, record_dir: Path, recorder: TrialRecorder) -> None:
+    """The mission as a QGroundControl plan in the record (mission.plan), placed at the vehicle's home, so a
+    flight planned in local metres opens in QGroundControl where it was flown."""
+    from missions.qgc import write_plan
+
+    try:
+        home = vehicle.home
+    except VehicleError:
+        return  # the vehicle never said where it is: nothing to place the plan at
+    below_start = mission.home_in_mission  # the vehicle's home is the mission frame's point below the start
+    lat, lon, _ = home.to_global(-below_start[0], -below_start[1], 0.0)
+    path = record_dir / "mission.plan"
+    write_file_atomically(path, lambda temporary: write_plan(mission, temporary, GeoOrigin(lat, lon, home.alt_m)))
+    recorder.event("plan_kept", path=str(path))
 
 
 def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, outcome: str,

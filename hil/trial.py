@@ -22,7 +22,7 @@ import pandas as pd
 
 from bridges.vehicle import VehicleError
 from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import fly_mission, mission_summary
+from hil.fly import fly_mission, keep_plan, mission_summary
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.recording import record_telemetry
@@ -149,6 +149,7 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
                     await require_on_ground(vehicle)
                     await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
                     outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                    keep_plan(mission, vehicle, record_dir, recorder)
                 finally:
                     telemetry.cancel()
                     await asyncio.gather(telemetry, return_exceptions=True)

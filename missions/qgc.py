@@ -63,7 +63,7 @@ from config.fields import (
     shown,
     text,
 )
-from config.loading import MAX_BYTES, MAX_DEPTH
+from config.loading import MAX_BYTES, MAX_DEPTH, read_text
 from missions.geo import GeoOrigin
 from missions.schema import DEFAULT_SPEED_CAP, BenchmarkMission
 from missions.waypoint import MAX_ALTITUDE_M, MAX_WAYPOINTS
@@ -157,29 +157,12 @@ class _Route:
 def read_plan(path: str | os.PathLike[str]) -> dict:
     """A QGroundControl `.plan` file as a benchmark-mission mapping (see `plan_mapping`)."""
     source = str(path)
-    return plan_mapping(_parse_json(_read_text(path, "QGroundControl plan file"), source), source)
+    return plan_mapping(_parse_json(read_text(path, "QGroundControl plan file", MAX_FILE_BYTES), source), source)
 
 
 def read_wpl(path: str | os.PathLike[str]) -> dict:
     """A `QGC WPL 110` waypoint file as a benchmark-mission mapping (see `wpl_mapping`)."""
-    return wpl_mapping(_read_text(path, "QGC WPL 110 waypoint file"), str(path))
-
-
-def _read_text(path: str | os.PathLike[str], what: str) -> str:
-    """The file's text: at most MAX_FILE_BYTES, UTF-8 (the same checks and wording as `load_yaml`'s)."""
-    source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise ConfigError([f"{source}: expected a readable {what}, got {error.strerror or error}"]) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError([f"{source}: expected a {what} of at most {MAX_FILE_BYTES // 1024} kB, got a larger file"])
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError([f"{source}: expected a {what} in UTF-8 text, got byte 0x{raw[error.start]:02x} at "
-                           f"offset {error.start} (a binary file?)"]) from None
+    return wpl_mapping(read_text(path, "QGC WPL 110 waypoint file", MAX_FILE_BYTES), str(path))
 
 
 class _NotJson(Exception):

@@ -190,3 +190,32 @@ def test_a_missions_fault_schedule_is_applied_in_flight(tmp_path):
     # pushing the vehicle east of its straight north leg (it was cleared at once, before).
     telemetry = read_table(record, "telemetry")
     assert telemetry["east"].max() > 0.3
+
+
+def test_a_flown_mission_is_kept_as_a_plan_placed_at_the_vehicles_home(tmp_path):
+    record = tmp_path / "trial"
+    source = EXAMPLES / "benchmark" / "tower_inspection.yaml"
+    assert hil("fly", str(source), "--target", "lockstep", "--record-dir", str(record)).returncode == 0
+    kept = load(record / "mission.plan")
+    flown = load(source)
+    # The plan's home is where the vehicle took off (below the start), so its route is the same one.
+    offset = flown.home_in_mission
+    assert np.allclose(kept.reference_path() + offset, flown.reference_path(), atol=0.01)
+    assert kept.airspace.no_fly and np.isclose(kept.airspace.no_fly[0].north + offset[0], flown.airspace.no_fly[0].north)
+
+
+def test_hil_mission_checks_and_exports(tmp_path):
+    check = hil("mission", "check", *map(str, SHIPPED))
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.count("  stages    ") == len(SHIPPED)
+    out = tmp_path / "survey.plan"
+    export = hil("mission", "export", str(EXAMPLES / "benchmark" / "field_survey.yaml"), "--out", str(out),
+                 "--home", "47.3977,8.5456,488")
+    assert export.returncode == 0, export.stderr
+    assert np.allclose(load(out).reference_path(), load(EXAMPLES / "benchmark" / "field_survey.yaml").reference_path(),
+                       atol=0.01)
+    bad = tmp_path / "bad.plan"
+    bad.write_text('{"fileType": "Plan", "version": 1, "mission": {"items": "none"}}')
+    refused = hil("mission", "check", str(bad))
+    assert refused.returncode == 2 and str(bad) in refused.stderr and "Traceback" not in refused.stderr
+    assert hil("mission", "export", "demo_square", "--out", str(out), "--home", "95,0,0").returncode == 2
