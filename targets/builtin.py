@@ -4,11 +4,13 @@ SITL would be run (`hil sim` underneath), stopped and never orphaned afterwards.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from px4.process import die_with_parent, free_udp_port, stop_process
 from targets.connection import connected
@@ -23,6 +25,7 @@ class SimProcessOptions:
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
     extra_links: list[str] = field(default_factory=list)
+    root: Path | None = None  # the vehicle's own folder (its ULogs under log/)
 
 
 def sim_command(port: int, options: SimProcessOptions) -> list[str]:
@@ -33,6 +36,8 @@ def sim_command(port: int, options: SimProcessOptions) -> list[str]:
         cmd += ["--link", url]
     for name, value in options.params.items():
         cmd += ["--param", f"{name}={value}"]
+    if options.root is not None:
+        cmd += ["--root", str(options.root)]
     return cmd
 
 
@@ -73,7 +78,23 @@ async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIter
 @contextlib.asynccontextmanager
 async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
     """The built-in vehicle with the profile and parameters at boot, at the options' speed factor."""
-    sim_options = SimProcessOptions(profile=options.profile, speed=options.speed, params=dict(options.params))
-    async with builtin_vehicle(sim_options) as sim:
-        async with connected(sim.url, options, sim.failure) as (vehicle, proxy):
-            yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)
+    with tempfile.TemporaryDirectory(prefix="quad-hil-vehicle-") as root:
+        sim_options = SimProcessOptions(profile=options.profile, speed=options.speed, params=dict(options.params),
+                                        root=Path(root))
+        try:
+            async with builtin_vehicle(sim_options) as sim:
+                async with connected(sim.url, options, sim.failure) as (vehicle, proxy):
+                    yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)
+        finally:
+            if options.keep_in is not None:
+                keep_ulogs(Path(root), options.keep_in)
+
+
+def keep_ulogs(root: Path, record_dir: Path) -> None:
+    """The vehicle's ULogs (root/log/DATE/TIME.ulg, as PX4 SITL writes them) into the record's ulog/ folder,
+    where PX4 SITL's go too, once the vehicle has stopped and closed them."""
+    logs = sorted(root.glob("log/*/*.ulg"))
+    if logs:
+        (record_dir / "ulog").mkdir(parents=True, exist_ok=True)
+    for log in logs:
+        shutil.copy2(log, record_dir / "ulog" / f"{log.parent.name}_{log.name}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 
 from hil.commands.args import bounded_int, param_assignment, positive_float
 
@@ -32,6 +33,9 @@ def add_parser(verbs) -> None:
     parser.add_argument("--speed", type=positive_float, default=1.0, help="simulation speed factor, like PX4_SIM_SPEED_FACTOR (default: 1)")
     parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
                      help="set a vehicle parameter at start (PX4 names)")
+    parser.add_argument("--root", type=Path, metavar="DIR",
+                        help="the vehicle's own folder, as PX4 SITL's working directory: its ULogs go to "
+                             "DIR/log/DATE/TIME.ulg, and MAVLink FTP serves it (default: a temporary folder)")
 
     parser.set_defaults(func=run)
 
@@ -42,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
     options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),
-                         sysid=1 + args.instance)
+                         sysid=1 + args.instance, root=args.root)
 
     def ready(opened) -> None:
         for link in opened:

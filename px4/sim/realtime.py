@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from profiles.library import load_vehicle_profile
 from px4.params import ParamStore
@@ -33,6 +34,7 @@ class SimOptions:
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
     sysid: int = 1
+    root: Path | None = None  # the vehicle's own folder (logs, FTP); None: a temporary one
 
 
 def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
@@ -42,7 +44,7 @@ def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
     for name, value in options.params.items():
         autopilot.params.set(name, value)
     autopilot.apply_params()
-    return autopilot, MavlinkServer(autopilot, sysid=options.sysid)
+    return autopilot, MavlinkServer(autopilot, sysid=options.sysid, root=options.root)
 
 
 async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float, stop: asyncio.Event) -> int:
