@@ -10,7 +10,8 @@ x planners, with `repeats` trials per combination, each with its own seed::
       - {scene: forest, configs: [0, 1], rule: flyingtrust}
       - {scene: maze, configs: all, rule: flightbench}
       - {mission: ../../missions/examples/benchmark/field_survey.yaml}   # a mission file (any format hil fly takes)
-      - {suite: templates, rule: flyingtrust}   # a suite: its scene entries as scenes, its mission files as missions
+      - {suite: flightbench}   # a suite: its scene entries as scenes (judged by the rule of the suite's
+                               # name, else flyingtrust, unless `rule` says), its mission files as missions
     profiles: [default, 0.60kg-EMAX]     # names, or {library: flyingtrust} for the whole library
     targets: [lockstep]                  # lockstep | sim | px4-sitl[:N] | a connection string
     links: [none]                        # link profile names (profiles/links), none = ideal link
@@ -273,14 +274,15 @@ def _mission_files(path: str, entry: dict, problems: Problems, base_dir: Path) -
 
     if "suite" in entry:
         read_fields(entry, {}, f"{path}.", problems, nested=("suite", "rule"))
-        rule = entry.get("rule", "flyingtrust")
-        if rule not in RULES:
-            problems.invalid(f"{path}.rule", "one of " + ", ".join(RULES), rule)
-            return []
         try:
             suite = load_suite(_relative(entry["suite"], base_dir))
         except ConfigError as error:
             problems.lines += [f"{problems.source}: {path}.suite: {line}" for line in error.problems]
+            return []
+        # A suite named after a benchmark's rule (flyingtrust, flightbench) is judged by it unless told.
+        rule = entry.get("rule", suite.name if suite.name in RULES else "flyingtrust")
+        if rule not in RULES:
+            problems.invalid(f"{path}.rule", "one of " + ", ".join(RULES), rule)
             return []
         specs = []
         for item in suite.entries:

@@ -233,3 +233,27 @@ def test_a_builtin_vehicle_trial_keeps_its_ulog_readable_by_pyulog(tmp_path):
     assert 9.0 < position["x"].max() < 11.0 and 9.0 < position["y"].max() < 11.0
     assert ulog.initial_parameters["MIS_TAKEOFF_ALT"] > 0
     assert any(e["kind"] == "ulog_kept" and "alignment_error" not in e for e in read_events(record))
+
+
+def test_the_benchmark_suites_expand_into_campaign_trials_and_fly(tmp_path):
+    from hil.campaign import parse_campaign
+    from missions.suite import load_suite
+
+    def campaign(*entries):
+        return parse_campaign({"name": "suites", "seed": 1, "missions": list(entries), "targets": ["lockstep"],
+                               "planners": ["straight"]}, str(tmp_path / "c.yaml"))
+
+    flyingtrust = campaign({"suite": "flyingtrust"}).trials()
+    assert len(flyingtrust) == len(load_suite("flyingtrust")) == 70
+    assert {t.rule for t in flyingtrust} == {"flyingtrust"}
+    flightbench = campaign({"suite": "flightbench"}).trials()
+    assert len(flightbench) == 8 and {t.rule for t in flightbench} == {"flightbench"}
+    # The FlightBench suite flies whole (straight through its scenes), judged by FlightBench's rule.
+    path = tmp_path / "fb.yaml"
+    path.write_text(yaml.safe_dump({"name": "fb", "seed": 1, "missions": [{"suite": "flightbench"}],
+                                    "targets": ["lockstep"], "planners": ["straight"]}))
+    result = hil("run", str(path), "--out", str(tmp_path / "out"), timeout=600)
+    import pandas as pd
+    results = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert len(results) == 8 and set(results["rule"]) == {"flightbench"}, result.stderr
+    assert set(results["outcome"]) <= {"success", "collision", "timeout"}
