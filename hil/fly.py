@@ -97,14 +97,15 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     """Arm, fly the mission's route, land; returns (outcome, reason). The budget is in vehicle time.
 
     The judge runs beside the flight: an airspace breach or a collision with the scene (the vehicle's
-    sphere of `vehicle_radius` m) ends it as `breach` or `collision`, and the vehicle lands. The
-    mission's fault schedule is applied as its triggers fire when `inject_faults` (the caller decides
-    whether the target may be faulted).
+    sphere of `vehicle_radius` m) ends it as `breach` or `collision`, and the vehicle lands; with the
+    mission's `termination` saying not to stop on one, the flight goes on and still ends as that
+    failure. The mission's fault schedule is applied as its triggers fire when `inject_faults` (the
+    caller decides whether the target may be faulted).
     """
     from hil.navigation import apply_faults  # navigation lands through this module
 
     stages = StageLog(recorder)
-    judge = RouteJudge(mission, vehicle_radius)
+    judge = RouteJudge(mission, vehicle_radius, recorder)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
     watching = asyncio.create_task(judge.watch(vehicle))
     faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder))
@@ -114,12 +115,13 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
         for task in (flight, watching, faults):
             task.cancel()
         await asyncio.gather(flight, watching, faults, return_exceptions=True)
-    if not flight.cancelled():  # the flight ended first: its outcome (or its error)
-        return flight.result()
+    if not flight.cancelled():  # the flight ended first: its outcome (or its error), unless it was judged
+        outcome, reason = flight.result()
+        return judge.carried_on or (outcome, reason)
     outcome, reason = watching.result()
     stages.close(completed=False)
     recorder.event(outcome, reason=reason, north=vehicle.state.north, east=vehicle.state.east,
-                   altitude=vehicle.state.altitude)
+                   altitude=vehicle.state.altitude, stopped=True)
     await vehicle.release()
     await land_and_wait(vehicle, recorder)
     return outcome, reason
@@ -130,34 +132,46 @@ class RouteJudge:
 
     `elapsed_s` (vehicle time since arming) and `clearance_m` (to the nearest obstacle) are what the
     fault schedule's triggers read, as they read the trial monitor's in a navigation flight.
+    `carried_on` is the first collision or breach the mission's termination let the flight go on after.
     """
 
-    def __init__(self, mission: BenchmarkMission, vehicle_radius: float) -> None:
+    def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder: TrialRecorder) -> None:
         self.mission = mission
         self.radius = vehicle_radius
+        self.recorder = recorder
         self.scene = mission.scene.load() if mission.scene is not None else None
         self.elapsed_s = 0.0
         self.clearance_m = math.inf
+        self.carried_on: tuple[str, str] | None = None
+        self._stops = {"collision": mission.termination.stop_on_collision,
+                       "breach": mission.termination.stop_on_geofence}
         self._t0_ns: int | None = None
-        self._scale = 1.0
+        self._in_band = False
 
     async def watch(self, vehicle: Vehicle) -> tuple[str, str]:
         """Follow telemetry while armed until the vehicle leaves the airspace or touches the scene."""
-        self._scale = clock_scale(vehicle.speed_factor)
+        scale = clock_scale(vehicle.speed_factor)
         home, airspace = self.mission.home_in_mission, self.mission.airspace
         async for state in vehicle.telemetry():
             if not state.armed:
                 continue
             self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
-            self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * self._scale
+            self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * scale
             position = np.array([state.north, state.east, state.down]) + home
             if self.scene is not None:
                 self.clearance_m = float(self.scene.distance(position)[0])
-            # The altitude band's floor holds in flight, not on the way up from the ground or down to it.
-            floor = state.in_air and state.altitude >= airspace.alt_min and state.flight_mode not in LANDING_MODES
+            # The altitude band's floor holds once the vehicle has climbed into the band, until it lands.
+            self._in_band = self._in_band or (state.in_air and state.altitude >= airspace.alt_min)
+            floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
             found = hazard(position, self.scene, airspace, self.radius, floor=floor)
-            if found is not None:
+            if found is None:
+                continue
+            if self._stops[found[0]]:
                 return found
+            if self.carried_on is None or self.carried_on[0] != found[0]:  # each kind recorded once
+                self.recorder.event(found[0], reason=found[1], north=state.north, east=state.east,
+                                    altitude=state.altitude, stopped=False)
+                self.carried_on = self.carried_on or found
         raise VehicleError("telemetry ended")
 
 

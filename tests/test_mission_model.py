@@ -257,3 +257,30 @@ def test_the_benchmark_suites_expand_into_campaign_trials_and_fly(tmp_path):
     results = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert len(results) == 8 and set(results["rule"]) == {"flightbench"}, result.stderr
     assert set(results["outcome"]) <= {"success", "collision", "timeout"}
+
+
+def test_a_termination_that_does_not_stop_flies_on_and_still_fails(tmp_path):
+    mission = {**THROUGH_ZONE, "name": "fly-on", "termination": {"stop_on_geofence": False}}
+    record = tmp_path / "trial"
+    result = hil("fly", str(write_mission(tmp_path, mission)), "--target", "lockstep", "--record-dir", str(record))
+    manifest = read_manifest(record)
+    assert result.returncode == 1 and manifest["outcome"] == "breach"
+    assert "airspace.no_fly[1]" in manifest["summary"]["reason"]
+    # It went on through the zone to the last waypoint and completed every stage.
+    assert read_table(record, "telemetry")["north"].max() > 19.0
+    assert manifest["summary"]["stages_completed"] == 1.0
+    [breach] = [e for e in read_events(record) if e["kind"] == "breach"]
+    assert breach["stopped"] is False
+
+
+def test_dropping_below_the_altitude_floor_in_flight_is_a_breach(tmp_path):
+    # A motor losing most of its thrust mid-route brings the vehicle down through the band's floor.
+    mission = {**THROUGH_ZONE, "name": "floor", "airspace": {"altitude": {"min": 2.5, "max": 10}},
+               "start": {"north": 0, "east": 0, "alt": 4},
+               "waypoints": [{"north": 5, "east": 0, "alt": 4}, {"north": 10, "east": 0, "alt": 4}],
+               "faults": [{"start_s": 14, "type": "degraded", "target": "motor1", "severity": 0.9}]}
+    record = tmp_path / "trial"
+    hil("fly", str(write_mission(tmp_path, mission)), "--target", "lockstep", "--record-dir", str(record))
+    manifest = read_manifest(record)
+    assert manifest["outcome"] == "breach", manifest["summary"]["reason"]
+    assert "altitude within the band 2.5-10 m" in manifest["summary"]["reason"]
