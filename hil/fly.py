@@ -338,8 +338,10 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                                   mission.to_waypoint_mission().reference_path()) if rows else None
         estimation = trial_estimation(record_dir)
         recorder.flush()
-        recorder.finish(outcome, {"reason": reason, **(summary.as_dict() if summary else {}), **estimation,
-                                  **mission_summary(rows, speed, mission, outcome, read_events(record_dir))})
+        # The figures hil fly prints (the trial summary) win over the process metrics' of the same name.
+        recorder.finish(outcome, {"reason": reason, **mission_summary(rows, speed, mission, outcome,
+                                                                      read_events(record_dir)),
+                                  **(summary.as_dict() if summary else {}), **estimation})
     return TrialResult(outcome, reason, record_dir, summary, estimation)
 
 
