@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import math
-import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -39,14 +38,12 @@ from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
 from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
 from mavsdk.plugins.param import ParamError, ParamResult
-from pymavlink.dialects.v20 import common as mavlink_common
 
 from bridges.failure import failure_result
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
                              VehicleConnectionError, VehicleError, VehicleState)
 from missions.geo import GeoOrigin
-from px4.sim import mavlink_extra
 from px4.sim.faults import SIM_FAULT_COMMAND
 
 NAN = float("nan")
@@ -66,7 +63,6 @@ MISSION_START_RETRY_S = 0.1
 
 
 _LOG = logging.getLogger("mavsdk")
-_FRAMES_LOG = logging.getLogger(__name__)
 _LOG_LEVELS = {LogLevel.DEBUG: logging.DEBUG, LogLevel.INFO: logging.INFO, LogLevel.WARN: logging.WARNING,
                LogLevel.ERROR: logging.ERROR}
 _logs_routed = False
@@ -499,48 +495,6 @@ class MavsdkVehicle(VehicleBase):
         async for msg in self.mavlink.subscribe_message(name):
             yield json.loads(msg.fields_json)
 
-    async def mavlink_frames(self) -> AsyncIterator[list[tuple[int, bytes]]]:
-        """(µs since the Unix epoch when MAVSDK handed it over, frame) of every MAVLink message the autopilot's
-        system sends (all its components), in order of arrival, from now on, in batches of what has arrived.
-
-        MAVSDK gives no bytes, only decoded messages (MavlinkDirect subscribed with an empty name: every
-        message, as name, source system and component, and fields as JSON): each is re-encoded here with
-        pymavlink's common dialect as a MAVLink 2 frame from its own source system and component, so a frame
-        carries what arrived but its sequence numbers are the harness's own (one count per source), not the
-        autopilot's, and a signed frame arrives unsigned. A message neither that dialect nor the built-in
-        vehicle's own definitions (px4.sim.mavlink_extra) know cannot be re-encoded: it is left out and
-        logged once per name. Capturing the bytes on the wire instead would put a proxy, one more hop, on
-        the flight path.
-        """
-        loop = asyncio.get_running_loop()
-        arrived: asyncio.Queue[tuple[int, MavlinkMessage]] = asyncio.Queue()
-
-        def on_message(message: MavlinkMessage, _user_data) -> None:
-            # Called on MAVSDK's own thread as the message arrives: stamped here, not when the event loop
-            # gets to it (it may be held for a second by a synchronous caller).
-            loop.call_soon_threadsafe(arrived.put_nowait, (time.time_ns() // 1000, message))
-
-        # The synchronous plugin under MavlinkDirectAsync: its callback, unlike the asyncio wrapper's
-        # queue, runs at arrival.
-        plugin = self.mavlink._plugin
-        handle = plugin.subscribe_message("", on_message)
-        encoder = FrameEncoder()
-        try:
-            while True:
-                waiting = [await arrived.get()]
-                while not arrived.empty():
-                    waiting.append(arrived.get_nowait())
-                batch = []
-                for stamp, message in waiting:
-                    frame = encoder.encode(message.message_name, message.system_id, message.component_id,
-                                           json.loads(message.fields_json))
-                    if frame is not None:
-                        batch.append((stamp, frame))
-                if batch:
-                    yield batch
-        finally:
-            plugin.unsubscribe_message(handle)
-
     async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
         """MAV_CMD_INJECT_FAILURE through MAVSDK's failure plugin; its result's name."""
         # A plugin per command: it reads SYS_FAILURE_EN when made and refuses client-side (DISABLED)
@@ -656,84 +610,6 @@ class MavsdkVehicle(VehicleBase):
 
     async def __aexit__(self, *exc) -> None:
         await self.close()
-
-
-# EVENT (PX4's events protocol, its only voice on the API link since v1.14): in MAVLink's common.xml,
-# not in pymavlink 2.4's; built from its definition as the built-in vehicle builds what pymavlink lacks.
-EVENT = mavlink_extra.message_class("EVENT", 410, [
-    ("uint8_t", "destination_component", 0), ("uint8_t", "destination_system", 0), ("uint32_t", "id", 0),
-    ("uint32_t", "event_time_boot_ms", 0), ("uint16_t", "sequence", 0), ("uint8_t", "log_levels", 0),
-    ("uint8_t", "arguments", 40)])
-_FLOAT_TYPES = ("float", "double")
-_MISSING = object()
-
-
-class FrameEncoder:
-    """MAVLink 2 frames from decoded messages (name, source, fields as MAVSDK's JSON gives them).
-
-    pymavlink's common dialect, with the built-in vehicle's own definitions (px4.sim.mavlink_extra) for
-    what pymavlink 2.4 lacks or knows short, and EVENT. JSON's null (NaN) becomes NaN again; a field the
-    JSON leaves out is zero, as MAVLink 2 fills an extension nobody sent; a field the definition lacks
-    (an extension newer than pymavlink's, such as TIMESYNC's target ids) is left out.
-    """
-
-    def __init__(self) -> None:
-        self._mav = mavlink_common.MAVLink(None)
-        classes = [*mavlink_common.mavlink_map.values(), *mavlink_extra.MESSAGES, EVENT]
-        self._classes = {cls.msgname: cls for cls in classes}  # later definitions replace earlier ones
-        self._layouts: dict[str, list[tuple[str, str, int]]] = {}
-        self._sequence: dict[tuple[int, int], int] = {}
-        self._unknown: set[str] = set()
-
-    def encode(self, name: str, system_id: int, component_id: int, fields: dict[str, Any]) -> bytes | None:
-        """The frame, numbered in this source's own sequence; None for a message no definition here knows
-        or whose values do not fit it (logged once per name)."""
-        cls = self._classes.get(name)
-        if cls is None:
-            self._skip(name, "no definition")
-            return None
-        try:
-            message = cls(*[_field_value(fields.get(field, _MISSING), kind, length)
-                             for field, kind, length in self._layout(cls)])
-            mav = self._mav
-            source = (system_id, component_id)
-            mav.srcSystem, mav.srcComponent, mav.seq = system_id, component_id, self._sequence.get(source, 0)
-            frame = message.pack(mav)
-        except (struct.error, TypeError, ValueError, OverflowError) as exc:
-            self._skip(name, f"{type(exc).__name__}: {exc}")
-            return None
-        self._sequence[source] = (mav.seq + 1) % 256
-        return frame
-
-    def _layout(self, cls) -> list[tuple[str, str, int]]:
-        """(field, C type, array length or 0) in the constructor's order."""
-        layout = self._layouts.get(cls.msgname)
-        if layout is None:
-            lengths = dict(zip(cls.ordered_fieldnames, cls.array_lengths))
-            layout = self._layouts[cls.msgname] = [(f, t, lengths[f]) for f, t in zip(cls.fieldnames, cls.fieldtypes)]
-        return layout
-
-    def _skip(self, name: str, why: str) -> None:
-        if name not in self._unknown:
-            self._unknown.add(name)
-            _FRAMES_LOG.info("telemetry log: %s left out, it cannot be re-encoded (%s)", name, why)
-
-
-def _field_value(value: Any, kind: str, length: int) -> Any:
-    """A field's JSON value (`_MISSING` if absent) as the pymavlink constructor takes it."""
-    if value is _MISSING:
-        return b"" if kind == "char" else [0] * length if length else 0
-    if kind == "char":
-        return value.encode() if isinstance(value, str) else bytes(value)
-    convert = _float if kind in _FLOAT_TYPES else int
-    if not length:
-        return convert(value)
-    values = [convert(v) for v in value[:length]]
-    return values + [0] * (length - len(values))
-
-
-def _float(value: float | None) -> float:
-    return math.nan if value is None else float(value)  # JSON has no NaN: MAVSDK writes null
 
 
 @dataclass
