@@ -24,6 +24,7 @@ import io
 import logging
 import multiprocessing
 import os
+import shutil
 import queue
 import signal
 import sys
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 
 from hil.campaign import TrialSpec
 from records.atomic import publish_directory
+from records.record import read_manifest
 from reports.results import TRIALS_DIR
 
 PARTIAL_DIR = ".partial"
@@ -88,7 +90,16 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
 
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
     summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR)
-    publish_directory(partial, campaign_dir / TRIALS_DIR / spec.trial_id)
+    final = campaign_dir / TRIALS_DIR / spec.trial_id
+    try:
+        publish_directory(partial, final)
+    except OSError:
+        if not (final / "manifest.json").is_file():
+            raise
+        # A worker killed after publishing this trial and before saying so, which is why it ran again:
+        # the published record stands and this copy goes.
+        shutil.rmtree(partial, ignore_errors=True)
+        return read_manifest(final)["summary"]
     return summary
 
 
