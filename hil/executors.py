@@ -24,8 +24,8 @@ import io
 import logging
 import multiprocessing
 import os
-import shutil
 import queue
+import shutil
 import signal
 import sys
 import tarfile
