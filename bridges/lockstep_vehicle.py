@@ -11,6 +11,10 @@ Given a link profile, the setpoint stream and the telemetry cross the proxy's im
 simulated time (bridges.sim_link), delivered at physics-step resolution; `state` is then what has
 arrived at the harness, not the truth. Commands (arm, mode changes) are not impaired: MAVLink
 retries them until acknowledged, so a link delays them but does not lose them.
+
+Its MAVLink frames (`mavlink_frames`, for the trial record's telemetry.tlog) are what the vehicle
+says over MAVLink in `sim` mode, made by the same encoders (`MavlinkServer.speak`) once someone
+listens, on a link serviced TLOG_MAX_HZ times a vehicle second whose faster streams are thinned to that.
 """
 
 from __future__ import annotations
@@ -20,23 +24,38 @@ import contextlib
 import heapq
 import itertools
 import math
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.link import LinkSpec
 from bridges.failure import failure_result
-from bridges.sim_link import LOCAL_POSITION_NED, SET_ATTITUDE_TARGET, SET_POSITION_TARGET_LOCAL_NED, SimulatedLink
-from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase, VehicleError,
-                             VehicleState)
+from bridges.sim_link import (
+    LOCAL_POSITION_NED,
+    SET_ATTITUDE_TARGET,
+    SET_POSITION_TARGET_LOCAL_NED,
+    SimulatedLink,
+)
+from bridges.vehicle import (
+    CommandDenied,
+    MissionProgress,
+    MissionWaypoint,
+    PreflightStatus,
+    VehicleBase,
+    VehicleError,
+    VehicleState,
+)
 from missions.geo import GeoOrigin
+from profiles.link import LinkSpec
 from px4.modes import FlightMode
 from px4.params import ParamError
 from px4.sim.autopilot import Autopilot
 from px4.sim.autopilot_types import CommandResult, LandedState
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint, quat_from_euler
+from px4.sim.mavlink_link import Link
+from px4.sim.mavlink_server import MavlinkServer
 from px4.sim.mission_items import MissionItem
 
 NAN = float("nan")
@@ -52,6 +71,12 @@ STOP_HOLD_S = 0.5
 # A mission start refused because the upload is not checked yet is tried again (vehicle seconds).
 MISSION_START_RETRY_S = 0.1
 MISSION_START_TRIES = 30
+# The fastest stream in a lockstep telemetry log (Hz of vehicle time), and how often it is serviced. The
+# vehicle's own rates (ATTITUDE at 100 Hz, GLOBAL_POSITION_INT at 50: ~470 frames a second) would cost
+# ~6 ms of encoding per simulated second, as much as the physics and autopilot; thinned to 5 Hz (~90
+# frames a second) the log costs a lockstep campaign ~1-2 % (benchmarks/tlog_overhead.py). Slower
+# streams keep their rates; events (state heartbeats, texts, mission items) wait for the next service.
+TLOG_MAX_HZ = 5.0
 
 
 def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tuple[list[MissionItem], list[int]]:
@@ -103,6 +128,7 @@ class LockstepVehicle(VehicleBase):
         self._waypoint_of_item: list[int] = []
         self._reached: list[int] = []
         self._home: GeoOrigin | None = None
+        self._speaker: _Speaker | None = None  # made when someone first listens to mavlink_frames
 
     # ------------------------------------------------------------------ the clock
     async def __aenter__(self) -> "LockstepVehicle":
@@ -128,8 +154,11 @@ class LockstepVehicle(VehicleBase):
                     for state in link.deliver("to_onboard", ap.time_s):
                         self._received = replace(state, t_ns=int(ap.time_s * 1e9))  # stamped on arrival
                         await self._hand_over(self._received)
-            self._reached.extend(ap.reached_items)
+            reached = list(ap.reached_items)
             ap.reached_items.clear()
+            self._reached.extend(reached)
+            if self._speaker is not None and self._speaker.listeners:
+                self._speaker.speak(reached)
             if link is None:
                 await self._hand_over(self.state)
             else:
@@ -328,6 +357,25 @@ class LockstepVehicle(VehicleBase):
         raise VehicleError(f"{self.url}: no MAVLink in lockstep, so no {name} messages")
         yield  # unreachable; makes this an async generator
 
+    async def mavlink_frames(self) -> AsyncIterator[list[tuple[int, bytes]]]:
+        """(µs since the Unix epoch, frame) of every MAVLink frame the vehicle would send a client in `sim`
+        mode, from its own encoders, from now on, a batch per TLOG_MAX_HZ period (module docstring: faster
+        streams thinned to that rate).
+
+        Time stamps are simulated time, placed on the wall clock at the first listener's start (the
+        trial's start): frames of one instant share its stamp. No frame crosses the simulated link: they
+        are what the vehicle sends, whatever a link profile would lose (the link table says what it lost).
+        """
+        if self._speaker is None:
+            self._speaker = _Speaker(self.ap)
+        queue: asyncio.Queue[list[tuple[int, bytes]]] = asyncio.Queue()
+        self._speaker.listeners.append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._speaker.listeners.remove(queue)
+
     # ------------------------------------------------------------------ faults and logs
     async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
         """As the built-in vehicle answers MAV_CMD_INJECT_FAILURE over MAVLink."""
@@ -365,3 +413,46 @@ class LockstepVehicle(VehicleBase):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._driver
             self._driver = None
+        if self._speaker is not None:
+            self._speaker.server.close()
+
+
+class _Speaker:
+    """The built-in vehicle's MAVLink server on one link nobody talks back on, serviced every 1/TLOG_MAX_HZ
+    of vehicle time: its frames, stamped, go to every listener of `mavlink_frames` in one batch."""
+
+    def __init__(self, autopilot: Autopilot):
+        self.ap = autopilot
+        # No component metadata: nobody asks for it on this link, and writing it costs 24 ms a trial.
+        self.server = MavlinkServer(autopilot, component_metadata=False)
+        self.frames: list[bytes] = []
+        self.link: Link = self.server.add_link(self)
+        self.period = 1.0 / TLOG_MAX_HZ
+        self.link.intervals = {name: max(interval, self.period) for name, interval in self.link.intervals.items()}
+        self.listeners: list[asyncio.Queue[list[tuple[int, bytes]]]] = []
+        self._reached: list[int] = []
+        self._next_s = autopilot.time_s
+        # Simulated time is placed on the wall clock where the listening started.
+        self._epoch_us = time.time_ns() // 1000 - int(autopilot.time_s * 1e6)
+
+    def send(self, frame: bytes) -> None:
+        """The link's transport: keep each frame until the batch is handed over."""
+        self.frames.append(frame)
+
+    def speak(self, reached: list[int]) -> None:
+        """Called with every snapshot: once a period has passed, what the vehicle says, to every listener.
+        Serviced at its fastest stream's rate rather than with every snapshot (100 Hz on the lockstep
+        target), the link's bookkeeping and the listeners' wake-ups come twenty times less often."""
+        self._reached += reached
+        now = self.ap.time_s
+        if now + self.ap.dt * 0.5 < self._next_s:
+            return
+        self._next_s = max(self._next_s + self.period, now)
+        self.server.speak(self.link, self._reached)
+        self._reached = []
+        if self.frames:
+            stamp = self._epoch_us + int(now * 1e6)
+            batch = [(stamp, frame) for frame in self.frames]
+            self.frames = []
+            for queue in self.listeners:
+                queue.put_nowait(batch)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
+from mavsdk import ForwardingOption
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
 from mavsdk.asyncio.plugins.action import ActionAsync
 from mavsdk.asyncio.plugins.events import EventsAsync
@@ -36,13 +37,26 @@ from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.failure import FailureError, FailureType, FailureUnit
 from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
 from mavsdk.plugins.mission import MissionItem, MissionPlan
-from mavsdk.plugins.offboard import Attitude, OffboardError, PositionNedYaw, VelocityNedYaw
+from mavsdk.plugins.offboard import (
+    Attitude,
+    OffboardError,
+    PositionNedYaw,
+    VelocityNedYaw,
+)
 from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.failure import failure_result
 from bridges.transport import loopback_by_default
-from bridges.vehicle import (CommandDenied, MissionProgress, MissionWaypoint, PreflightStatus, VehicleBase,
-                             VehicleConnectionError, VehicleError, VehicleState)
+from bridges.vehicle import (
+    CommandDenied,
+    MissionProgress,
+    MissionWaypoint,
+    PreflightStatus,
+    VehicleBase,
+    VehicleConnectionError,
+    VehicleError,
+    VehicleState,
+)
 from missions.geo import GeoOrigin
 from px4.sim.faults import SIM_FAULT_COMMAND
 
@@ -495,6 +509,32 @@ class MavsdkVehicle(VehicleBase):
         async for msg in self.mavlink.subscribe_message(name):
             yield json.loads(msg.fields_json)
 
+    async def mavlink_frames(self) -> AsyncIterator[list[tuple[int, bytes]]]:
+        """(µs since the Unix epoch on arrival here, frame) of every MAVLink frame MAVSDK receives from the
+        vehicle's link, as it came off the wire (its own sequence numbers and signature), from now on, in
+        batches of what has arrived.
+
+        MAVSDK hands over no bytes, but it forwards: the vehicle's connection is opened with forwarding on
+        (`open_connection`), and this adds a second forwarding connection to a UDP socket of its own on
+        127.0.0.1 for as long as it is listened to, so MAVSDK's I/O thread copies each frame there as it
+        routes it. MAVLink routing leaves out what is addressed to the harness alone (COMMAND_ACK, the
+        mission and parameter protocols' answers to it); MAVSDK's own frames to that socket (its
+        HEARTBEAT) are dropped here, as is a datagram that is not one whole frame.
+        """
+        own = self._connection.source
+        loop = asyncio.get_running_loop()
+        transport, tap = await loop.create_datagram_endpoint(lambda: _FrameTap(own), local_addr=("127.0.0.1", 0))
+        port = transport.get_extra_info("sockname")[1]
+        mavsdk = self._connection.mavsdk
+        handle = await mavsdk.add_any_connection(f"udpout://127.0.0.1:{port}", ForwardingOption.ON)
+        try:
+            while True:
+                yield await tap.batch()
+        finally:
+            with contextlib.suppress(Exception):  # a connection already destroyed took the tap with it
+                await mavsdk.remove_connection(handle)
+            transport.close()
+
     async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
         """MAV_CMD_INJECT_FAILURE through MAVSDK's failure plugin; its result's name."""
         # A plugin per command: it reads SYS_FAILURE_EN when made and refuses client-side (DISABLED)
@@ -612,6 +652,40 @@ class MavsdkVehicle(VehicleBase):
         await self.close()
 
 
+class _FrameTap(asyncio.DatagramProtocol):
+    """The socket MAVSDK forwards the vehicle's frames to: one frame a datagram, stamped on arrival."""
+
+    def __init__(self, own_source: tuple[int, int]):
+        self.own = own_source
+        self.frames: list[tuple[int, bytes]] = []
+        self.arrived = asyncio.Event()
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        if _whole_frame(data) and _source(data) != self.own:
+            self.frames.append((time.time_ns() // 1000, data))
+            self.arrived.set()
+
+    async def batch(self) -> list[tuple[int, bytes]]:
+        """What has arrived since the last batch, once there is something."""
+        await self.arrived.wait()
+        self.arrived.clear()
+        frames, self.frames = self.frames, []
+        return frames
+
+
+def _whole_frame(data: bytes) -> bool:
+    """Exactly one MAVLink frame, by its header's length (v2: 10-byte header, 2-byte CRC, 13-byte signature
+    if flagged; v1: 6 and 2). Anything else on a loopback port is not MAVSDK's."""
+    if len(data) >= 12 and data[0] == 0xFD:
+        return len(data) == 12 + data[1] + (13 if data[2] & 1 else 0)
+    return len(data) >= 8 and data[0] == 0xFE and len(data) == 8 + data[1]
+
+
+def _source(frame: bytes) -> tuple[int, int]:
+    """(system id, component id) from a whole frame's header."""
+    return (frame[5], frame[6]) if frame[0] == 0xFD else (frame[3], frame[4])
+
+
 @dataclass
 class MavsdkConnection:
     """A MAVSDK instance and the autopilot it found on a connection string. It outlives the Vehicles
@@ -620,6 +694,7 @@ class MavsdkConnection:
     url: str
     mavsdk: Mavsdk
     system: Any
+    source: tuple[int, int]  # MAVSDK's own (system id, component id) on the link
 
     def close(self) -> None:
         """Drop MAVSDK: the port closes and every plugin on the system ends."""
@@ -633,9 +708,13 @@ async def open_connection(url: str, timeout: float = 10.0) -> MavsdkConnection:
     """
     route_mavsdk_logs()
     url = loopback_by_default(url)
-    mavsdk = Mavsdk(Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER))
+    configuration = Configuration.create_with_component_type(ComponentType.COMPANION_COMPUTER)
+    source = (configuration.system_id, configuration.component_id)
+    mavsdk = Mavsdk(configuration)
     try:
-        await mavsdk.add_any_connection(url)
+        # Forwarding on, so that a telemetry log can be tapped (MavsdkVehicle.mavlink_frames); MAVSDK
+        # forwards nothing while this is its only connection.
+        await mavsdk.add_any_connection(url, ForwardingOption.ON)
     except MavsdkConnectionError as exc:
         mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: cannot open connection: {exc}") from exc
@@ -644,7 +723,7 @@ async def open_connection(url: str, timeout: float = 10.0) -> MavsdkConnection:
         mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: no autopilot answered within {timeout:.1f} s "
                                      "(is the vehicle running, and sending to this address and port?)")
-    return MavsdkConnection(url, mavsdk, system)
+    return MavsdkConnection(url, mavsdk, system, source)
 
 
 async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0,

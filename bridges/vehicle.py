@@ -208,6 +208,13 @@ class Vehicle(Protocol):
         """Every MAVLink message `name` from the flight controller, as its fields; VehicleError where
         there is no MAVLink (lockstep)."""
 
+    def mavlink_frames(self) -> AsyncIterator[list[tuple[int, bytes]]]:
+        """Every MAVLink message the harness receives from the flight controller from now on, in order, as
+        (µs since the Unix epoch, MAVLink frame): a telemetry log's records (hil.recording writes them as
+        telemetry.tlog), handed over in batches of as many as have arrived. Over MAVSDK they are the
+        frames off the wire, forwarded by MAVSDK; in lockstep they are what the built-in vehicle would send,
+        on its simulated clock (each implementation says how)."""
+
     async def inject_failure(self, unit: int, failure_type: int, instance: int) -> str:
         """MAV_CMD_INJECT_FAILURE (FAILURE_UNIT_*, FAILURE_TYPE_*, instance; PX4 needs SYS_FAILURE_EN 1).
         The answer as MAVSDK's failure plugin names it: SUCCESS, DENIED, DISABLED, UNSUPPORTED, TIMEOUT..."""

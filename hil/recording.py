@@ -1,16 +1,71 @@
-"""Recording a vehicle's telemetry into a trial record: one loop for every kind of trial."""
+"""Recording a vehicle's telemetry into a trial record: one loop for every kind of trial.
+
+The record gets the telemetry table (one row per snapshot) and, beside it, telemetry.tlog: every
+MAVLink frame the harness receives from the vehicle, as QGroundControl and MAVProxy write a telemetry
+log (each frame after its time stamp, a big-endian uint64 of microseconds since the Unix epoch), so a
+trial opens in QGroundControl, MAVExplorer or PlotJuggler, and `pymavlink.mavutil.mavlink_connection`
+reads it. What the frames are on each target, and their time stamps, is the vehicle's to say
+(`Vehicle.mavlink_frames`).
+"""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
 
 from bridges.vehicle import Vehicle
 from records.record import TrialRecorder
 
+TLOG_NAME = "telemetry.tlog"
+_STAMP = struct.Struct(">Q")
+_HEARTBEAT = 0  # MAVLink message id
+
 
 async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list[dict] | None = None) -> None:
-    """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics),
-    until cancelled."""
-    async for state in vehicle.telemetry():
-        row = state.as_row()
-        if keep is not None:
-            keep.append(row)
-        recorder.append("telemetry", row)
+    """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics), and
+    every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
+    tlog = asyncio.create_task(record_tlog(vehicle, recorder))
+    try:
+        async for state in vehicle.telemetry():
+            row = state.as_row()
+            if keep is not None:
+                keep.append(row)
+            recorder.append("telemetry", row)
+    finally:
+        # A trial torn down by a signal may have this coroutine finalized after its loop closed: nothing
+        # left to stop then. Otherwise record_tlog raises nothing but its cancellation, and a SystemExit or
+        # KeyboardInterrupt that landed in it has left the loop once already: raised again here it would
+        # cut the loop's clean-up short.
+        if not tlog.get_loop().is_closed():
+            tlog.cancel()
+            await asyncio.gather(tlog, return_exceptions=True)
+
+
+async def record_tlog(vehicle: Vehicle, recorder: TrialRecorder) -> None:
+    """Every MAVLink frame the vehicle hands over into the record's telemetry.tlog, until cancelled.
+
+    The recorder keeps the file on disk within its flush interval and closes it with the record. When
+    cancelled, a `tlog_closed` event says how many frames, and how many HEARTBEATs among them, the
+    harness received and wrote: a reader of the file must find exactly these. A failure of the log
+    (a vehicle that cannot give its frames) is a `tlog_failed` event instead; the telemetry table goes on.
+    """
+    frames = heartbeats = 0
+    try:
+        log = recorder.side_file(TLOG_NAME)
+        async with contextlib.aclosing(vehicle.mavlink_frames()) as arriving:
+            async for batch in arriving:
+                log.write(b"".join(_STAMP.pack(stamp) + frame for stamp, frame in batch))
+                frames += len(batch)
+                heartbeats += sum(_message_id(frame) == _HEARTBEAT for _, frame in batch)
+                recorder.flush_if_due()
+    except asyncio.CancelledError:
+        recorder.event("tlog_closed", path=TLOG_NAME, frames=frames, heartbeats=heartbeats)
+        raise
+    except Exception as exc:  # noqa: BLE001 - the log is a by-product: the trial and its table go on without it
+        recorder.event("tlog_failed", error=f"{type(exc).__name__}: {exc}", frames=frames, heartbeats=heartbeats)
+
+
+def _message_id(frame: bytes) -> int:
+    """The message id in a frame's header (MAVLink 2: three bytes from offset 7; MAVLink 1: offset 5)."""
+    return frame[7] | frame[8] << 8 | frame[9] << 16 if frame[0] == 0xFD else frame[5]

@@ -7,11 +7,14 @@ Layout::
       events.jsonl                       one JSON object per line, fsynced as it is written
       tables/telemetry/part-000001.parquet   while running: one part per flush (about one per second)
       tables/telemetry.parquet           after finish(): the parts merged, parts removed
+      telemetry.tlog                     side files: binary logs a writer appends to (`side_file`)
 
 Durability: every file is written to a temporary name, fsynced and renamed into place, so a reader
 (or a trial killed at any instant) sees either a complete file or none. A killed trial loses at most
 the rows buffered since the last flush; its manifest stays "running" (or "crashed" if the error was
-a Python exception), and `read_table` concatenates its parts.
+a Python exception), and `read_table` concatenates its parts. Side files are the exception: appended
+to in place, fsynced with every flush and closed at the end, so a killed trial's side file ends at
+most a flush interval early, possibly in a torn last record, and a finished trial's is whole.
 
 Every row and event carries `t_ns` from `records.clock.now_ns()`, this process's one clock,
 unless the caller supplies its own.
@@ -29,7 +32,7 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, BinaryIO, Callable, Mapping, TextIO
 
 import numpy as np
 import pandas as pd
@@ -51,6 +54,7 @@ _ARROW_TYPES: dict[type, pa.DataType] = {
     str: pa.string(),
 }
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_SIDE_FILE_NAME = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9]+")
 # Distributions whose versions explain a record's behaviour. Looked up in package metadata rather
 # than imported, so recording never pays for (or fails on) importing mavsdk.
 _VERSIONED_PACKAGES = ("quad-hil", "mavsdk", "pymavlink", "numpy", "pandas", "pyarrow")
@@ -90,6 +94,7 @@ class TrialRecorder:
         self._buffers: dict[str, list[dict[str, Any]]] = {}
         self._column_types: dict[str, dict[str, type]] = {}
         self._parts_written: dict[str, int] = {}
+        self._side_files: list[BinaryIO] = []
         self._last_flush_ns = 0
         self._running = False
 
@@ -143,17 +148,39 @@ class TrialRecorder:
             raise ValueError(f"table name {table!r} must be letters, digits, '_' or '-' (it becomes a path)")
         stamped = {"t_ns": now_ns(), **row}
         self._buffers.setdefault(table, []).append(self._conform(table, stamped))
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Flush once the flush interval has passed since the last flush (a writer of a side file calls
+        this as it writes, so its file is on disk within the interval even when no rows come)."""
         if now_ns() - self._last_flush_ns >= self._flush_interval_ns:
             self.flush()
 
     def flush(self) -> None:
-        """Write every table's buffered rows as a new part file now."""
+        """Write every table's buffered rows as a new part file, and every side file to disk, now."""
         self._require_running()
         for table, rows in self._buffers.items():
             if rows:
                 self._write_part(table, rows)
         self._buffers = {}
+        for side in self._side_files:
+            if not side.closed:  # closed by its finalizer when the interpreter tears an unfinished trial down
+                side.flush()
+                os.fsync(side.fileno())
         self._last_flush_ns = now_ns()
+
+    def side_file(self, name: str) -> BinaryIO:
+        """A new binary file in the record (`name` such as "telemetry.tlog") for a writer that appends
+        whole records to it as the trial goes. The recorder flushes and fsyncs it with the tables
+        (`flush`, at most a flush interval apart while rows come or `flush_if_due` is called) and closes
+        it when the trial ends, finished or crashed; the writer only writes."""
+        self._require_running()
+        if not _SIDE_FILE_NAME.fullmatch(name) or name in (MANIFEST_NAME, EVENTS_NAME):
+            raise ValueError(f"side file name {name!r} must be NAME.EXT of letters, digits, '_' or '-', and not "
+                             f"{MANIFEST_NAME} or {EVENTS_NAME}")
+        side = open(self.record_dir / name, "xb")
+        self._side_files.append(side)
+        return side
 
     def event(self, kind: str, **fields: Any) -> None:
         """Append one event line to events.jsonl and fsync it before returning."""
@@ -226,6 +253,11 @@ class TrialRecorder:
         self._running = False
         assert self._events is not None
         self._events.close()
+        for side in self._side_files:
+            if not side.closed:
+                side.flush()  # whatever a writer added since the last flush
+                os.fsync(side.fileno())
+                side.close()
         self._manifest.update(status=status, ended=_now(), **fields)
         self._write_manifest()
 

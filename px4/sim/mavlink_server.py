@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -51,9 +51,14 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
     def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
-                 on_message: Callable[[Link, object, int], None] | None = None, root: Path | None = None):
+                 on_message: Callable[[Link, object, int], None] | None = None, root: Path | None = None,
+                 component_metadata: bool = True):
         """``root`` is the vehicle's own folder (PX4 SITL's working directory: served over FTP,
-        flight logs under log/); None makes a temporary one, removed by :meth:`close`."""
+        flight logs under log/); None makes a temporary one, removed by :meth:`close`.
+
+        ``component_metadata`` False skips writing the metadata files a ground station fetches over FTP
+        (24 ms of compression): for a server that is only listened to through :meth:`speak`, such as
+        the lockstep vehicle's telemetry log, whose link nobody requests anything on."""
         self.ap = autopilot
         self.sysid = sysid
         self.compid = compid
@@ -74,7 +79,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self.root.mkdir(parents=True, exist_ok=True)
         if "MAV_SYS_ID" in autopilot.params:
             autopilot.params.set("MAV_SYS_ID", sysid)
-        self.metadata = write_metadata(self.root, autopilot.params)
+        self.metadata = write_metadata(self.root, autopilot.params) if component_metadata else None
         self.calibration = Calibration()
         self.logger = FlightLogger(autopilot, self.root, {
             "sys_name": ("char[]", "PX4"), "ver_hw": ("char[]", "PX4_SITL"),
@@ -151,8 +156,33 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             self.ap.say(mavlink.MAV_SEVERITY_INFO, started)
         reached = list(self.ap.reached_items)
         self.ap.reached_items.clear()
-        for seq in reached:
-            events.append(mavlink.MAVLink_mission_item_reached_message(seq))
+        events += self._announcements(now, reached)
+        for link in self.links:
+            for msg in events:
+                link.send(msg)
+            self._send_streams(link, now)
+            self._pump_params(link)
+            self._retry_upload(link)
+            if link.ftp is not None:
+                for payload in link.ftp.pending_bursts(FTP_BURST_PER_TICK):
+                    self._send_ftp(link, payload)
+            self._pump_log_data(link)
+
+    def speak(self, link: Link, reached: Sequence[int] = ()) -> None:
+        """Send on `link` what the vehicle says unasked at this instant, as `tick` sends it: queued status
+        texts, the mission items in `reached` (the caller took them from the autopilot), state heartbeats
+        and the streams due at the link's rates. Nothing of the protocols a client drives, no flight log:
+        for a link that is only listened to (the lockstep vehicle's telemetry log)."""
+        now = self.ap.time_s
+        for msg in self._statustext_messages() + self._announcements(now, list(reached)):
+            link.send(msg)
+        self._send_streams(link, now)
+
+    def _announcements(self, now: float, reached: list[int]) -> list:
+        """The event messages of this instant besides status texts: each mission item reached (and the
+        last one repeated, as PX4 repeats it), a HEARTBEAT and SYS_STATUS when what they report changed,
+        and MISSION_CURRENT after an item was reached."""
+        events: list = [mavlink.MAVLink_mission_item_reached_message(seq) for seq in reached]
         events += self._repeated_reached(now)
         # Deliberate deviation from PX4 (which beats at a fixed 1 Hz): a HEARTBEAT goes out as soon
         # as what it reports changes, because MAVSDK re-reads health, armed and mode only on
@@ -161,27 +191,22 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         if state != self._last_state and now - self._last_state_heartbeat >= STATE_HEARTBEAT_MIN_S:
             self._last_state, self._last_state_heartbeat = state, now
             events += [self._msg_sys_status(), self._msg_heartbeat()]
-        for link in self.links:
-            for msg in events:
-                link.send(msg)
-            if reached:
-                link.send(self._mission_current())
-            for name, interval in link.intervals.items():
-                if interval <= 0:
-                    continue
-                due = link.next_due.get(name, 0.0)
-                if now >= due:
-                    # Keep the phase but never burst to catch up after a stall.
-                    link.next_due[name] = max(due + interval, now)
-                    msg = self._build(name)
-                    if msg is not None:
-                        link.send(msg)
-            self._pump_params(link)
-            self._retry_upload(link)
-            if link.ftp is not None:
-                for payload in link.ftp.pending_bursts(FTP_BURST_PER_TICK):
-                    self._send_ftp(link, payload)
-            self._pump_log_data(link)
+        if reached:
+            events.append(self._mission_current())
+        return events
+
+    def _send_streams(self, link: Link, now: float) -> None:
+        """Every stream due on `link` at vehicle time `now`, at the link's own rates."""
+        for name, interval in link.intervals.items():
+            if interval <= 0:
+                continue
+            due = link.next_due.get(name, 0.0)
+            if now >= due:
+                # Keep the phase but never burst to catch up after a stall.
+                link.next_due[name] = max(due + interval, now)
+                msg = self._build(name)
+                if msg is not None:
+                    link.send(msg)
 
     def _repeated_reached(self, now: float) -> list:
         """The last MISSION_ITEM_REACHED once more, if one is due (PX4's 1 Hz repetition)."""
