@@ -55,7 +55,7 @@ from px4.sim.autopilot import Autopilot
 from px4.sim.autopilot_types import CommandResult, LandedState
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint, quat_from_euler
 from px4.sim.mavlink_link import Link
-from px4.sim.mavlink_server import MavlinkServer
+from px4.sim.mavlink_server import MavlinkServer, flight_logger
 from px4.sim.mission_items import MissionItem
 
 NAN = float("nan")
@@ -111,9 +111,12 @@ class LockstepVehicle(VehicleBase):
     echoes_setpoints = False
 
     def __init__(self, autopilot: Autopilot, telemetry_hz: float = 30.0, link: LinkSpec | None = None,
-                 link_sink: Callable[[dict], None] | None = None):
-        """`link_sink` receives the link's frame rows as they happen (else they stay in `link.rows`)."""
+                 link_sink: Callable[[dict], None] | None = None, flight_log_root: Path | None = None):
+        """`link_sink` receives the link's frame rows as they happen (else they stay in `link.rows`). With
+        `flight_log_root`, the vehicle writes its ULogs under root/log/ as it does in `sim` mode (from
+        arming to disarming), closed when the vehicle closes."""
         super().__init__()
+        self._logger = flight_logger(autopilot, flight_log_root) if flight_log_root is not None else None
         self.link = SimulatedLink(link, autopilot.time_s, link_sink) if link is not None else None
         self._received: VehicleState | None = None  # the last snapshot across the link
         self.ap = autopilot
@@ -154,6 +157,8 @@ class LockstepVehicle(VehicleBase):
                     for state in link.deliver("to_onboard", ap.time_s):
                         self._received = replace(state, t_ns=int(ap.time_s * 1e9))  # stamped on arrival
                         await self._hand_over(self._received)
+            if self._logger is not None:
+                self._logger.update()
             reached = list(ap.reached_items)
             ap.reached_items.clear()
             self._reached.extend(reached)
@@ -415,6 +420,8 @@ class LockstepVehicle(VehicleBase):
             self._driver = None
         if self._speaker is not None:
             self._speaker.server.close()
+        if self._logger is not None:
+            self._logger.close()
 
 
 class _Speaker:

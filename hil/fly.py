@@ -384,9 +384,11 @@ def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, record
     """Each ULog the target left in the record, kept as tables on the harness clock (px4.ulog)."""
     from px4.ulog import keep_in_record
 
+    # In lockstep the record's clock is the vehicle's: the log's time stamps need no fit.
+    known = 0 if not math.isfinite(speed_factor) else None
     for log in sorted((record_dir / "ulog").glob("*.ulg")):
         try:
-            alignment = keep_in_record(log, pd.DataFrame(rows), scale=clock_scale(speed_factor) ** -1)
+            alignment = keep_in_record(log, pd.DataFrame(rows), scale=clock_scale(speed_factor) ** -1, offset_ns=known)
             recorder.event("ulog_kept", path=str(log), offset_ns=alignment.offset_ns, method=alignment.method)
         except (KeyError, ValueError) as exc:
             recorder.event("ulog_kept", path=str(log), alignment_error=str(exc))

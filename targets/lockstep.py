@@ -7,11 +7,14 @@ to ``options.sink("link", row)`` as they happen.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from bridges.lockstep_vehicle import LockstepVehicle
 from profiles.link import link_for_trial
 from px4.sim.realtime import SimOptions, build_vehicle
+from targets.builtin import keep_ulogs
 from targets.spec import LOCKSTEP, OpenTarget, TargetOptions, TargetSpec
 
 # Snapshots per vehicle second; lockstep sleeps resolve at this period, so the onboard runtime's
@@ -25,5 +28,13 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     autopilot, _ = build_vehicle(SimOptions(profile=options.profile, params=dict(options.params)))
     link = link_for_trial(options.link, options.seed, options.outages)
     sink = (lambda row: options.sink("link", row)) if options.sink is not None else None
-    async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ, link=link, link_sink=sink) as vehicle:
-        yield OpenTarget(vehicle, LOCKSTEP, hardware=False, link=vehicle.link)
+    with tempfile.TemporaryDirectory(prefix="quad-hil-lockstep-") as root:
+        # A trial record gets the vehicle's ULog as the sim target's does (record ulog/).
+        log_root = Path(root) if options.keep_in is not None else None
+        try:
+            async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ, link=link, link_sink=sink,
+                                       flight_log_root=log_root) as vehicle:
+                yield OpenTarget(vehicle, LOCKSTEP, hardware=False, link=vehicle.link)
+        finally:
+            if options.keep_in is not None:
+                keep_ulogs(Path(root), options.keep_in)

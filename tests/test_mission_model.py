@@ -224,20 +224,6 @@ def test_hil_mission_checks_and_exports(tmp_path):
     assert hil("mission", "export", "demo_square", "--out", str(out), "--home", "95,0,0").returncode == 2
 
 
-def test_a_builtin_vehicle_trial_keeps_its_ulog_readable_by_pyulog(tmp_path):
-    from pyulog import ULog
-
-    record = tmp_path / "trial"
-    assert hil("fly", "demo_square", "--target", "sim", "--speed", "4", "--record-dir", str(record)).returncode == 0
-    [log] = (record / "ulog").glob("*.ulg")
-    ulog = ULog(str(log))
-    position = ulog.get_dataset("vehicle_local_position").data
-    # The square as the vehicle flew it, in PX4's topic and field names (Flight Review reads these).
-    assert 9.0 < position["x"].max() < 11.0 and 9.0 < position["y"].max() < 11.0
-    assert ulog.initial_parameters["MIS_TAKEOFF_ALT"] > 0
-    assert any(e["kind"] == "ulog_kept" and "alignment_error" not in e for e in read_events(record))
-
-
 def test_the_benchmark_suites_expand_into_campaign_trials_and_fly(tmp_path):
     from hil.campaign import parse_campaign
     from missions.suite import load_suite

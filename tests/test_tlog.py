@@ -1,7 +1,8 @@
 """Every trial record holds telemetry.tlog, the MAVLink telemetry log QGroundControl and MAVProxy write:
 on lockstep, on the built-in vehicle over MAVLink and on PX4 SITL, it opens with pymavlink, holds exactly the
 HEARTBEATs the record says the harness received, spans the flight in order, carries the positions of the
-telemetry table, and a log cut short by a crash still reads up to the cut."""
+telemetry table, and a log cut short by a crash still reads up to the cut. The built-in vehicle's own ULog
+is kept beside it, on lockstep as on the sim target."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 from pymavlink import mavutil
+from pyulog import ULog
 
 from bridges.lockstep_vehicle import LockstepVehicle
 from hil.recording import TLOG_NAME, record_telemetry
@@ -112,6 +114,20 @@ def check_tlog(record: Path, *, simulated_clock: bool) -> list:
     return messages
 
 
+def check_builtin_ulog(record: Path, method: str) -> None:
+    """The built-in vehicle's own ULog of the flight is in the record, opens with pyulog in PX4's topic and
+    field names (what Flight Review reads), and was aligned with the record's clock."""
+    [log] = (record / "ulog").glob("*.ulg")
+    ulog = ULog(str(log))
+    position = ulog.get_dataset("vehicle_local_position").data
+    assert 7.0 < position["x"].max() < 9.0 and position["z"].min() < -2.5  # the hop: 8 m north at 3 m
+    assert ulog.initial_parameters["MIS_TAKEOFF_ALT"] > 0
+    [kept] = [e for e in read_events(record) if e["kind"] == "ulog_kept"]
+    assert kept["method"] == method and "alignment_error" not in kept
+    if method == "given":
+        assert kept["offset_ns"] == 0
+
+
 def test_a_lockstep_trial_keeps_its_mavlink_telemetry_log(tmp_path):
     record = fly(tmp_path, "lockstep")
     messages = check_tlog(record, simulated_clock=True)
@@ -122,6 +138,7 @@ def test_a_lockstep_trial_keeps_its_mavlink_telemetry_log(tmp_path):
     # The heartbeats a change of mode sends at once reached the log too: takeoff, mission, land...
     modes = [m.custom_mode for m in messages if m.get_type() == "HEARTBEAT"]
     assert len(set(modes)) >= 3
+    check_builtin_ulog(record, method="given")  # the record's clock is the vehicle's: nothing to fit
 
 
 def test_a_trial_on_the_builtin_vehicle_over_mavlink_keeps_what_mavsdk_received(tmp_path):
@@ -140,6 +157,7 @@ def test_a_trial_on_the_builtin_vehicle_over_mavlink_keeps_what_mavsdk_received(
     sequence = [data[start + 8 + 4] for start in starts]
     steps = Counter((b - a) % 256 for a, b in zip(sequence, sequence[1:]))
     assert len(sequence) == len(messages) and steps[1] >= 0.99 * len(sequence) and steps[0] == 0
+    check_builtin_ulog(record, method="altitude-fit")
 
 
 @needs_px4

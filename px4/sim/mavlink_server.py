@@ -47,6 +47,16 @@ REACHED_REPEATS = 10
 REACHED_REPEAT_S = 1.0
 
 
+def flight_logger(autopilot: Autopilot, root: Path) -> FlightLogger:
+    """The vehicle's ULog writer under root/log/, its header saying what PX4 SITL's says (system, hardware,
+    software version) and that the built-in vehicle wrote it."""
+    return FlightLogger(autopilot, root, {
+        "sys_name": ("char[]", "PX4"), "ver_hw": ("char[]", "PX4_SITL"),
+        "ver_sw": ("char[]", "".join(f"{b:02x}" for b in reversed(PX4_GIT_HASH))),
+        "ver_sw_release": ("uint32_t", TelemetryStreams._version_word()), "sys_os_name": ("char[]", platform.system()),
+        "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
+
+
 class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol, FileProtocols):
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
@@ -81,11 +91,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             autopilot.params.set("MAV_SYS_ID", sysid)
         self.metadata = write_metadata(self.root, autopilot.params) if component_metadata else None
         self.calibration = Calibration()
-        self.logger = FlightLogger(autopilot, self.root, {
-            "sys_name": ("char[]", "PX4"), "ver_hw": ("char[]", "PX4_SITL"),
-            "ver_sw": ("char[]", "".join(f"{b:02x}" for b in reversed(PX4_GIT_HASH))),
-            "ver_sw_release": ("uint32_t", self._version_word()), "sys_os_name": ("char[]", platform.system()),
-            "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
+        self.logger = flight_logger(autopilot, self.root)
         self._ping_seq = 0
         self._last_reached = -1
         self._reached_repeats = 0
