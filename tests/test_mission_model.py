@@ -16,6 +16,7 @@ from missions.load import load
 from records.record import read_events, read_manifest, read_table
 
 from .px4_builds import needs_px4
+from .test_tlog import check_px4_tlog
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "missions" / "examples"
@@ -288,6 +289,7 @@ def test_a_qgroundcontrol_plan_flies_on_px4_stage_by_stage(tmp_path):
     assert manifest["summary"]["tcr_2"] > 0.9
     # PX4's own home places the kept plan: the route comes back where the file put it.
     assert np.allclose(load(record / "mission.plan").reference_path(), mission.reference_path(), atol=0.05)
+    check_px4_tlog(record)  # and its telemetry log is PX4's, whole
 
 
 def test_every_shipped_mission_flies_through_hil_run_with_hil_flys_verdict(tmp_path):
