@@ -8,6 +8,8 @@ import asyncio
 import logging
 import signal
 
+from pymavlink.dialects.v20 import common as mavlink
+
 from bridges.transport import open_transport
 from px4.sim.mavlink_server import Link, MavlinkServer
 from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
@@ -36,7 +38,14 @@ async def serve(options: SimOptions, on_ready=None) -> None:
     if on_ready is not None:
         on_ready(links)
     try:
-        resets = await run_realtime(autopilot, server, options.speed, stop)
+        def behind(kept: float) -> None:
+            # Told to the clients too (a STATUSTEXT warning, kept in a trial's events and telemetry log),
+            # so a trial on an overloaded machine says it did not run at the speed it was given.
+            text = f"Simulation falling behind: {kept:.0f}x kept of {options.speed:g}x"
+            log.warning(text)
+            autopilot.say(mavlink.MAV_SEVERITY_WARNING, text)
+
+        resets = await run_realtime(autopilot, server, options.speed, stop, on_behind=behind)
         if resets:
             # The simulation was not real time (x speed) throughout: say so rather than let it pass.
             log.warning("fell behind real time %d times (machine overloaded for speed %g); vehicle time was "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 
 import pytest
@@ -15,11 +17,17 @@ from targets.builtin import SimProcessOptions, builtin_vehicle
 # no stamp at all (seen once in a clean-clone CI run beside PX4 workers). One rerun, as PX4's tests.
 @pytest.mark.flaky(reruns=1)
 async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_time_waits():
-    # Asked for 300x, the built-in vehicle cannot keep up on this machine (it reports falling behind):
+    # Asked for 300x, the built-in vehicle cannot keep up on this machine (it says it is falling behind):
     # a wait of 3 vehicle seconds must still be 3 s on the vehicle's clock, not 10 ms of wall time.
     speed = 300.0
+    texts: list[str] = []
     async with builtin_vehicle(SimProcessOptions(speed=speed)) as sim:
         vehicle = await connect(sim.url, timeout=10.0, speed_factor=speed)
+
+        async def listen() -> None:
+            async for message in vehicle.messages("STATUSTEXT"):
+                texts.append(message["text"])
+        listener = asyncio.create_task(listen())
         try:
             await vehicle.wait_until(lambda s: s.t_ns > 0, 5.0, "telemetry")
             await vehicle.sleep(0.5)
@@ -27,8 +35,17 @@ async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_
             await vehicle.sleep(3.0)
             waited_vehicle = vehicle._clock.vehicle_s - start_stamp
             waited_wall = time.monotonic() - start_wall
+            # ... and the vehicle says so, to the harness, within a window or two of wall time.
+            give_up = time.monotonic() + 5.0
+            while not (behind := [t for t in texts if t.startswith("Simulation falling behind")]) \
+                    and time.monotonic() < give_up:
+                await asyncio.sleep(0.05)
         finally:
+            listener.cancel()
             await vehicle.close()
+    assert behind, f"no falling-behind warning among {texts}"
+    kept = float(re.match(r"Simulation falling behind: (\d+)x kept of 300x", behind[0]).group(1))
+    assert 0 < kept < 0.9 * speed
     # Never short; late by at most a poll of the wait loop, which at this rate is up to a vehicle second.
     assert 2.9 <= waited_vehicle <= 4.5, f"{waited_vehicle:.2f} vehicle s"
     assert waited_wall > 1.5 * 3.0 / speed, "the simulator was behind, so the wait took longer than 3 s / 300"

@@ -6,6 +6,7 @@ vehicle steps the same Autopilot in simulated time.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,10 @@ TICK_S = 0.002
 STEPS_PER_SERVICE = 2
 # Falling further behind than this (a loaded machine) resets the pace instead of racing to catch up.
 MAX_LAG_S = 0.25
+# The speed kept is judged over windows of this many wall seconds: below BEHIND_SHARE of the speed factor,
+# the vehicle says so (at most once a window), so a trial on an overloaded machine is not taken for real time.
+BEHIND_WINDOW_S = 1.0
+BEHIND_SHARE = 0.9
 
 
 @dataclass
@@ -47,15 +52,27 @@ def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
     return autopilot, MavlinkServer(autopilot, sysid=options.sysid, root=options.root)
 
 
-async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float, stop: asyncio.Event) -> int:
-    """Step the vehicle in pace with the wall clock until `stop` is set; returns how often it fell behind."""
+async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float, stop: asyncio.Event,
+                       on_behind: Callable[[float], None] | None = None) -> int:
+    """Step the vehicle in pace with the wall clock until `stop` is set; returns how often it fell behind.
+
+    `on_behind(kept)` is called, at most once every BEHIND_WINDOW_S wall seconds, with the speed factor
+    the vehicle kept over such a window when that was below BEHIND_SHARE of `speed`.
+    """
     if speed <= 0:
         raise ValueError(f"speed factor must be > 0, got {speed}")
     loop = asyncio.get_running_loop()
     start_wall, start_sim = loop.time(), autopilot.time_s
+    window_wall, window_sim = start_wall, start_sim
     half_step = autopilot.dt * 0.5
     resets = 0
     while not stop.is_set():
+        now = loop.time()
+        if now - window_wall >= BEHIND_WINDOW_S:
+            kept = (autopilot.time_s - window_sim) / (now - window_wall)
+            if kept < BEHIND_SHARE * speed and on_behind is not None:
+                on_behind(kept)
+            window_wall, window_sim = now, autopilot.time_s
         target = start_sim + (loop.time() - start_wall) * speed
         if target - autopilot.time_s > MAX_LAG_S * speed:
             resets += 1
