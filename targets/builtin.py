@@ -26,6 +26,7 @@ class SimProcessOptions:
     params: dict[str, float] = field(default_factory=dict)
     extra_links: list[str] = field(default_factory=list)
     root: Path | None = None  # the vehicle's own folder (its ULogs under log/)
+    max_stream_hz: float | None = None  # hil sim --max-stream-hz; None: its default
 
 
 def sim_command(port: int, options: SimProcessOptions) -> list[str]:
@@ -38,6 +39,8 @@ def sim_command(port: int, options: SimProcessOptions) -> list[str]:
         cmd += ["--param", f"{name}={value}"]
     if options.root is not None:
         cmd += ["--root", str(options.root)]
+    if options.max_stream_hz is not None:
+        cmd += ["--max-stream-hz", repr(options.max_stream_hz)]
     return cmd
 
 

@@ -45,7 +45,8 @@ async def serve(options: SimOptions, on_ready=None) -> None:
             log.warning(text)
             autopilot.say(mavlink.MAV_SEVERITY_WARNING, text)
 
-        resets = await run_realtime(autopilot, server, options.speed, stop, on_behind=behind)
+        resets = await run_realtime(autopilot, server, options.speed, stop, on_behind=behind,
+                                    max_stream_hz=options.max_stream_hz)
         if resets:
             # The simulation was not real time (x speed) throughout: say so rather than let it pass.
             log.warning("fell behind real time %d times (machine overloaded for speed %g); vehicle time was "

@@ -31,6 +31,10 @@ def add_parser(verbs) -> None:
                         help="PX4-style instance number 0-254: adds to the default port and system id")
     parser.add_argument("--profile", default="default", help="vehicle profile name or YAML file (default: %(default)s)")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="simulation speed factor, like PX4_SIM_SPEED_FACTOR (default: 1)")
+    parser.add_argument("--max-stream-hz", type=positive_float, default=None, metavar="HZ",
+                        help="no telemetry stream faster than HZ messages a wall second (default: 400, so every "
+                             "PX4 rate holds up to --speed 4; above that the fastest streams slow in vehicle time "
+                             "instead of the whole vehicle falling behind)")
     parser.add_argument("--param", type=param_assignment, action="append", default=[], metavar="NAME=VALUE",
                      help="set a vehicle parameter at start (PX4 names)")
     parser.add_argument("--root", type=Path, metavar="DIR",
@@ -47,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
     options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),
                          sysid=1 + args.instance, root=args.root)
+    if args.max_stream_hz is not None:
+        options.max_stream_hz = args.max_stream_hz
 
     def ready(opened) -> None:
         for link in opened:

@@ -204,7 +204,7 @@ class CommandHandler:
             link.intervals[name] = 1.0 / DEFAULT_RATES_HZ[name] if name in DEFAULT_RATES_HZ else 0.0
         else:
             link.intervals[name] = interval_us / 1e6
-        link.next_due[name] = self.ap.time_s
+        link.next_due[name] = link.streams_due = self.ap.time_s
         return CommandResult(mavlink.MAV_RESULT_ACCEPTED)
 
     def _get_interval(self, link: Link, msg_id: int) -> CommandResult:

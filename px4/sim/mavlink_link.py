@@ -25,6 +25,9 @@ class Link:
         self.mav.robust_parsing = True
         self.intervals = {name: 1.0 / hz for name, hz in DEFAULT_RATES_HZ.items()}
         self.next_due: dict[str, float] = {}
+        # The earliest vehicle time any stream is due (min of next_due); whoever changes `intervals` resets
+        # it to now, so the table is walked only when something is due, not every tick.
+        self.streams_due = 0.0
         self.param_queue: list[int] = []
         self.upload: _Upload | None = None
         self.ftp: FtpServer | None = None

@@ -16,6 +16,7 @@ mavlink_link. This module receives, dispatches and schedules.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import shutil
@@ -92,6 +93,8 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self.metadata = write_metadata(self.root, autopilot.params) if component_metadata else None
         self.calibration = Calibration()
         self.logger = flight_logger(autopilot, self.root)
+        # The shortest interval any stream gets, in vehicle seconds (run_realtime caps streams in wall time).
+        self.min_stream_interval_s = 0.0
         self._ping_seq = 0
         self._last_reached = -1
         self._reached_repeats = 0
@@ -203,16 +206,22 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
 
     def _send_streams(self, link: Link, now: float) -> None:
         """Every stream due on `link` at vehicle time `now`, at the link's own rates."""
+        if now < link.streams_due:
+            return
+        earliest = math.inf
+        shortest = self.min_stream_interval_s
         for name, interval in link.intervals.items():
             if interval <= 0:
                 continue
             due = link.next_due.get(name, 0.0)
             if now >= due:
                 # Keep the phase but never burst to catch up after a stall.
-                link.next_due[name] = max(due + interval, now)
+                due = link.next_due[name] = max(due + max(interval, shortest), now)
                 msg = self._build(name)
                 if msg is not None:
                     link.send(msg)
+            earliest = min(earliest, due)
+        link.streams_due = earliest
 
     def _repeated_reached(self, now: float) -> list:
         """The last MISSION_ITEM_REACHED once more, if one is due (PX4's 1 Hz repetition)."""

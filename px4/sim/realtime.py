@@ -28,6 +28,11 @@ MAX_LAG_S = 0.25
 # the vehicle says so (at most once a window), so a trial on an overloaded machine is not taken for real time.
 BEHIND_WINDOW_S = 1.0
 BEHIND_SHARE = 0.9
+# No stream goes out faster than this many messages per wall second. At 4x (the tests' speed) every
+# PX4 rate is kept (the fastest, 100 Hz, is 400 a wall second); above it the fastest streams slow in
+# vehicle time, as a link's bandwidth slows PX4's, rather than the whole vehicle falling behind: each
+# message costs the simulator about as much as a tenth of a physics step's flight.
+MAX_STREAM_HZ = 400.0
 
 
 @dataclass
@@ -38,6 +43,7 @@ class SimOptions:
     links: list[str] = field(default_factory=lambda: [f"udpout://127.0.0.1:{ONBOARD_PORT}"])
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
+    max_stream_hz: float = MAX_STREAM_HZ  # messages per wall second per stream, at most
     sysid: int = 1
     root: Path | None = None  # the vehicle's own folder (logs, FTP); None: a temporary one
 
@@ -53,14 +59,20 @@ def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
 
 
 async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float, stop: asyncio.Event,
-                       on_behind: Callable[[float], None] | None = None) -> int:
+                       on_behind: Callable[[float], None] | None = None, max_stream_hz: float = MAX_STREAM_HZ) -> int:
     """Step the vehicle in pace with the wall clock until `stop` is set; returns how often it fell behind.
 
     `on_behind(kept)` is called, at most once every BEHIND_WINDOW_S wall seconds, with the speed factor
-    the vehicle kept over such a window when that was below BEHIND_SHARE of `speed`.
+    the vehicle kept over such a window when that was below BEHIND_SHARE of `speed`. No stream is sent
+    more often than `max_stream_hz` times a wall second: its interval in vehicle time follows the speed
+    kept over the last window (the speed asked, to begin with), so a vehicle that falls behind still
+    streams at that rate rather than less often.
     """
     if speed <= 0:
         raise ValueError(f"speed factor must be > 0, got {speed}")
+    if not max_stream_hz > 0:
+        raise ValueError(f"max stream rate must be > 0 messages a second, got {max_stream_hz}")
+    server.min_stream_interval_s = speed / max_stream_hz
     loop = asyncio.get_running_loop()
     start_wall, start_sim = loop.time(), autopilot.time_s
     window_wall, window_sim = start_wall, start_sim
@@ -72,6 +84,7 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
             kept = (autopilot.time_s - window_sim) / (now - window_wall)
             if kept < BEHIND_SHARE * speed and on_behind is not None:
                 on_behind(kept)
+            server.min_stream_interval_s = min(max(kept, 1.0), speed) / max_stream_hz
             window_wall, window_sim = now, autopilot.time_s
         target = start_sim + (loop.time() - start_wall) * speed
         if target - autopilot.time_s > MAX_LAG_S * speed:
