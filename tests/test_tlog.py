@@ -127,8 +127,14 @@ def check_builtin_ulog(record: Path, method: str) -> None:
         assert kept["offset_ns"] == 0
 
 
-def test_a_lockstep_trial_keeps_its_mavlink_telemetry_log(tmp_path):
-    record = fly(tmp_path, "lockstep")
+@pytest.fixture(scope="module")
+def lockstep_record(tmp_path_factory) -> Path:
+    """One lockstep hop's record, read by the tests below (none of them writes to it)."""
+    return fly(tmp_path_factory.mktemp("lockstep"), "lockstep")
+
+
+def test_a_lockstep_trial_keeps_its_mavlink_telemetry_log(lockstep_record):
+    record = lockstep_record
     messages = check_tlog(record, simulated_clock=True)
     counts = Counter(m.get_type() for m in messages)
     # What the vehicle says over MAVLink in sim mode, from the same encoders: its streams and its events.
@@ -168,8 +174,8 @@ def check_px4_tlog(record: Path) -> None:
     assert any(m.get_type() == "HEARTBEAT" and m.autopilot == mavutil.mavlink.MAV_AUTOPILOT_PX4 for m in messages)
 
 
-def test_a_log_cut_short_by_a_crash_reads_up_to_the_cut(tmp_path):
-    record = fly(tmp_path, "lockstep")
+def test_a_log_cut_short_by_a_crash_reads_up_to_the_cut(lockstep_record, tmp_path):
+    record = lockstep_record
     data = (record / TLOG_NAME).read_bytes()
     ends = record_ends(data)
     assert ends[-1] == len(data)  # a finished trial's log ends on a whole record
