@@ -70,6 +70,36 @@ def _crc_extra(msgid: int) -> int | None:
     return None if cls is None else cls.crc_extra
 
 
+def _frame_size(buf: bytes | bytearray, pos: int) -> int | None:
+    """Total frame length from its header; None while the header is incomplete, -1 when it is invalid."""
+    avail = len(buf) - pos
+    if buf[pos] == STX_V1:
+        return _HEADER_V1 + buf[pos + 1] + _CRC_LEN if avail >= 2 else None
+    if avail < 3:
+        return None
+    incompat = buf[pos + 2]
+    if incompat & ~_IFLAG_SIGNED:
+        # MAVLink 2 says: drop a frame with incompatibility flags you do not understand.
+        return -1
+    return _HEADER_V2 + buf[pos + 1] + _CRC_LEN + (_SIGNATURE_LEN if incompat & _IFLAG_SIGNED else 0)
+
+
+def frame_header(raw: bytes) -> tuple[int, int, int, int, int]:
+    """(version, seq, sysid, compid, msgid) from the header of a whole frame."""
+    if raw[0] == STX_V1:
+        return 1, raw[2], raw[3], raw[4], raw[5]
+    return 2, raw[4], raw[5], raw[6], raw[7] | (raw[8] << 8) | (raw[9] << 16)
+
+
+def whole_frame(data: bytes) -> Frame | None:
+    """`data` as a Frame if it is exactly one MAVLink frame by its header's length, else None. The checksum
+    is not checked: for datagrams from a peer that has checked it already (MAVSDK forwarding a frame)."""
+    if not data or data[0] not in _STX or _frame_size(data, 0) != len(data):
+        return None
+    version, seq, sysid, compid, msgid = frame_header(data)
+    return Frame(data, msgid, version, seq, sysid, compid)
+
+
 class FrameSplitter:
     """Incremental splitter: `feed()` bytes as they arrive, get back complete frames.
 
@@ -107,7 +137,7 @@ class FrameSplitter:
             if start > pos:
                 self._junk += buf[pos:start]
             pos = start
-            size = self._frame_size(buf, pos)
+            size = _frame_size(buf, pos)
             incomplete = size is None or pos + size > len(buf)
             if incomplete and size != -1 and not final:
                 break  # wait for the rest of this frame
@@ -138,28 +168,9 @@ class FrameSplitter:
             return v2
         return v1 if v2 < 0 else min(v1, v2)
 
-    @staticmethod
-    def _frame_size(buf: bytearray, pos: int) -> int | None:
-        """Total frame length from its header; None while the header is incomplete, -1 when it is invalid."""
-        avail = len(buf) - pos
-        if buf[pos] == STX_V1:
-            return _HEADER_V1 + buf[pos + 1] + _CRC_LEN if avail >= 2 else None
-        if avail < 3:
-            return None
-        incompat = buf[pos + 2]
-        if incompat & ~_IFLAG_SIGNED:
-            # MAVLink 2 says: drop a frame with incompatibility flags you do not understand.
-            return -1
-        return _HEADER_V2 + buf[pos + 1] + _CRC_LEN + (_SIGNATURE_LEN if incompat & _IFLAG_SIGNED else 0)
-
     def _make_frame(self, raw: bytes) -> Frame | None:
-        if raw[0] == STX_V1:
-            version, header = 1, _HEADER_V1
-            seq, sysid, compid, msgid = raw[2], raw[3], raw[4], raw[5]
-        else:
-            version, header = 2, _HEADER_V2
-            seq, sysid, compid = raw[4], raw[5], raw[6]
-            msgid = raw[7] | (raw[8] << 8) | (raw[9] << 16)
+        version, seq, sysid, compid, msgid = frame_header(raw)
+        header = _HEADER_V1 if version == 1 else _HEADER_V2
         crc_ok = None
         if self.check_crc:
             extra = _crc_extra(msgid)

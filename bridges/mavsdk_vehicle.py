@@ -49,6 +49,7 @@ from mavsdk.plugins.offboard import (
 from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.failure import failure_result
+from bridges.mavlink_frames import whole_frame
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (
     CommandDenied,
@@ -673,8 +674,8 @@ class _FrameTap:
     Read in batches every TAP_POLL_S instead of waking the event loop for each frame (1,500 a second from
     a vehicle at 4x, on the loop that also keeps the offboard stream and the link proxy on time: with a
     wake-up per frame, a full test run saw a 20 Hz setpoint stream through the proxy miss the vehicle's
-    offboard-loss timeout). Each frame keeps the
-    kernel's arrival time where the system gives one (Linux's SO_TIMESTAMPNS), else the time it was read.
+    offboard-loss timeout). Each frame keeps the kernel's arrival time where the system gives one (Linux's
+    SO_TIMESTAMPNS), else the time it was read. A datagram that is not one whole frame is not MAVSDK's.
     """
 
     def __init__(self, own_source: tuple[int, int]):
@@ -714,7 +715,8 @@ class _FrameTap:
                     data, stamp_us = self.sock.recv(_MAX_FRAME), time.time_ns() // 1000
             except (BlockingIOError, InterruptedError):
                 break
-            if _whole_frame(data) and _source(data) != self.own:
+            frame = whole_frame(data)
+            if frame is not None and (frame.sysid, frame.compid) != self.own:
                 frames.append((stamp_us, data))
         return frames
 
@@ -726,19 +728,6 @@ def _kernel_stamp_us(ancillary: list[tuple[int, int, bytes]]) -> int:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
             return seconds * 1_000_000 + nanoseconds // 1000
     return time.time_ns() // 1000
-
-
-def _whole_frame(data: bytes) -> bool:
-    """Exactly one MAVLink frame, by its header's length (v2: 10-byte header, 2-byte CRC, 13-byte signature
-    if flagged; v1: 6 and 2). Anything else on a loopback port is not MAVSDK's."""
-    if len(data) >= 12 and data[0] == 0xFD:
-        return len(data) == 12 + data[1] + (13 if data[2] & 1 else 0)
-    return len(data) >= 8 and data[0] == 0xFE and len(data) == 8 + data[1]
-
-
-def _source(frame: bytes) -> tuple[int, int]:
-    """(system id, component id) from a whole frame's header."""
-    return (frame[5], frame[6]) if frame[0] == 0xFD else (frame[3], frame[4])
 
 
 @dataclass

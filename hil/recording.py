@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import struct
 
+from bridges.mavlink_frames import frame_header
 from bridges.vehicle import Vehicle
 from records.record import TrialRecorder
 
@@ -57,7 +58,7 @@ async def record_tlog(vehicle: Vehicle, recorder: TrialRecorder) -> None:
             async for batch in arriving:
                 log.write(b"".join(_STAMP.pack(stamp) + frame for stamp, frame in batch))
                 frames += len(batch)
-                heartbeats += sum(_message_id(frame) == _HEARTBEAT for _, frame in batch)
+                heartbeats += sum(frame_header(frame)[4] == _HEARTBEAT for _, frame in batch)
                 recorder.flush_if_due()
     except asyncio.CancelledError:
         recorder.event("tlog_closed", path=TLOG_NAME, frames=frames, heartbeats=heartbeats)
@@ -65,7 +66,3 @@ async def record_tlog(vehicle: Vehicle, recorder: TrialRecorder) -> None:
     except Exception as exc:  # noqa: BLE001 - the log is a by-product: the trial and its table go on without it
         recorder.event("tlog_failed", error=f"{type(exc).__name__}: {exc}", frames=frames, heartbeats=heartbeats)
 
-
-def _message_id(frame: bytes) -> int:
-    """The message id in a frame's header (MAVLink 2: three bytes from offset 7; MAVLink 1: offset 5)."""
-    return frame[7] | frame[8] << 8 | frame[9] << 16 if frame[0] == 0xFD else frame[5]

@@ -163,11 +163,14 @@ class TrialRecorder:
             if rows:
                 self._write_part(table, rows)
         self._buffers = {}
+        self._sync_side_files()
+        self._last_flush_ns = now_ns()
+
+    def _sync_side_files(self) -> None:
         for side in self._side_files:
             if not side.closed:  # closed by its finalizer when the interpreter tears an unfinished trial down
                 side.flush()
                 os.fsync(side.fileno())
-        self._last_flush_ns = now_ns()
 
     def side_file(self, name: str) -> BinaryIO:
         """A new binary file in the record (`name` such as "telemetry.tlog") for a writer that appends
@@ -253,11 +256,9 @@ class TrialRecorder:
         self._running = False
         assert self._events is not None
         self._events.close()
+        self._sync_side_files()  # whatever a writer added since the last flush
         for side in self._side_files:
-            if not side.closed:
-                side.flush()  # whatever a writer added since the last flush
-                os.fsync(side.fileno())
-                side.close()
+            side.close()
         self._manifest.update(status=status, ended=_now(), **fields)
         self._write_manifest()
 
