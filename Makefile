@@ -40,8 +40,16 @@ chromium:
 		  apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
 		echo "chromium could not be installed: the report's browser test will skip"
 
+# Every benchmark, CI-sized (`--quick`: under 15 minutes on 2 cores); `make bench BENCH_ARGS=` for the
+# full figures a closing note quotes. Each prints its figures, its goal and how long it took.
+BENCH_ARGS ?= --quick
 bench: $(STAMP)
-	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for script in benchmarks/*.py; do \
+		[ "$$script" = benchmarks/quick.py ] && continue; \
+		echo "== $$script $(BENCH_ARGS)"; start=$$(date +%s); \
+		$(PY) $$script $(BENCH_ARGS) || exit 1; \
+		echo "   ($$(( $$(date +%s) - start )) s)"; \
+	done
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from profiles.library import load_vehicle_profile  # noqa: E402
 from px4.limits import cap_plan  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
@@ -52,7 +53,7 @@ def emulation_errors(strong_name: str, weak_name: str) -> dict[str, tuple[float,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pair", action="append", metavar="STRONG:WEAK", help="profile names (repeatable)")
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     pairs = [tuple(p.split(":", 1)) for p in args.pair] if args.pair else DEFAULT_PAIRS
     worst = {metric: 0.0 for metric in METRICS}
     for strong, weak in pairs:

@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from missions.scenes import FLYINGTRUST, generate  # noqa: E402
 
 BATCH = 1024
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenes", default=",".join(spec.name for spec in FLYINGTRUST))
     parser.add_argument("--seconds", type=float, default=1.0, help="timing per measurement")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {'seconds': 0.3}, argv)
     print(f"{'scene':<14}{'obstacles':>10}{'batched q/s':>14}{'single q/s':>13}{'single us':>11}")
     for name in args.scenes.split(","):
         scene = generate(name, 0)

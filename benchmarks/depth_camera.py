@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from missions.scenes import generate  # noqa: E402
 from missions.sensors import DepthCamera, Pose  # noqa: E402
 
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scene", default="forest")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--frames", type=int, default=300)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {'frames': 100}, argv)
     scene = generate(args.scene, args.seed)
     camera = DepthCamera()
     heading = scene.goal - scene.start

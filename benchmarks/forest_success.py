@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
 from hil.campaign import planner_choice  # noqa: E402
 from hil.monitor import RULES  # noqa: E402
@@ -60,7 +61,7 @@ def main() -> int:
     parser.add_argument("--speed-cap", type=float, default=4.0)
     parser.add_argument("--rule", choices=sorted(RULES), default="flyingtrust")
     parser.add_argument("--record-dir", type=Path, help="keep the trial records here (default: a temporary directory)")
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     successes = 0
     with tempfile.TemporaryDirectory() as scratch:
         records = args.record_dir or Path(scratch)

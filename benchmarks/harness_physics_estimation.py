@@ -23,6 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from bridges.vehicle import MissionWaypoint  # noqa: E402
 from px4.external_physics import SimulatorOptions, px4_on_harness_physics  # noqa: E402
@@ -64,7 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp)
         truth = asyncio.run(fly_mission(args.profile, args.seed, record))

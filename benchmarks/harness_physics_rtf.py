@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from pymavlink import mavutil  # noqa: E402
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.vehicle import VehicleError  # noqa: E402
 from px4.external_physics import SimulatorOptions, px4_on_harness_physics  # noqa: E402
 from px4.external_physics.simulator import TRUTH_TABLE  # noqa: E402
@@ -115,7 +116,7 @@ async def sih(speed: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sih-speeds", default="4,8,16,32", help="PX4_SIM_SPEED_FACTOR values to try for SIH")
-    args = parser.parse_args()
+    args = parse_args(parser, {'sih_speeds': '4,16'})
     rtf = 0.0
     for pace in PACES:
         load = os.getloadavg()[0]

@@ -28,6 +28,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from px4.process import free_udp_port  # noqa: E402
 from targets.builtin import SimProcessOptions, builtin_vehicle  # noqa: E402
@@ -144,7 +145,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=1.0)
     parser.add_argument("--speed", type=float, default=4.0)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+    args = parse_args(parser, {'megabytes': 0.25})
     asyncio.run(run(args.megabytes, args.speed, args.seed))
 
 

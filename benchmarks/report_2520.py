@@ -20,6 +20,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from missions.scenes import FLYINGTRUST  # noqa: E402
 from profiles.library import library_profiles  # noqa: E402
 from reports.render import write_report  # noqa: E402
@@ -60,7 +61,7 @@ def synthetic_results(seed: int = 0) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, help="a campaign directory to report on (default: synthetic results)")
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     results = load_results(args.run) if args.run else synthetic_results()
     out = Path(tempfile.mkdtemp(prefix="report-2520-"))
     started = time.perf_counter()

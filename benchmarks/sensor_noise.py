@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.vehicle import VehicleError  # noqa: E402
 from hil.fidelity import TARGETS, connected  # noqa: E402
 
@@ -62,7 +63,7 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", choices=TARGETS, default=["px4-sitl", "builtin"])
     parser.add_argument("--px4-dir", default=os.environ.get("PX4_DIR"))
     parser.add_argument("--speed", type=float, default=2.0)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {}, argv)
     results = {t: await measure(t, args.speed, args.px4_dir) for t in args.targets}
     print("standard deviation per field | " + " | ".join(f"{t} {phase}" for t in args.targets
                                                        for phase in ("rest", "hover")))

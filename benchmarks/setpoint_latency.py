@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mavsdk.plugins.offboard import PositionNedYaw  # noqa: E402
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from px4.process import free_udp_port  # noqa: E402
 
@@ -72,7 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000, help="setpoints to send (default 2000)")
     parser.add_argument("--rate", type=float, default=100.0, help="send rate in Hz (default 100)")
-    args = parser.parse_args()
+    args = parse_args(parser, {'count': 500})
 
     port = free_udp_port()
     parent, child = mp.Pipe()

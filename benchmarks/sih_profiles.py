@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.capability_flight import measure_on_px4  # noqa: E402
 from profiles.library import library_profiles, load_vehicle_profile  # noqa: E402
 from px4.sih import sitl_params  # noqa: E402
@@ -102,7 +103,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="where to keep each flight's PX4 log (default: a temp folder)")
     parser.add_argument("--measure-again", type=Path, metavar="DIR",
                         help="fly nothing: measure again from the logs a --keep DIR run left")
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     names = [p.name for p in library_profiles()] if args.all else (args.names or list(EXTREMES))
     keep = args.measure_again or args.keep or Path(tempfile.mkdtemp(prefix="sih-profiles-"))
     print(f"logs of {keep}" if args.measure_again else f"PX4 build: {args.px4_dir or '(PATH)'}")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from targets.builtin import SimProcessOptions, builtin_vehicle  # noqa: E402
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speeds", default="20,40,80,100,120", help="comma-separated speed factors")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {'speeds': '20,100'}, argv)
     speeds = [float(s) for s in args.speeds.split(",")]
     print(f"hil sim, take-off / {HOVER_S:g} s hover / 30 m reposition / land; holds = keeps >= {HOLDS:.0%} of the speed")
     best = 0.0

@@ -21,6 +21,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from targets.builtin import SimProcessOptions, builtin_vehicle  # noqa: E402
 
@@ -66,7 +67,7 @@ def main() -> None:
     parser.add_argument("--vehicles", type=int, default=6)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--speed", type=float, default=10.0)
-    args = parser.parse_args()
+    args = parse_args(parser, {'vehicles': 3, 'minutes': 1.0})
     asyncio.run(run(args.vehicles, args.minutes, args.speed))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from onboard.timing import StageProfiler, span  # noqa: E402
 
 GOAL_US = 2.0
@@ -47,7 +48,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = parse_args(parser, {'count': 50000, 'repeats': 3})
     best = min(measure(args.count) for _ in range(args.repeats)) * 1e6
     verdict = "ok" if best <= GOAL_US else "OVER GOAL"
     print(f"span overhead: {best:.3f} us per span (best of {args.repeats} x {args.count}; goal <= {GOAL_US} us) {verdict}")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges.mavsdk_vehicle import connect  # noqa: E402
 from targets.builtin import SimProcessOptions, builtin_vehicle  # noqa: E402
 
@@ -39,7 +40,7 @@ async def one_run() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_args(parser, {'runs': 2})
     results = [asyncio.run(one_run()) for _ in range(args.runs)]
     disc = [r[0] for r in results]
     arm = [r[1] for r in results]

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lockstep_rtf import HOVER_ALT, SIM_SECONDS, TAKEOFF_SECONDS, WAYPOINT  # noqa: E402
 
+from benchmarks.quick import parse_args  # noqa: E402
 from bridges import mavsdk_vehicle  # noqa: E402
 from bridges.lockstep_vehicle import TLOG_MAX_HZ, LockstepVehicle  # noqa: E402
 from hil.recording import record_telemetry, record_tlog  # noqa: E402
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--mavsdk-seconds", type=float, default=10.0, help="wall seconds per MAVSDK run")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {'runs': 2, 'mavsdk_seconds': 4.0}, argv)
     print(f"{SIM_SECONDS:.0f} s simulated per run, {TELEMETRY_HZ:g} Hz snapshots, log streams thinned to "
           f"{TLOG_MAX_HZ:g} Hz, one core, median of {args.runs} runs (after one warm-up each)")
     with tempfile.TemporaryDirectory() as tmp:

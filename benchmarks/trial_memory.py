@@ -21,6 +21,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.quick import parse_args  # noqa: E402
 from hil.campaign import parse_campaign  # noqa: E402
 from hil.trial import run_trial_spec  # noqa: E402
 
@@ -30,7 +31,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=400)
     parser.add_argument("--every", type=int, default=50)
     parser.add_argument("--scene", default="forest")
-    args = parser.parse_args()
+    args = parse_args(parser, {'trials': 100, 'every': 25})
     campaign = parse_campaign({"name": "memory", "repeats": args.trials // 36 + 1,
                                "missions": [{"scene": args.scene, "configs": [0]}],
                                "profiles": [{"library": "flyingtrust"}]})
