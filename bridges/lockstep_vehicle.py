@@ -59,9 +59,10 @@ from px4.sim.mavlink_server import MavlinkServer, flight_logger
 from px4.sim.mission_items import MissionItem
 
 NAN = float("nan")
-# MAVSDK's names for what telemetry reports, so snapshots read the same on every target.
-MODE_NAMES = {FlightMode.RTL: "RETURN_TO_LAUNCH"}
-LANDED_NAMES = {LandedState.TAKEOFF: "TAKING_OFF"}
+# MAVSDK's names for what telemetry reports, so snapshots read the same on every target (for every
+# member, so that a snapshot reads no enum `name`, a Python-level property).
+MODE_NAMES = {mode: "RETURN_TO_LAUNCH" if mode == FlightMode.RTL else mode.name for mode in FlightMode}
+LANDED_NAMES = {state: "TAKING_OFF" if state == LandedState.TAKEOFF else state.name for state in LandedState}
 _RESULT_NAMES = {mavlink.MAV_RESULT_DENIED: "COMMAND_DENIED", mavlink.MAV_RESULT_TEMPORARILY_REJECTED: "COMMAND_DENIED",
                  mavlink.MAV_RESULT_UNSUPPORTED: "UNSUPPORTED", mavlink.MAV_RESULT_FAILED: "FAILED"}
 # MAVSDK's mission mapping defaults (mission_impl.cpp): acceptance radius and hold when not given.
@@ -78,6 +79,9 @@ MISSION_START_TRIES = 30
 # ULog, about 9 % of the demo campaign's time. Slower streams keep their rates; events (state
 # heartbeats, texts, mission items) wait for the next service.
 TLOG_MAX_HZ = 5.0
+# The most event-loop turns a snapshot's hand-over gives other tasks (module docstring: they see
+# every snapshot in order).
+HAND_OVER_YIELDS = 4
 
 
 def mission_items(waypoints: Sequence[MissionWaypoint], home: GeoOrigin) -> tuple[list[MissionItem], list[int]]:
@@ -144,20 +148,29 @@ class LockstepVehicle(VehicleBase):
 
     async def _drive(self) -> None:
         ap = self.ap
+        step = ap.step
         half = ap.dt * 0.5
         link = self.link
+        timers = self._timers
         while True:
             target = ap.time_s + self._period
+            # Between events the loop only steps: timers and the link are looked at once the time
+            # has come for the earliest of them (other tasks, which may add some, run only at the
+            # hand-overs, after which it is looked up again).
+            due = self._next_event()
             while ap.time_s + half < target:
-                ap.step()
-                while self._timers and self._timers[0][0] <= ap.time_s:
-                    heapq.heappop(self._timers)[2]()
+                step()
+                if ap.time_s < due:
+                    continue
+                while timers and timers[0][0] <= ap.time_s:
+                    heapq.heappop(timers)[2]()
                 if link is not None and link.next_due() <= ap.time_s:
                     for setpoint in link.deliver("to_vehicle", ap.time_s):
                         ap.offboard_setpoint(setpoint)
                     for state in link.deliver("to_onboard", ap.time_s):
                         self._received = replace(state, t_ns=int(ap.time_s * 1e9))  # stamped on arrival
                         await self._hand_over(self._received)
+                due = self._next_event()
             if self._logger is not None:
                 self._logger.update()
             reached = list(ap.reached_items)
@@ -170,12 +183,22 @@ class LockstepVehicle(VehicleBase):
             else:
                 link.send("to_onboard", ap.time_s, self._truth(), LOCAL_POSITION_NED)
 
+    def _next_event(self) -> float:
+        """When the step loop next has more to do than step: the earliest timer or link delivery."""
+        due = self._timers[0][0] if self._timers else math.inf
+        return min(self.link.next_due(), due) if self.link is not None else due
+
     async def _hand_over(self, state: VehicleState) -> None:
         await self._publish(state)
-        # Several yields: a consumer woken by this snapshot may hop through a queue or two before
-        # it is idle again, and it must see this snapshot before the next one.
-        for _ in range(4):
+        # Up to HAND_OVER_YIELDS yields: a consumer woken by this snapshot may hop through a queue
+        # or two before it is idle again, and it must see this snapshot before the next one. Once
+        # no other callback is ready (asyncio's ready queue; an event loop without one gets every
+        # yield), further yields would find nothing to run: the hand-over ends there.
+        ready = getattr(asyncio.get_running_loop(), "_ready", None)
+        for _ in range(HAND_OVER_YIELDS):
             await asyncio.sleep(0)
+            if ready is not None and not ready:
+                break
 
     def _to_vehicle(self, setpoint) -> None:
         """A setpoint sent by the harness: straight in, or across the link."""
@@ -223,7 +246,7 @@ class LockstepVehicle(VehicleBase):
         roll, pitch, yaw = d.euler()
         return VehicleState(int(ap.time_s * 1e9), d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1], d.vel[2],
                             roll, pitch, yaw, lat, lon, alt, ap.armed, not ap.landed,
-                            MODE_NAMES.get(ap.mode, ap.mode.name), LANDED_NAMES.get(ap.landed_state, ap.landed_state.name),
+                            MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
                             100.0 * ap.battery_remaining)
 
     @property

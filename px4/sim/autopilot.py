@@ -21,14 +21,15 @@ from collections import deque
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.vehicle import VehicleProfile
 from missions.geo import GeoOrigin
+from profiles.vehicle import VehicleProfile
 from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sih import physical_from_sih, physical_to_sih
 from px4.sim.auto_modes import AutoModes
 from px4.sim.autopilot_types import (
     ACCEPTED,
+    AUTO_MODES,
     NOT_AFTER_DISARM,
     POSITION_MODES,
     SILENT_REFUSAL,
@@ -522,7 +523,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
                 self._auto_active = False
                 self.current_setpoint = TrajectorySetpoint(velocity=(NAN, NAN, self.params["MPC_LAND_SPEED"]),
                                                            acceleration=(0.0, 0.0, NAN))
-            elif self.mode.is_auto:  # a failsafe or the mission may have changed it
+            elif self.mode in AUTO_MODES:  # a failsafe or the mission may have changed it
                 out = self._auto_setpoint(dt)
                 want_takeoff = out.want_takeoff
                 caps = (None, out.speed_up, out.speed_down)

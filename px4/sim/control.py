@@ -45,8 +45,8 @@ per-rotor thrust in [0, 1] (what ``QuadrotorDynamics.step`` takes).
 from __future__ import annotations
 
 import math
-from math import isfinite
 from dataclasses import dataclass
+from math import isfinite
 from typing import Sequence
 
 from profiles.airframe import GRAVITY

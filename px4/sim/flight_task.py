@@ -225,8 +225,14 @@ class AutoFlightTask:
         state = self._track_state(prev, target, pos, radius)
         if changed or state != self._state or state == "offtrack":
             self._state = state
-            self._internal = {"behind": (pos, target, nxt), "previous_ahead": (pos, prev, target),
-                              "offtrack": (pos, self._closest, target)}.get(state, (prev, target, nxt))
+            if state == "behind":
+                self._internal = (pos, target, nxt)
+            elif state == "previous_ahead":
+                self._internal = (pos, prev, target)
+            elif state == "offtrack":
+                self._internal = (pos, self._closest, target)
+            else:
+                self._internal = (prev, target, nxt)
         return self._internal
 
     def _track_state(self, prev: Vec3, target: Vec3, pos: Vec3, radius: float) -> str:
@@ -265,7 +271,7 @@ class AutoFlightTask:
             self._yaw_prev = yaw
         self._yaw_prev_in = self._yaw_prev
         # Rate limit (MPC_YAWRAUTO_MAX), with a filtered feed-forward of the resulting yaw rate.
-        max_step = math.radians(self._snapshot()["MPC_YAWRAUTO_MAX"]) * dt
+        max_step = math.radians(self._p["MPC_YAWRAUTO_MAX"]) * dt  # `update` took the snapshot
         step = min(max(math.remainder(want - self._yaw_prev, math.tau), -max_step), max_step)
         yaw_sp = math.remainder(self._yaw_prev + step, math.tau)
         alpha = dt / (dt + YAWSPEED_FILTER_S)
