@@ -11,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean chromium
+.PHONY: run test test-py310 bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,23 @@ run: $(STAMP)
 # built-in vehicles claim their own ports, so files run side by side.
 test: $(STAMP) chromium
 	$(PY) -m pytest -q -n 2 --dist loadfile
+	@$(MAKE) --no-print-directory test-py310
+
+# The onboard side on the Python companion computers ship (3.10: JetPack 6, ROS 2 Humble), in a virtual
+# environment of its own. Python 3.10 from PATH, else pyenv's, else one uv installs; without any, it says
+# so and skips.
+VENV310 := .venv310
+ONBOARD_TESTS := tests/test_onboard_units.py tests/test_onboard_runtime.py tests/test_onboard_mavlink.py tests/test_ros2_bridge.py
+FIND_PY310 := python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null || \
+	ls "$$(pyenv root 2>/dev/null)"/versions/3.10.*/bin/python3.10 2>/dev/null | tail -1 | grep . || \
+	{ $(PY) -m pip install --quiet uv && $(VENV)/bin/uv python install 3.10 && $(VENV)/bin/uv python find 3.10; } 2>/dev/null
+test-py310: $(STAMP)
+	@py=$$($(FIND_PY310)); \
+	if [ -z "$$py" ]; then echo "no Python 3.10 here and uv could not install one: the onboard tests on 3.10 are skipped"; exit 0; fi; \
+	echo "== the onboard side on $$($$py --version) ($$py)"; \
+	[ -x $(VENV310)/bin/python ] || $$py -m venv $(VENV310); \
+	$(VENV310)/bin/python -m pip install --quiet --upgrade pip && $(VENV310)/bin/python -m pip install --quiet -e '.[test]' && \
+	$(VENV310)/bin/python -m pytest -q -p no:cacheprovider $(ONBOARD_TESTS)
 
 # Debian's chromium for the report's browser test, installed where the machine allows it (root and
 # apt); elsewhere that one test skips and says why.
@@ -52,4 +69,4 @@ bench: $(STAMP)
 	done
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VENV310) runs .pytest_cache

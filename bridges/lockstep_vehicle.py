@@ -38,6 +38,7 @@ from bridges.sim_link import (
     SET_POSITION_TARGET_LOCAL_NED,
     SimulatedLink,
 )
+from bridges.timeout import timeout
 from bridges.vehicle import (
     CommandDenied,
     MissionProgress,
@@ -215,9 +216,9 @@ class LockstepVehicle(VehicleBase):
     async def deadline(self, seconds: float):
         """A block that raises TimeoutError after `seconds` of simulated time."""
         loop = asyncio.get_running_loop()
-        async with asyncio.timeout(None) as timeout:
+        async with timeout(None) as block:
             active = [True]
-            self._at(seconds, lambda: active[0] and timeout.reschedule(loop.time()))
+            self._at(seconds, lambda: active[0] and block.reschedule(loop.time()))
             try:
                 yield
             finally:

@@ -50,6 +50,7 @@ from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.failure import failure_result
 from bridges.mavlink_frames import whole_frame
+from bridges.timeout import timeout
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (
     CommandDenied,
@@ -240,17 +241,17 @@ class MavsdkVehicle(VehicleBase):
         """
         loop = asyncio.get_running_loop()
         clock = self._clock
-        async with asyncio.timeout(seconds / self.speed_factor) as timeout:
+        async with timeout(seconds / self.speed_factor) as block:
             if clock.vehicle_s is None:
                 yield
                 return
             target = clock.vehicle_s + seconds
-            timeout.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
+            block.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
 
             def follow() -> None:
                 remaining = target - clock.vehicle_s
-                timeout.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
-                                                  if remaining > 0 else 0.0))
+                block.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
+                                                if remaining > 0 else 0.0))
 
             clock.watchers.add(follow)
             try:
@@ -597,7 +598,7 @@ class MavsdkVehicle(VehicleBase):
             async for _ in plugin.download_log_file(newest, str(path)):
                 pass
             return path
-        except (MavsdkError, TimeoutError):
+        except (MavsdkError, asyncio.TimeoutError):  # wait_for's: a class of its own on Python 3.10
             return None
         finally:
             plugin.destroy()

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from missions.sensors import Pose
 from onboard.ros2 import frames
 from onboard.ros2.messages import FLOAT32
-from missions.sensors import Pose
 from onboard.sensing import SceneSensor
 from onboard.tracking import follow, track
 
@@ -208,7 +208,7 @@ class Ros2Bridge:
             else:
                 velocity, _ = follow(np.array(sp.position), np.array(sp.velocity), here, self.speed_limit)
             await self.vehicle.set_velocity_ned(*velocity, yaw=sp.yaw)
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):  # wait_for's: a class of its own on Python 3.10
                 await asyncio.wait_for(self._new_setpoint.wait(), period / self._speed())
 
     def _speed(self) -> float:

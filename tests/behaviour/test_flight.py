@@ -10,6 +10,7 @@ import statistics
 import pytest
 
 from bridges.mavsdk_vehicle import connect
+from bridges.timeout import timeout
 from bridges.vehicle import CommandDenied, MissionWaypoint, VehicleError
 
 
@@ -133,7 +134,7 @@ async def test_offboard_setpoint_is_what_the_autopilot_flies(vehicle):
     await vehicle.takeoff(3.0)
     await vehicle.start_offboard(rate_hz=50.0)
     await vehicle.set_position_ned(2.0, -1.0, -3.0)
-    async with asyncio.timeout(3.0):
+    async with timeout(3.0):
         async for _, echoed in vehicle.setpoint_echo():
             if echoed == pytest.approx((2.0, -1.0, -3.0), abs=1e-4):
                 break
