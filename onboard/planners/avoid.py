@@ -18,6 +18,8 @@ obstacles (FLYINGTRUST's Forest, FlightBench's forest tests) and not for overhan
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 
 import numpy as np
@@ -40,8 +42,12 @@ HORIZON = 2.0  # s of trajectory per plan
 SAMPLE = 0.1  # s between trajectory rows
 LOOK_AHEAD = 1.5  # m along the path for the heading
 CORNER_FLOOR = 0.3  # fraction of the cap kept through the sharpest corner
-# The 8 neighbour offsets, each once per undirected edge.
-_EDGES = ((0, 1), (1, 0), (1, 1), (1, -1))
+# The 8 steps from a cell to its neighbours: the higher-indexed (row-major) neighbours, then the
+# lower-indexed ones, each ascending. This is the order scipy's undirected Dijkstra scans a cell's
+# edges in (its CSR row, then its transpose's), which decides between equally short paths; listing
+# every edge both ways in this order gives the directed search the same paths without the transpose.
+_STEPS = ((0, 1), (1, -1), (1, 0), (1, 1), (-1, -1), (-1, 0), (-1, 1), (0, -1))
+_STEP_LENGTHS = np.array([math.hypot(di, dj) for di, dj in _STEPS])  # in cells
 
 
 class OccupancyPlanner:
@@ -81,7 +87,7 @@ class OccupancyPlanner:
         """North-east waypoints from here towards the goal, avoiding blocked cells."""
         grid = self.grid
         goal = self.goal[:2]
-        if grid.segment_free(here, goal) and np.linalg.norm(goal - here) <= WINDOW:
+        if math.dist(goal, here) <= WINDOW and grid.segment_free(here, goal):
             return np.vstack([here, goal])
         half = int(WINDOW / grid.resolution)
         # A vehicle that overshot the flight volume (past a goal near its edge, or a PX4 estimate that
@@ -89,27 +95,37 @@ class OccupancyPlanner:
         centre = np.clip(grid.cell(here), 0, np.array(grid.shape) - 1)
         lo = np.maximum(centre - half, 0)
         hi = np.minimum(centre + half + 1, grid.shape)
-        blocked = grid.blocked[lo[0]:hi[0], lo[1]:hi[1]].copy()
-        start = centre - lo
+        route = self._route(grid.blocked[lo[0]:hi[0], lo[1]:hi[1]], lo, centre - lo)
+        if route is None:
+            return np.vstack([here, here])  # boxed in: hold position and keep looking
+        return self._prune(np.vstack([here, route]))
+
+    def _route(self, blocked: np.ndarray, lo: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+        """Cell centres of the shortest path from window cell `start` (or the nearest free cell) to
+        the target (`_target`), without the start's; None if no cell is reachable. `blocked` is the
+        window at grid cell `lo`."""
+        grid = self.grid
+        goal = self.goal[:2]
         if blocked[tuple(start)]:
             start = self._nearest_free(blocked, start)
-        graph = _grid_graph(blocked)
-        cols = blocked.shape[1]
-        distance, previous = dijkstra(graph, directed=False, indices=start[0] * cols + start[1],
+        rows, cols = blocked.shape
+        distance, previous = dijkstra(_grid_graph(blocked), directed=True, indices=start[0] * cols + start[1],
                                       return_predecessors=True)
-        cells = np.column_stack(np.unravel_index(np.arange(blocked.size), blocked.shape))
-        to_goal = np.linalg.norm(grid.centre(cells + lo) - goal, axis=1) / grid.resolution
-        score = distance + to_goal  # both in cells; unreachable cells are inf
+        # Straight-line distance from each cell centre to the goal, in cells.
+        north = grid.origin[0] + np.arange(lo[0], lo[0] + rows) * grid.resolution - goal[0]
+        east = grid.origin[1] + np.arange(lo[1], lo[1] + cols) * grid.resolution - goal[1]
+        to_goal = np.sqrt(north[:, None] ** 2 + east[None, :] ** 2) / grid.resolution
+        score = distance + to_goal.ravel()  # both in cells; unreachable cells are inf
         target = self._target(score, blocked.shape, grid.cell(goal) - lo)
         if target is None:
-            return np.vstack([here, here])  # boxed in: hold position and keep looking
+            return None
         chain = [target]
         while previous[chain[-1]] >= 0:
             chain.append(int(previous[chain[-1]]))
-        route = grid.centre(cells[chain[::-1]] + lo)
-        if np.linalg.norm(goal - route[-1]) < grid.resolution:
+        route = grid.centre(np.column_stack(np.divmod(chain[::-1], cols)) + lo)
+        if math.dist(goal, route[-1]) < grid.resolution:
             route[-1] = goal
-        return self._prune(np.vstack([here, route[1:]]))
+        return route[1:]
 
     @staticmethod
     def _target(score: np.ndarray, shape: tuple[int, int], goal: np.ndarray) -> int | None:
@@ -134,15 +150,14 @@ class OccupancyPlanner:
         return free[np.argmin(np.linalg.norm(free - cell, axis=1))]
 
     def _prune(self, path: np.ndarray) -> np.ndarray:
-        """Drop waypoints that the line of sight from an earlier one already covers."""
+        """Drop waypoints that the line of sight from an earlier one already covers: from each
+        waypoint kept, the next one kept is the furthest in sight (the following one if none is)."""
         kept = [path[0]]
         i = 0
         while i < len(path) - 1:
-            j = len(path) - 1
-            while j > i + 1 and not self.grid.segment_free(path[i], path[j]):
-                j -= 1
-            kept.append(path[j])
-            i = j
+            in_sight = np.flatnonzero(self.grid.segments_free(path[i], path[i + 2:]))
+            i = i + 2 + int(in_sight[-1]) if len(in_sight) else i + 1
+            kept.append(path[i])
         return np.array(kept)
 
     # ------------------------------------------------------------------ control
@@ -152,77 +167,83 @@ class OccupancyPlanner:
         Starting from the measured speed alone would restart every acceleration from the vehicle's
         lag behind the previous plan, and it would never reach the cap.
         """
-        measured = float(np.linalg.norm(obs.velocity[:2]))
+        measured = math.hypot(obs.state.vn, obs.state.ve)
         if self.previous is None:
             return measured
         t0, rows = self.previous
         _, planned = sample(rows, obs.t - t0)
-        return max(measured, float(np.linalg.norm(planned[:2])))
+        return max(measured, math.hypot(planned[0], planned[1]))
 
     def _trajectory(self, path: np.ndarray, here: np.ndarray, start_speed: float) -> Command:
-        """Time-parametrize the path: accelerate to the cap, stop at its end; rows every SAMPLE s."""
-        segments = np.diff(path, axis=0)
-        lengths = np.linalg.norm(segments, axis=1)
-        arc = np.concatenate([[0.0], np.cumsum(lengths)])
-        total = float(arc[-1])
+        """Time-parametrize the path: accelerate to the cap, stop at its end; rows every SAMPLE s.
+
+        The path has a handful of vertices and the loop a few dozen rows, so it runs on Python
+        floats: numpy's per-call overhead would dominate.
+        """
+        points = path.tolist()
+        lengths = [math.hypot(n1 - n0, e1 - e0) for (n0, e0), (n1, e1) in itertools.pairwise(points)]
+        arc = [0.0, *itertools.accumulate(lengths)]
+        total = arc[-1]
         cap = self.task.speed_cap
         speed = min(start_speed, cap)
         # Speed allowed at each vertex: full speed straight on, slower the sharper the turn, zero
         # at the end; between vertices, no faster than braking in time for the next one allows.
-        corner = np.full(len(path), cap)
+        corner = [cap] * len(points)
         corner[-1] = 0.0
-        for i in range(1, len(path) - 1):
-            a, b = segments[i - 1], segments[i]
-            cos_turn = float(a @ b) / max(lengths[i - 1] * lengths[i], 1e-9)
+        for i in range(1, len(points) - 1):
+            (n0, e0), (n1, e1), (n2, e2) = points[i - 1:i + 2]
+            cos_turn = ((n1 - n0) * (n2 - n1) + (e1 - e0) * (e2 - e1)) / max(lengths[i - 1] * lengths[i], 1e-9)
             corner[i] = cap * max(CORNER_FLOOR, (1.0 + cos_turn) / 2.0)
         rows, s, t = [], 0.0, 0.0
         down = -self.task.altitude
         while True:
-            point, direction = _along(path, arc, s)
-            ahead = arc >= s
-            brake = np.sqrt(corner[ahead] ** 2 + 2.0 * ACCEL * (arc[ahead] - s)).min()
+            (north, east), (dn, de) = _along(points, arc, s)
+            brake = min(math.sqrt(c * c + 2.0 * ACCEL * (a - s)) for a, c in zip(arc, corner) if a >= s)
             v = min(cap, brake, speed)
-            rows.append((t, point[0], point[1], down, direction[0] * v, direction[1] * v, 0.0))
+            rows.append((t, north, east, down, dn * v, de * v, 0.0))
             if t >= HORIZON or s >= total:
                 break
             speed = min(cap, v + ACCEL * SAMPLE)
             s = min(total, s + v * SAMPLE)
             t += SAMPLE
-        ahead, _ = _along(path, arc, min(total, LOOK_AHEAD))
-        heading = ahead - here[:2]
-        yaw = math.atan2(heading[1], heading[0]) if np.linalg.norm(heading) > 0.2 else math.nan
+        (north, east), _ = _along(points, arc, min(total, LOOK_AHEAD))
+        heading = (north - here[0], east - here[1])
+        yaw = math.atan2(heading[1], heading[0]) if math.hypot(*heading) > 0.2 else math.nan
         return Command("trajectory", np.array(rows), yaw=yaw)
 
 
-def _along(path: np.ndarray, arc: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Point and unit direction at arc length `s` along a polyline."""
-    if len(path) < 2 or arc[-1] <= 0:
-        return path[0], np.zeros(2)
-    i = min(int(np.searchsorted(arc, s, side="right")) - 1, len(path) - 2)
-    segment = path[i + 1] - path[i]
-    length = float(np.linalg.norm(segment))
+def _along(points: list, arc: list[float], s: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Point and unit direction at arc length `s` along a polyline: its vertices as (north, east)
+    pairs and the arc length at each."""
+    if len(points) < 2 or arc[-1] <= 0:
+        return tuple(points[0]), (0.0, 0.0)
+    i = min(bisect.bisect_right(arc, s) - 1, len(points) - 2)
+    (n0, e0), (n1, e1) = points[i], points[i + 1]
+    dn, de = n1 - n0, e1 - e0
+    length = math.hypot(dn, de)
     if length == 0:
-        return path[i], np.zeros(2)
-    return path[i] + segment * ((s - arc[i]) / length), segment / length
+        return (n0, e0), (0.0, 0.0)
+    f = (s - arc[i]) / length
+    return (n0 + dn * f, e0 + de * f), (dn / length, de / length)
 
 
 def _grid_graph(blocked: np.ndarray) -> csr_matrix:
-    """8-connected graph of the free cells of a 2D grid, edge weights in cells (1 or sqrt 2)."""
+    """8-connected directed graph of the free cells of a 2D grid (each edge both ways), edge weights
+    in cells (1 or sqrt 2). No corner cutting: a diagonal step needs both cells it passes between free."""
     rows, cols = blocked.shape
-    index = np.arange(blocked.size).reshape(blocked.shape)
-    free = ~blocked
-    heads, tails, weights = [], [], []
-    for di, dj in _EDGES:
-        a = index[0:rows - di, max(0, -dj):cols - max(0, dj)]
-        b = index[di:rows, max(0, dj):cols - max(0, -dj)]
-        ok = free.ravel()[a.ravel()] & free.ravel()[b.ravel()]
-        if di and dj:
-            # No corner cutting: a diagonal step needs both cells it passes between free.
-            c = index[0:rows - di, max(0, dj):cols - max(0, -dj)]
-            d = index[di:rows, max(0, -dj):cols - max(0, dj)]
-            ok &= free.ravel()[c.ravel()] & free.ravel()[d.ravel()]
-        heads.append(a.ravel()[ok])
-        tails.append(b.ravel()[ok])
-        weights.append(np.full(int(ok.sum()), math.hypot(di, dj)))
-    return csr_matrix((np.concatenate(weights), (np.concatenate(heads), np.concatenate(tails))),
+    free = np.zeros((rows + 2, cols + 2), dtype=bool)  # a blocked border: no step leaves the grid
+    free[1:-1, 1:-1] = ~blocked
+
+    def shifted(di: int, dj: int) -> np.ndarray:
+        return free[1 + di:rows + 1 + di, 1 + dj:cols + 1 + dj]
+
+    # Edge (cell, k) is the step _STEPS[k] from the cell, numbered cell * 8 + k, so they come out of
+    # flatnonzero in CSR order. (For a straight step, the last two terms repeat the first two.)
+    edges = np.flatnonzero(np.stack([shifted(0, 0) & shifted(di, dj) & shifted(di, 0) & shifted(0, dj)
+                                     for di, dj in _STEPS], axis=-1))
+    cell, step = edges >> 3, edges & 7
+    offsets = np.array([di * cols + dj for di, dj in _STEPS])
+    indptr = np.zeros(blocked.size + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cell, minlength=blocked.size), out=indptr[1:])
+    return csr_matrix((_STEP_LENGTHS[step], (cell + offsets[step]).astype(np.int32), indptr),
                       shape=(blocked.size, blocked.size))

@@ -41,8 +41,10 @@ class OccupancyGrid:
         return self.origin + np.asarray(cells, dtype=float) * self.resolution
 
     def inside(self, cells: np.ndarray) -> np.ndarray:
+        """Whether each of (N, 2) or (2,) grid indices is on the grid."""
         cells = np.atleast_2d(cells)
-        return np.all((cells >= 0) & (cells < np.array(self.shape)), axis=1)
+        # Written out per column: numpy reduces a length-2 axis (np.all(axis=1)) many times slower.
+        return (cells[:, 0] >= 0) & (cells[:, 0] < self.shape[0]) & (cells[:, 1] >= 0) & (cells[:, 1] < self.shape[1])
 
     def insert(self, points: np.ndarray) -> int:
         """Mark the cells of depth points near flight altitude; returns how many cells became occupied."""
@@ -53,10 +55,13 @@ class OccupancyGrid:
         cells = cells[self.inside(cells)] if len(cells) else cells
         if not len(cells):
             return 0
-        cells = np.unique(cells, axis=0)
-        new = cells[~self.occupied[cells[:, 0], cells[:, 1]]]
+        # Most points land on cells already occupied: drop those before de-duplicating, and
+        # de-duplicate flat indices (np.unique on rows sorts a structured view, many times slower).
+        flat = cells[:, 0] * self.shape[1] + cells[:, 1]
+        new = np.unique(flat[~self.occupied.ravel()[flat]])
         if len(new):
-            self.occupied[new[:, 0], new[:, 1]] = True
+            self.occupied.flat[new] = True
+            new = np.column_stack(np.divmod(new, self.shape[1]))
             stamped = (new[:, None, :] + self._disc[None, :, :]).reshape(-1, 2)
             stamped = stamped[self.inside(stamped)]
             self.blocked[stamped[:, 0], stamped[:, 1]] = True
@@ -64,8 +69,19 @@ class OccupancyGrid:
 
     def segment_free(self, a: np.ndarray, b: np.ndarray) -> bool:
         """Whether the straight north-east segment a-b crosses no blocked cell (sampled at half a cell)."""
-        n = max(int(np.ceil(np.linalg.norm(b - a) / (0.5 * self.resolution))), 1)
-        cells = self.cell(a + (b - a) * (np.arange(n + 1) / n)[:, None])
-        if not np.all(self.inside(cells)):
-            return False
-        return not self.blocked[cells[:, 0], cells[:, 1]].any()
+        return bool(self.segments_free(a, np.asarray(b, dtype=float)[None])[0])
+
+    def segments_free(self, a: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """`segment_free` from `a` to each row of `ends` (K, 2), in one pass over all their samples."""
+        delta = ends - a
+        length = np.sqrt(delta[:, 0] ** 2 + delta[:, 1] ** 2)
+        n = np.maximum(np.ceil(length / (0.5 * self.resolution)).astype(int), 1)
+        # Sample k of segment s is a + delta[s] * (k / n[s]), k = 0..n[s]: all segments' samples in one array.
+        segment = np.repeat(np.arange(len(ends)), n + 1)
+        first = np.cumsum(n + 1) - (n + 1)
+        k = np.arange(len(segment)) - first[segment]
+        cells = self.cell(a + delta[segment] * (k / n[segment])[:, None])
+        inside = self.inside(cells)
+        bad = ~inside
+        bad[inside] = self.blocked[cells[inside, 0], cells[inside, 1]]
+        return ~np.logical_or.reduceat(bad, first)
