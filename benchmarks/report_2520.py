@@ -54,7 +54,7 @@ def synthetic_results(seed: int = 0) -> pd.DataFrame:
                         "min_clearance_m": rng.uniform(-0.2, 1.0), "geofence_violation_s": 0.0,
                         "altitude_violation_s": 0.0, "duration_s": rng.uniform(5, 90),
                         "t_map_ms": rng.uniform(1, 5), "t_plan_ms": rng.uniform(1, 5), "t_ctrl_ms": 0.01,
-                        "t_tot_ms": rng.uniform(2, 10), "run": "synthetic", "run_dir": "/nonexistent"})
+                        "t_tot_ms": rng.uniform(2, 10), "rate_hz": 30.0, "run": "synthetic", "run_dir": "/nonexistent"})
     return pd.DataFrame(rows)
 
 
