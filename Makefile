@@ -30,14 +30,14 @@ run: $(STAMP)
 # Two workers (one per core of the CI machine), whole test files per worker: PX4 instances and
 # built-in vehicles claim their own ports, so files run side by side.
 test: $(STAMP) chromium
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 	@$(MAKE) --no-print-directory test-py310
 
 # The onboard side on the Python companion computers ship (3.10: JetPack 6, ROS 2 Humble), in a virtual
 # environment of its own. Python 3.10 from PATH, else pyenv's, else one uv installs; without any, it says
 # so and skips.
 VENV310 := .venv310
-ONBOARD_TESTS := tests/test_onboard_units.py tests/test_onboard_runtime.py tests/test_onboard_mavlink.py tests/test_ros2_bridge.py
+ONBOARD_TESTS := tests/test_onboard_units.py tests/test_lockstep.py tests/test_onboard_mavlink.py tests/test_ros2_bridge.py
 FIND_PY310 := python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null || \
 	ls "$$(pyenv root 2>/dev/null)"/versions/3.10.*/bin/python3.10 2>/dev/null | tail -1 | grep . || \
 	{ $(PY) -m pip install --quiet uv && $(VENV)/bin/uv python install 3.10 && $(VENV)/bin/uv python find 3.10; } 2>/dev/null

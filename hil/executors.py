@@ -112,12 +112,30 @@ def _stop_worker(*_) -> None:
     sys.exit(128 + signal.SIGTERM)
 
 
+def _stop_again(unraisable) -> None:
+    """A stop that landed where Python cannot raise (a weakref callback or a __del__ running when the
+    signal came: Python prints "Exception ignored" and the worker runs on) is delivered again a
+    millisecond later, by an alarm, so that it lands in the trial's own code. Re-sending SIGTERM
+    would not do: its handler would run at once, inside this hook, where SystemExit is ignored too."""
+    if isinstance(unraisable.exc_value, SystemExit):
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def stop_on_sigterm() -> None:
+    """A worker's signals: SIGTERM ends it (`_stop_worker`), wherever it lands; Ctrl-C is the parent's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_worker)
+    signal.signal(signal.SIGALRM, _stop_worker)
+    sys.unraisablehook = _stop_again
+
+
 def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
     from px4.process import die_with_parent
 
     die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _stop_worker)
+    stop_on_sigterm()
     while (spec := tasks.get()) is not None:
         try:
             results.put((slot, TrialDone(spec.trial_id, complete_trial(spec, campaign_dir))))

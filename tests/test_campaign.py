@@ -156,6 +156,30 @@ def test_kill_9_loses_at_most_the_trials_in_flight_and_resume_never_repeats(tmp_
     assert (out / "report_files" / "success_by_scenario.png").exists() and "Table II" in markdown.read_text()
 
 
+# A worker whose stop lands inside a weakref callback (the garbage collector runs them wherever it
+# likes): the callback itself raises the signal here, so the handler runs inside it, every time.
+_STOP_IN_CALLBACK = """
+import signal, time, weakref
+from hil.executors import stop_on_sigterm
+stop_on_sigterm()
+class Trial: pass
+trial = Trial()
+watch = weakref.ref(trial, lambda _: signal.raise_signal(signal.SIGTERM))
+del trial
+time.sleep(5)
+print("the worker ran on")
+"""
+
+
+def test_a_stop_that_lands_in_a_weakref_callback_still_ends_the_worker():
+    """Python ignores a SystemExit raised in a weakref callback (it prints "Exception ignored" and goes
+    on): a campaign worker SIGTERMed at that moment ran on (the kill -9 test saw the traceback)."""
+    worker = subprocess.run([sys.executable, "-c", _STOP_IN_CALLBACK], cwd=ROOT, capture_output=True, text=True,
+                            timeout=30)
+    assert worker.returncode == 128 + signal.SIGTERM, (worker.returncode, worker.stdout, worker.stderr)
+    assert "ran on" not in worker.stdout and "Traceback" not in worker.stderr, worker.stderr
+
+
 def test_ctrl_c_stops_cleanly_without_orphan_simulators(tmp_path):
     campaign = write_campaign(tmp_path / "c.yaml", targets=["sim"], speed=4.0,
                               profiles=["default", "1.00kg-SunnySky"], repeats=2)
