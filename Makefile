@@ -47,7 +47,7 @@ test-py310: $(STAMP)
 	echo "== the onboard side on $$($$py --version) ($$py)"; \
 	[ -x $(VENV310)/bin/python ] || $$py -m venv $(VENV310); \
 	$(VENV310)/bin/python -m pip install --quiet --upgrade pip && $(VENV310)/bin/python -m pip install --quiet -e '.[test]' && \
-	$(VENV310)/bin/python -m pytest -q -p no:cacheprovider $(ONBOARD_TESTS)
+	timeout 900 $(VENV310)/bin/python -m pytest -q -p no:cacheprovider -o faulthandler_timeout=300 $(ONBOARD_TESTS)
 
 # Debian's chromium for the report's browser test, installed where the machine allows it (root and
 # apt); elsewhere that one test skips and says why.

@@ -74,6 +74,7 @@ class Ros2Bridge:
         self._new_setpoint = asyncio.Event()
         self._offboard = False
         self._tasks: list[asyncio.Task] = []
+        self._closing = False
 
     async def __aenter__(self) -> "Ros2Bridge":
         b = self.backend
@@ -90,6 +91,10 @@ class Ros2Bridge:
         return self
 
     async def __aexit__(self, *exc) -> None:
+        # The loops also stop on this flag: Python 3.10's wait_for can swallow a cancellation that
+        # arrives as its event is set (setpoints at 100 Hz), and the loop would then run on forever.
+        self._closing = True
+        self._new_setpoint.set()
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -120,7 +125,7 @@ class Ros2Bridge:
 
     async def _camera(self) -> None:
         period = 1.0 / self.sensor.camera.rate_hz
-        while True:
+        while not self._closing:
             depth, points = self.sensor.read(self.vehicle.state)
             self._publish_points(self.point_cloud_message(points))
             self._publish_depth(self.depth_message(depth))
@@ -188,11 +193,13 @@ class Ros2Bridge:
     async def _forward(self) -> None:
         """Send the latest setpoint; references and trajectories are re-tracked at SETPOINT_HZ."""
         period = 1.0 / SETPOINT_HZ
-        while True:
+        while not self._closing:
             if self._setpoint is None or self._setpoint.kind == "position":
                 await self._new_setpoint.wait()
             self._new_setpoint.clear()
             sp = self._setpoint
+            if self._closing:
+                break
             if not self._offboard:
                 await self.vehicle.start_offboard(SETPOINT_HZ)
                 self._offboard = True
