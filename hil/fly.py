@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
 from hil.monitor import hazard
 from hil.param_journal import JournalRestoreRefused, keep_journal
 from hil.preflight import run_checklist
@@ -120,8 +120,10 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
         return judge.carried_on or (outcome, reason)
     outcome, reason = watching.result()
     stages.close(completed=False)
-    recorder.event(outcome, reason=reason, north=vehicle.state.north, east=vehicle.state.east,
-                   altitude=vehicle.state.altitude, stopped=True)
+    # Where the judge saw it: the vehicle flies on while the flight task unwinds (on a loaded machine
+    # at --speed 4, metres).
+    at = judge.judged_at
+    recorder.event(outcome, reason=reason, north=at.north, east=at.east, altitude=at.altitude, stopped=True)
     await vehicle.release()
     await land_and_wait(vehicle, recorder)
     return outcome, reason
@@ -132,7 +134,8 @@ class RouteJudge:
 
     `elapsed_s` (vehicle time since arming) and `clearance_m` (to the nearest obstacle) are what the
     fault schedule's triggers read, as they read the trial monitor's in a navigation flight.
-    `carried_on` is the first collision or breach the mission's termination let the flight go on after.
+    `carried_on` is the first collision or breach the mission's termination let the flight go on after;
+    `judged_at` the state in which the flight was last judged.
     """
 
     def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder: TrialRecorder) -> None:
@@ -147,6 +150,7 @@ class RouteJudge:
                        "breach": mission.termination.stop_on_geofence}
         self._t0_ns: int | None = None
         self._in_band = False
+        self.judged_at: VehicleState | None = None
 
     async def watch(self, vehicle: Vehicle) -> tuple[str, str]:
         """Follow telemetry while armed until the vehicle leaves the airspace or touches the scene."""
@@ -164,6 +168,7 @@ class RouteJudge:
             self._in_band = self._in_band or (state.in_air and state.altitude >= airspace.alt_min)
             floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
             found = hazard(position, self.scene, airspace, self.radius, floor=floor)
+            self.judged_at = state
             if found is None:
                 continue
             if self._stops[found[0]]:
