@@ -18,6 +18,9 @@ x planners, with `repeats` trials per combination, each with its own seed::
     faults: [none]                       # fault profile files, none = no faults
     planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner)
     computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
+    onboards: [local]                    # where planners run: local (in the harness) or an onboard agent's
+                                         # HOST:PORT (`hil agent` on the companion computer; sim target;
+                                         # the token in HIL_ONBOARD_TOKEN)
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
@@ -60,9 +63,10 @@ from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
 from profiles.library import library_profiles, load_vehicle_profile
 from profiles.vehicle import ProfileError
-from targets.spec import LOCKSTEP, PX4_SITL, TargetSpec
+from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
 
 NONE = "none"
+LOCAL = "local"  # a planner run in the harness's own process
 # A campaign directory of a million trial records is past what one file system directory and one
 # results table serve well; a larger matrix is several campaigns.
 MAX_TRIALS = 1_000_000
@@ -124,6 +128,7 @@ class TrialSpec:
     speed: float
     physics: str = "default"  # px4-sitl and HITL boards: SIH inside PX4 or the harness's physics
     mission: str = ""  # a mission file flown on the autopilot (config: its scene seed); "": a scene task
+    onboard: str = LOCAL  # where the planner runs: local, or an onboard agent's HOST:PORT
 
     def as_config(self) -> dict[str, Any]:
         """The resolved configuration for the trial manifest."""
@@ -133,7 +138,7 @@ class TrialSpec:
     def case(self) -> tuple[str, ...]:
         """The test case this trial repeats (everything but the repeat index and seed)."""
         return (self.scene, str(self.config), self.rule, self.profile, self.target, self.link, self.fault,
-                self.planner, self.compute)
+                self.planner, self.compute, self.onboard)
 
 
 @dataclass(frozen=True)
@@ -154,24 +159,28 @@ class Campaign:
     speed: float
     source: str
     physics: str = "default"
+    onboards: tuple[str, ...] = (LOCAL,)
 
     def trials(self) -> list[TrialSpec]:
         """The cross-join, scene-major, with a stable id and seed per trial."""
         out = []
         for mission in self.missions:
-            # A mission file's route is flown by the autopilot: one planner (and no compute) per trial.
-            planners = ((AUTOPILOT, NONE),) if mission.mission else itertools.product(self.planners, self.computes)
-            for config, profile, target, link, fault, (planner, compute), repeat in itertools.product(
+            # A mission file's route is flown by the autopilot: one planner (no compute, no board) per trial.
+            planners = ((AUTOPILOT, NONE, LOCAL),) if mission.mission else itertools.product(
+                self.planners, self.computes, self.onboards)
+            for config, profile, target, link, fault, (planner, compute, onboard), repeat in itertools.product(
                     mission.configs, self.profiles, self.targets, self.links, self.faults, tuple(planners),
                     range(self.repeats)):
+                # A trial whose planner runs in the harness keeps the id it had before boards existed.
+                board = () if onboard == LOCAL else (f"on-{onboard}",)
                 parts = (mission.scene, f"c{config}", mission.rule, _stem(profile), target, link, _stem(fault),
-                         planner, compute, f"r{repeat}")
+                         planner, compute, *board, f"r{repeat}")
                 trial_id = "__".join(_safe(p) for p in parts)
                 out.append(TrialSpec(
                     trial_id=trial_id, campaign=self.name, scene=mission.scene, config=config, rule=mission.rule,
                     profile=profile, target=target, link=link, fault=fault, planner=planner, compute=compute,
                     rate_hz=self.rate_hz, repeat=repeat, seed=trial_seed(self.seed, trial_id), speed=self.speed,
-                    physics=self.physics, mission=mission.mission))
+                    physics=self.physics, mission=mission.mission, onboard=onboard))
         return out
 
 
@@ -207,7 +216,7 @@ _FIELDS: dict[str, Field] = {
     "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
     "physics": choice(("default", "harness"), required=False, default="default"),
 }
-_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes")
+_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes", "onboards")
 
 
 def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
@@ -224,21 +233,26 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     faults = _names(data.get("faults", [NONE]), "faults", problems, _fault_problem)
     planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
+    onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
+    if any(o != LOCAL for o in onboards) and not all(t == SIM for t in targets):
+        problems.add("onboards", "expected only local unless every target is sim: an onboard agent opens its own "
+                                 "MAVLink link to the flight controller, which the harness adds to the built-in vehicle "
+                                 f"(targets: {', '.join(targets)})")
     if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
     if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):
         problems.add("physics", "expected default unless a target is px4-sitl or a flight controller on the bench "
                                 "(the harness's physics drives PX4; the built-in vehicle has its own)")
     count = math.prod((sum(len(m.configs) for m in missions), len(profiles), len(targets), len(links), len(faults),
-                       len(planners), len(computes), values.get("repeats") or 1))
+                       len(planners), len(computes), len(onboards), values.get("repeats") or 1))
     if count > MAX_TRIALS:
         problems.add("<top level>", f"expected at most {MAX_TRIALS:,} trials (missions x configs x profiles x targets "
-                                    f"x links x faults x planners x computes x repeats), got {count:,}")
+                                    f"x links x faults x planners x computes x onboards x repeats), got {count:,}")
     if not problems.lines:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
                         computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source,
-                        physics=values["physics"])
+                        physics=values["physics"], onboards=onboards)
     raise ConfigError(problems.lines)
 
 
@@ -426,4 +440,18 @@ def _compute_problem(name: str) -> str | None:
         load_compute_profile(name)
     except (ComputeProfileError, OSError, ValueError) as exc:
         return f"expected none or a compute profile: {exc}"
+    return None
+
+
+def _onboard_problem(name: str) -> str | None:
+    if name == LOCAL:
+        return None
+    from onboard.agent.protocol import TOKEN_ENV, AgentAddress, token_from_env
+
+    try:
+        AgentAddress.parse(name)
+    except ValueError as exc:
+        return f"expected local or an onboard agent's HOST:PORT: {exc}"
+    if token_from_env() is None:
+        return f"expected {TOKEN_ENV} set to the agent's token (the agent serves only a harness presenting it)"
     return None

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "hil.commands.link",
     "hil.commands.profiles",
     "hil.commands.onboard",
+    "hil.commands.agent",
     "hil.commands.timing",
     "hil.commands.completion",
 )

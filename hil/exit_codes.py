@@ -7,10 +7,11 @@ OK = 0  # success, or a dry run whose checks all passed
 FAILED = 1  # the flight ran and did not succeed: timeout, failsafe, breach, collision, pilot takeover, link lost, aborted
 USAGE = 2  # a bad command line or input file: nothing was started
 REFUSED = 3  # a safety gate refused to fly: the vehicle already armed or flying, a failed pre-flight check
-ERROR = 4  # the infrastructure failed: no autopilot answered, the simulator or PX4 died
+ERROR = 4  # the infrastructure failed: no autopilot answered, the simulator or PX4 died, the onboard agent was lost
 INTERRUPTED = 130  # Ctrl-C before the verb could handle it (128 + SIGINT, as shells count)
 
-_BY_OUTCOME = {"success": OK, "dry_run": OK, "refused": REFUSED, "preflight_failed": REFUSED, "error": ERROR}
+_BY_OUTCOME = {"success": OK, "dry_run": OK, "refused": REFUSED, "preflight_failed": REFUSED, "error": ERROR,
+               "onboard_lost": ERROR}
 
 HELP = """exit codes (every verb):
   0  success (or a dry run whose checks passed)     3  refused by a safety gate (already flying, pre-flight check)

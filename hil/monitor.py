@@ -12,7 +12,9 @@ Outcomes, first one that holds wins:
 * failsafe: the vehicle left the navigation on its own (disarmed, landed, or switched to a
   return/land mode nobody commanded);
 * success: within the rule's goal radius, and still there after the rule's hold time;
-* timeout: the rule's time budget (mission time since the start point) ran out.
+* timeout: the rule's time budget (mission time since the start point) ran out;
+* onboard_lost: the companion computer running the planner (an onboard agent) stopped answering;
+  told to the monitor by the trial loop (`lost`), it stands over the failsafe the loss causes.
 
 The rule is a mission setting (`SuccessRule`), FLYINGTRUST's or FlightBench's. Times are vehicle
 time: telemetry stamps are scaled by the target's speed factor (a lockstep vehicle stamps in
@@ -67,7 +69,7 @@ RULES = {
 class Verdict:
     """How the trial ended and when (s of mission time)."""
 
-    outcome: str  # success | collision | breach | timeout | failsafe | error
+    outcome: str  # success | collision | breach | timeout | failsafe | error | onboard_lost
     reason: str
     t_s: float
 
@@ -161,6 +163,13 @@ class TrialMonitor:
     def fail(self, reason: str, t_s: float = math.nan) -> Verdict:
         """End the trial as an error (the planner or the link broke), unless it was decided already."""
         return self.verdict or self._decide("error", reason, t_s)
+
+    def lost(self, reason: str) -> Verdict:
+        """End the trial as onboard_lost (the companion computer running the planner stopped answering).
+        It stands over a failsafe or error already decided: the vehicle's offboard-loss failsafe is the loss."""
+        if self.verdict is None or self.verdict.outcome in ("failsafe", "error"):
+            return self._decide("onboard_lost", reason, self.elapsed_s if self._t0_ns is not None else math.nan)
+        return self.verdict
 
     async def watch(self, vehicle: Vehicle, stop: asyncio.Event) -> Verdict:
         """Check every snapshot until decided, then set `stop` so the planner ends."""

@@ -19,11 +19,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from bridges.vehicle import Vehicle, VehicleError
+from hil.agent_client import (
+    LOST_AFTER_S,
+    AgentError,
+    OnboardLost,
+    RemoteOnboard,
+    agent_session,
+    trial_job,
+)
 from hil.fly import land_and_wait
 from hil.monitor import SuccessRule, TrialMonitor, Verdict
 from hil.param_journal import keep_journal
@@ -53,6 +62,8 @@ class Navigation:
     rate_hz: float = DEFAULT_RATE_HZ
     compute: ComputeProfile | None = None  # emulate a slower onboard computer
     faults: tuple[FaultSpec, ...] = ()  # injected when their triggers fire
+    spec: str = ""  # the planner's module:Class, which a companion computer loads
+    remote: RemoteOnboard | None = None  # the planner runs on an onboard agent; None: in this process
 
 
 @dataclass
@@ -100,16 +111,22 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     try:
         if hardware:
             await keep_journal(vehicle, recorder)
-        await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
-        await vehicle.arm()
-        await vehicle.takeoff(task.altitude)
-        recorder.event("at_start", altitude=vehicle.state.altitude)
-        caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
-        async with vehicle.params_changed(caps):
-            verdict, runtime = await _navigate(vehicle, navigation, scene, task, monitor, recorder)
+        # An onboard agent is brought to ready (its own link to the flight controller up) before arming.
+        async with _planner_host(vehicle, navigation, scene, task, recorder) as host:
+            await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
+            await vehicle.arm()
+            await vehicle.takeoff(task.altitude)
+            recorder.event("at_start", altitude=vehicle.state.altitude)
+            caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
+            async with vehicle.params_changed(caps):
+                verdict, runtime = await _navigate(vehicle, navigation, host, monitor, recorder)
     except VehicleError as exc:
         recorder.event("failed", reason=str(exc))
         verdict = monitor.fail(str(exc))
+    except AgentError as exc:  # before the navigation phase: the vehicle is still on the ground
+        lost = isinstance(exc, OnboardLost)
+        recorder.event("onboard_lost" if lost else "failed", reason=str(exc))
+        verdict = monitor.lost(str(exc)) if lost else monitor.fail(str(exc))
     finally:
         if telemetry is not None:
             telemetry.cancel()
@@ -120,7 +137,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     # leaves it landing or disarmed anyway (the Vehicle.close contract).
     if land:
         with contextlib.suppress(VehicleError):
-            await land_and_wait(vehicle)
+            await land_and_wait(vehicle, recorder)
     return NavigationResult(verdict, monitor, task, runtime, rows)
 
 
@@ -140,19 +157,37 @@ def navigation_target(spec: str) -> tuple[Scene, BenchmarkMission | None]:
     return mission.scene.load(), mission
 
 
-async def _navigate(vehicle: Vehicle, navigation: Navigation, scene: Scene, task: NavTask, monitor: TrialMonitor,
+PlannerHost = Callable[[asyncio.Event], Awaitable[RuntimeResult]]  # runs the planner until the event is set
+
+
+@contextlib.asynccontextmanager
+async def _planner_host(vehicle: Vehicle, navigation: Navigation, scene: Scene, task: NavTask,
+                        recorder: TrialRecorder) -> AsyncIterator[PlannerHost]:
+    """Where the planner loop runs: the onboard runtime in this process, or an onboard agent's session."""
+    if navigation.remote is None:
+        sensor = SceneSensor(scene, task.home_in_scene) if navigation.sensor else None
+        yield lambda stop: run_planner(vehicle, navigation.planner, task, rate_hz=navigation.rate_hz, sensor=sensor,
+                                       compute_profile=navigation.compute, recorder=recorder, stop=stop)
+        return
+    job = trial_job(recorder.record_dir.name, navigation.spec, navigation.sensor, navigation.rate_hz,
+                    navigation.compute.name if navigation.compute else None, scene.name, scene.seed, task,
+                    navigation.remote.vehicle_url, vehicle.speed_factor, ARMABLE_TIMEOUT_S)
+    async with agent_session(navigation.remote, job, recorder) as session:
+        yield session.run
+
+
+async def _navigate(vehicle: Vehicle, navigation: Navigation, host: PlannerHost, monitor: TrialMonitor,
                     recorder: TrialRecorder) -> tuple[Verdict, RuntimeResult | None]:
     monitor.start(vehicle.state)
     recorder.event("navigation_started", planner=navigation.name)
     stop = asyncio.Event()
     watch = asyncio.create_task(monitor.watch(vehicle, stop))
-    sensor = SceneSensor(scene, task.home_in_scene) if navigation.sensor else None
-    planner = asyncio.create_task(run_planner(vehicle, navigation.planner, task, rate_hz=navigation.rate_hz,
-                                              sensor=sensor, compute_profile=navigation.compute, recorder=recorder,
-                                              stop=stop))
+    planner = asyncio.create_task(host(stop))
     faults = asyncio.create_task(apply_faults(vehicle, navigation.faults, monitor, recorder))
     try:
         done, _ = await asyncio.wait({watch, planner}, return_when=asyncio.FIRST_COMPLETED)
+        if planner in done and isinstance(planner.exception(), OnboardLost):
+            return await _lost(vehicle, monitor, recorder, planner.exception()), None
         if planner in done and planner.exception() is not None and watch not in done:
             error = planner.exception()
             return monitor.fail(f"planner {navigation.name} failed: {type(error).__name__}: {error}"), None
@@ -162,12 +197,23 @@ async def _navigate(vehicle: Vehicle, navigation: Navigation, scene: Scene, task
         watch.cancel()
         faults.cancel()
         # `stop` is set: the runtime ends at its next cycle, holds the vehicle and records its
-        # summary; only a runtime that does not is cancelled.
-        await asyncio.wait({planner}, timeout=PLANNER_STOP_S)
+        # summary (a board's comes over the network); only a runtime that does not is cancelled.
+        await asyncio.wait({planner}, timeout=PLANNER_STOP_S if navigation.remote is None else LOST_AFTER_S)
         planner.cancel()
         await asyncio.gather(watch, planner, faults, return_exceptions=True)
+    if planner.done() and not planner.cancelled() and isinstance(planner.exception(), OnboardLost):
+        # Lost as the verdict came: the vehicle's own offboard-loss failsafe is the loss's doing.
+        return await _lost(vehicle, monitor, recorder, planner.exception()), None
     finished = planner.done() and not planner.cancelled() and planner.exception() is None
     return verdict, planner.result() if finished else None
+
+
+async def _lost(vehicle: Vehicle, monitor: TrialMonitor, recorder: TrialRecorder, error: BaseException) -> Verdict:
+    """The companion computer is gone mid-flight: hold the vehicle now (the caller lands it)."""
+    recorder.event("onboard_lost", reason=str(error))
+    with contextlib.suppress(VehicleError):
+        await vehicle.hold()
+    return monitor.lost(str(error))
 
 
 class Progress(Protocol):

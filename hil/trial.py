@@ -21,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from bridges.vehicle import VehicleError
-from hil.campaign import LOCKSTEP, NONE, TrialSpec, planner_choice
+from hil.agent_client import RemoteOnboard
+from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import fly_mission, keep_plan, mission_summary
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
@@ -84,12 +85,14 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
     with TrialRecorder(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as recorder:
         flight: NavigationResult | None = None
         speed_factor, error = 1.0, "not flown"
+        remote, links = remote_onboard(spec)
+        options = dataclasses.replace(_target_options(spec, record_dir, recorder), extra_links=links)
         try:
-            async with open_target(spec.target, _target_options(spec, record_dir, recorder)) as opened:
+            async with open_target(spec.target, options) as opened:
                 vehicle = opened.vehicle
                 recorder.event("connected", url=vehicle.url, target=opened.name)
                 speed_factor = vehicle.speed_factor
-                flight = await fly_scene(vehicle, navigation_for(spec), scene, rule, profile.radius, recorder,
+                flight = await fly_scene(vehicle, navigation_for(spec, remote), scene, rule, profile.radius, recorder,
                                          land=spec.target != LOCKSTEP, hardware=opened.hardware)
                 if opened.link is not None:
                     recorder.event("link_summary", **opened.link.summary())
@@ -171,8 +174,8 @@ def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) 
                          connect_timeout_s=CONNECT_TIMEOUT_S)
 
 
-def navigation_for(spec: TrialSpec) -> Navigation:
-    """The trial's planner and onboard conditions, from its campaign entry."""
+def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navigation:
+    """The trial's planner and onboard conditions, from its campaign entry; `remote`: on an onboard agent."""
     from missions.faults import load_fault_profile
     from onboard.planner import load_planner
     from profiles.compute import load_compute_profile
@@ -180,7 +183,22 @@ def navigation_for(spec: TrialSpec) -> Navigation:
     choice = planner_choice(spec.planner)
     return Navigation(load_planner(choice.spec), spec.planner, sensor=choice.sensor, rate_hz=spec.rate_hz,
                       compute=load_compute_profile(spec.compute) if spec.compute != NONE else None,
-                      faults=load_fault_profile(spec.fault) if spec.fault != NONE else ())
+                      faults=load_fault_profile(spec.fault) if spec.fault != NONE else (), spec=choice.spec,
+                      remote=remote)
+
+
+def remote_onboard(spec: TrialSpec) -> tuple[RemoteOnboard | None, tuple[str, ...]]:
+    """The trial's onboard agent (None: the planner runs here) and the MAVLink link the built-in vehicle opens
+    to the board for it: a free port, which the board listens on at the address the harness reaches it by."""
+    if spec.onboard == LOCAL:
+        return None, ()
+    from onboard.agent.protocol import AgentAddress, token_from_env
+    from px4.process import free_udp_port
+
+    address = AgentAddress.parse(spec.onboard)
+    port = free_udp_port()
+    return (RemoteOnboard(address, f"udpin://{address.host}:{port}", token_from_env() or ""),
+            (f"udpout://{address.host}:{port}",))
 
 
 def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,

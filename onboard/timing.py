@@ -142,3 +142,25 @@ def summarize(timing: pd.DataFrame, column: str = "dur_ns") -> dict[str, StageSt
 def stats_as_dict(stats: Mapping[str, StageStats]) -> dict[str, dict[str, float]]:
     """JSON-ready form for a manifest summary."""
     return {stage: asdict(s) for stage, s in stats.items()}
+
+
+def cycle_timeline(spans: pd.DataFrame) -> pd.DataFrame:
+    """Per planner cycle, on one clock (ns): sensing started, the planner's compute started and ended, and
+    the first position setpoint sent after it and its echo from the flight controller (NaN when the
+    cycle's command was not a position, whose echo the runtime cannot pair)."""
+    columns = ["cycle", "sense_ns", "plan_start_ns", "plan_end_ns", "sent_ns", "echoed_ns"]
+    if spans.empty:
+        return pd.DataFrame(columns=columns)
+    spans = spans.assign(end_ns=spans["t_ns"] + spans["dur_ns"])
+    sense = spans[spans["stage"] == "sense"].groupby("cycle")["t_ns"].min().rename("sense_ns")
+    compute = spans[spans["stage"].isin(COMPUTE_STAGES)].groupby("cycle").agg(
+        plan_start_ns=("t_ns", "min"), plan_end_ns=("end_ns", "max"))
+    cycles = compute.join(sense, how="left").reset_index().sort_values("plan_end_ns")
+    link = spans[spans["stage"] == "link"][["t_ns", "end_ns"]].rename(
+        columns={"t_ns": "sent_ns", "end_ns": "echoed_ns"}).sort_values("sent_ns")
+    # A link span is reported in whichever cycle its echo arrived: pair it by time, with the cycle it follows.
+    timeline = pd.merge_asof(cycles, link, left_on="plan_end_ns", right_on="sent_ns", direction="forward")
+    after_next = timeline["sense_ns"].shift(-1)
+    late = timeline["sent_ns"] > after_next.fillna(np.inf)
+    timeline.loc[late, ["sent_ns", "echoed_ns"]] = np.nan
+    return timeline[columns].astype(float).astype({"cycle": int})

@@ -83,7 +83,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     """The built-in vehicle with the profile and parameters at boot, at the options' speed factor."""
     with tempfile.TemporaryDirectory(prefix="quad-hil-vehicle-") as root:
         sim_options = SimProcessOptions(profile=options.profile, speed=options.speed, params=dict(options.params),
-                                        root=Path(root))
+                                        extra_links=list(options.extra_links), root=Path(root))
         try:
             async with builtin_vehicle(sim_options) as sim:
                 async with connected(sim.url, options, sim.failure) as (vehicle, proxy):

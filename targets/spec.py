@@ -73,6 +73,8 @@ class TargetOptions:
     # A connection already open on a running flight controller's url, used and left open (a bench
     # board shared by a pytest session); None: connect anew and close after.
     connection: MavsdkConnection | None = None
+    # The built-in vehicle: more MAVLink links it opens (udpout://HOST:PORT), such as an onboard agent's own.
+    extra_links: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.speed) and self.speed > 0):

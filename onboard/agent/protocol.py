@@ -1,0 +1,122 @@
+"""The agent's wire format: one JSON object per line over TCP, each at most `MAX_MESSAGE_BYTES`.
+
+A session, harness -> agent (every message has an ``op``)::
+
+    {"op": "hello", "token": T, "version": 1}       -> {"op": "hello", "agent": HOST, "python": "3.10.12", ...}
+    {"op": "ping", "t1": NS}                         -> {"op": "pong", "t1": NS, "t2": BOARD_NS}   (any number)
+    {"op": "trial", "job": {...}}                    -> {"op": "queued"}, then {"op": "ready"} once the
+                                                        agent is connected to the flight controller
+    {"op": "go"}                                     -> {"op": "alive", "cycles": N} every ALIVE_S while the
+                                                        planner runs, then {"op": "result", ...}
+    {"op": "stop"}                                   the verdict is in: the planner stops, holds, reports
+
+Anything else, a wrong token or a job that does not validate is answered with ``{"op": "error",
+"error": TEXT}``; after a refused hello the agent closes the connection and keeps serving others.
+Times are the agent's monotonic clock in nanoseconds (the board's clock), never the harness's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+VERSION = 1
+DEFAULT_PORT = 7780
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a long trial's timing spans are a few MB
+ALIVE_S = 0.5  # wall seconds between the agent's signs of life during a trial
+TOKEN_ENV = "HIL_ONBOARD_TOKEN"
+
+
+class ProtocolError(Exception):
+    """A message that is not what the protocol says: its text says what was expected."""
+
+
+@dataclass(frozen=True)
+class AgentAddress:
+    """Where an agent listens: ``HOST:PORT``."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> AgentAddress:
+        """``HOST:PORT`` (an IPv6 host in brackets); raises ValueError saying what was expected."""
+        host, sep, port = str(text).rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"agent address {text!r}: expected HOST:PORT with a port 0-65535, e.g. "
+                             f"127.0.0.1:{DEFAULT_PORT}")
+        return cls(host, int(port))
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def token_from_env() -> str | None:
+    """The shared token, from HIL_ONBOARD_TOKEN; None when unset or empty."""
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def token_matches(expected: str, given: Any) -> bool:
+    """Constant-time comparison, so the answer's timing tells nothing of the token."""
+    return isinstance(given, str) and hmac.compare_digest(expected.encode(), given.encode())
+
+
+async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """The next message, or None at the end of the stream; raises ProtocolError for a line that is too
+    long, not UTF-8, not JSON, or not an object with a string ``op``."""
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial.strip():
+            raise ProtocolError("connection closed in the middle of a message") from None
+        return None
+    except asyncio.LimitOverrunError:
+        raise ProtocolError(f"message longer than {MAX_MESSAGE_BYTES} bytes") from None
+    try:
+        message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"expected one JSON object per line (UTF-8), got {_excerpt(line)}: {exc}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+        raise ProtocolError(f"expected a JSON object with a string 'op', got {_excerpt(line)}")
+    return message
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as a line; NaN and infinities travel as null (JSON has none)."""
+    return json.dumps(_finite(message), separators=(",", ":")).encode() + b"\n"
+
+
+async def send(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+    """Write one message and wait until the transport has taken it."""
+    writer.write(encode(message))
+    await writer.drain()
+
+
+def open_stream(host: str, port: int) -> Any:
+    """asyncio.open_connection with the protocol's line limit."""
+    return asyncio.open_connection(host, port, limit=MAX_MESSAGE_BYTES)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _excerpt(line: bytes) -> str:
+    text = line[:80].decode("utf-8", errors="replace").strip()
+    return repr(text + ("..." if len(line) > 80 else ""))

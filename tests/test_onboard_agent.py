@@ -1,0 +1,138 @@
+"""The onboard agent (`hil agent`): a campaign whose planner runs in another process, standing in for the
+companion computer, with that process's clock offset by a known amount; and the agent's answers to
+strangers and broken jobs. Everything runs over real TCP and real MAVLink on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from onboard.agent.clock import ClockAlignment, estimate_offset
+from records.record import read_events, read_table
+
+from .agent_process import ROOT, TOKEN, agent_env, running_agent
+
+OFFSET_MS = 1234.567  # the stand-in board's clock, ahead of the harness's
+
+
+def test_offset_and_drift_are_recovered_from_exchanges_with_uneven_delays():
+    rng = np.random.default_rng(4)
+    offset, drift = 5e9, 40e-6  # 5 s ahead, gaining 40 us per second
+
+    def burst(at_ns: float) -> list[tuple[int, int, int]]:
+        out = []
+        for _ in range(16):
+            up, down = rng.uniform(50e3, 2e6, 2)  # 50 us - 2 ms each way, not symmetric
+            t1 = at_ns + rng.uniform(0, 1e6)
+            t2 = t1 + up + offset + drift * (t1 + up)
+            out.append((int(t1), int(t2), int(t1 + up + down)))
+        return out
+
+    alignment = ClockAlignment(estimate_offset(burst(0.0)), estimate_offset(burst(600e9)))
+    assert abs(alignment.before.offset_ns - offset) <= alignment.before.uncertainty_ns
+    assert abs(alignment.drift_ppm - drift * 1e6) <= alignment.drift_uncertainty_ppm
+    harness = np.array([1e9, 300e9, 590e9])
+    board = harness + offset + drift * harness
+    error = alignment.to_harness(board) - harness
+    assert np.all(np.abs(error) < 2e6), error  # within the exchanges' uncertainty (ms)
+    with pytest.raises(ValueError, match="no clock exchange"):
+        estimate_offset([])
+
+
+def campaign(path, port: int, **fields) -> str:
+    data = {"name": "board", "seed": 5, "repeats": 2, "missions": [{"scene": "narrow-gap", "configs": [0, 1, 2]}],
+            "targets": ["sim"], "planners": ["straight"], "onboards": [f"127.0.0.1:{port}"], "speed": 4.0, **fields}
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def hil(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hil", *args], cwd=ROOT, env=agent_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_a_campaign_runs_its_planner_on_the_agent_on_one_timeline(tmp_path):
+    out = tmp_path / "run"
+    with running_agent(offset_ms=OFFSET_MS) as (agent, port):
+        done = hil("run", campaign(tmp_path / "c.yaml", port), "--out", str(out), "--workers", "2", "--no-progress")
+    assert done.returncode in (0, 1), done.stderr
+    results = pd.read_parquet(out / "results.parquet")
+    assert len(results) == 6 and set(results["onboard"]) == {f"127.0.0.1:{port}"}
+    assert not set(results["outcome"]) & {"error", "onboard_lost"}, results[["outcome", "reason"]]
+    for trial_id in results["trial_id"]:
+        record = out / "trials" / trial_id
+        events = {e["kind"]: e for e in read_events(record)}
+        # The board's clock was recovered to within a millisecond of the offset it was given.
+        clock = events["onboard_clock"]
+        assert abs(clock["offset_ms"] - OFFSET_MS) < 1.0 and abs(clock["offset_after_ms"] - OFFSET_MS) < 1.0, clock
+        # Its stages, put on the harness's clock, fall inside the navigation phase the harness saw.
+        timing = read_table(record, "timing")
+        assert {"sense", "plan"} <= set(timing["stage"])
+        assert (timing["t_ns_board"] - timing["t_ns"]).between((OFFSET_MS - 1) * 1e6, (OFFSET_MS + 1) * 1e6).all()
+        go, verdict = events["onboard_go"]["t_ns"], events["verdict"]["t_ns"]
+        assert go <= events["onboard_started"]["t_ns"] <= timing["t_ns"].min()
+        assert timing[timing["stage"] != "link"]["t_ns"].max() <= verdict
+        # Per cycle: sensing, then the plan, then (for position commands) the setpoint sent and echoed.
+        timeline = read_table(record, "timeline")
+        assert len(timeline) == events["onboard_finished"]["cycles"] > 0
+        assert (timeline["sense_ns"] <= timeline["plan_start_ns"]).all()
+        assert (timeline["plan_start_ns"] <= timeline["plan_end_ns"]).all()
+        echoed = timeline.dropna(subset=["sent_ns"])
+        assert len(echoed) and (echoed["plan_end_ns"] <= echoed["sent_ns"]).all()
+        assert (echoed["sent_ns"] < echoed["echoed_ns"]).all()
+        assert events["landed"]["t_ns"] > verdict
+
+
+def _session(port: int, *lines: bytes) -> list[dict]:
+    """Send raw lines to the agent; every answer until it closes or goes quiet."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        for line in lines:
+            connection.sendall(line)
+        connection.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := connection.recv(65536):
+            data += chunk
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def hello(token: str = TOKEN) -> bytes:
+    return json.dumps({"op": "hello", "token": token, "version": 1}).encode() + b"\n"
+
+
+def test_strangers_and_broken_jobs_are_refused_and_the_agent_keeps_serving(tmp_path):
+    with running_agent() as (agent, port):
+        [refused] = _session(port, hello("wrong"), b'{"op": "ping", "t1": 1}\n')
+        assert refused["op"] == "error" and "token" in refused["error"]  # and nothing else: closed
+        [answer] = _session(port, b"\xff\xfe not json\n")
+        assert answer["op"] == "error" and "JSON" in answer["error"]
+        [_, answer] = _session(port, hello(), b'{"op": "ping", "t1": NaN}\n', b'{"op": "ping", "t1": 1}\n')
+        assert answer["op"] == "error" and "NaN is not JSON" in answer["error"]  # after hello's answer: closed
+        job = {"trial_id": "x", "planner": "straight", "sensor": "yes", "rate_hz": -5, "scene": "forest",
+               "config": 0, "vehicle_url": "udpin://127.0.0.1:1", "speed": 1, "connect_timeout_s": 5,
+               "task": {"name": "t", "start": [0, 0, "down"]}}
+        replies = _session(port, hello(), json.dumps({"op": "trial", "job": job}).encode() + b"\n",
+                           b'{"op": "trial", "job": [1, 2]}\n', b'{"op": "fly"}\n', b'{"op": "ping", "t1": 7}\n')
+        assert [r["op"] for r in replies] == ["hello", "error", "error", "error", "pong"]
+        refusal = replies[1]["error"]
+        for expected in ("job.planner: expected a planner class as module:Class", "job.sensor: expected true or false",
+                         "job.rate_hz: expected a planner rate in Hz > 0", "job.task.start: expected three finite"):
+            assert expected in refusal, refusal
+        assert "job: expected a mapping" in replies[2]["error"] and "unknown op 'fly'" in replies[3]["error"]
+        assert replies[4]["t1"] == 7 and isinstance(replies[4]["t2"], int)  # the session went on
+        assert agent.poll() is None
+
+
+def test_the_agent_needs_a_token_and_an_address_it_can_take():
+    env = {k: v for k, v in agent_env().items() if k != "HIL_ONBOARD_TOKEN"}
+    no_token = subprocess.run([sys.executable, "-m", "hil", "agent", "--listen", "127.0.0.1:0"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert no_token.returncode == 2 and "HIL_ONBOARD_TOKEN" in no_token.stderr
+    bad = hil("agent", "--listen", "127.0.0.1:99999", timeout=60)
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr and "Traceback" not in bad.stderr
