@@ -47,7 +47,7 @@ CONNECT_WAIT_S = 120.0  # wall seconds a trial waits for its agent to be (back) 
 LOST_AFTER_S = 5.0  # wall seconds without a sign of life mid-trial: the agent is lost
 READY_TIMEOUT_S = 900.0  # a queued job waits for the board's trial in progress, then its connection
 REPLY_TIMEOUT_S = 10.0
-PINGS = 16  # clock exchanges per burst; the shortest round trip is kept
+PINGS = 32  # clock exchanges per burst; the shortest round trip is kept
 # The tables a board sends back: the onboard runtime's (onboard.runtime).
 BOARD_TABLES = ("timing", "onboard", "tracking", "resources")
 

@@ -234,9 +234,12 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
-    if any(o != LOCAL for o in onboards) and not all(t == SIM for t in targets):
-        problems.add("onboards", "expected only local unless every target is sim: an onboard agent opens its own "
-                                 "MAVLink link to the flight controller, which the harness adds to the built-in vehicle "
+    boarded = (SIM, PX4_SITL) if values.get("physics") != "harness" else (SIM,)
+    if any(o != LOCAL for o in onboards) and not all(TargetSpec.parse(t).kind in boarded for t in targets
+                                                      if not _target_problem(t)):
+        problems.add("onboards", f"expected only local unless every target is {' or '.join(boarded)}: an onboard "
+                                 "agent has a MAVLink link of its own to the flight controller, which the harness opens "
+                                 "on the built-in vehicle and on PX4 SITL with SIH (physics: default) "
                                  f"(targets: {', '.join(targets)})")
     if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator, Mapping
 
 from px4.params import PARAM_NAME
-from px4.process import die_with_parent, port_is_free, stop_process
+from px4.process import die_with_parent, free_udp_port, port_is_free, stop_process
 
 ENV_VAR = "PX4_DIR"
 DEFAULT_AIRFRAME = "sihsim_quadx"  # autostart 10040
@@ -275,6 +275,8 @@ class SitlOptions:
     px4_dir: str | None = None
     airframe: str | int = DEFAULT_AIRFRAME
     start_timeout_s: float = START_TIMEOUT_S  # wall seconds
+    # More MAVLink links, udpout://HOST:PORT each (an onboard agent's own), started once PX4 is up; SIH only.
+    extra_links: tuple[str, ...] = ()
 
 
 def sitl_command(build: Px4Build, workdir: Path, instance: int) -> list[str]:
@@ -444,6 +446,8 @@ async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIt
             sitl = SitlProcess(ports, airframe, proc, workdir, console)
             try:
                 await _wait_started(sitl, options.start_timeout_s)
+                for url in options.extra_links:
+                    await _start_link(sitl, url)
                 yield sitl
             finally:
                 await stop_process(proc, STOP_GRACE_S, group=True)
@@ -468,6 +472,25 @@ async def _wait_started(sitl: SitlProcess, timeout_s: float) -> None:
             raise SitlError(f"PX4 SITL instance {sitl.instance} had not run its start-up script after "
                             f"{timeout_s:g} s" + sitl.console.tail())
         await asyncio.sleep(0.05)
+
+
+async def _start_link(sitl: SitlProcess, url: str) -> None:
+    """One more MAVLink instance in the running PX4 (`mavlink start` through its module client): onboard mode,
+    sending to HOST:PORT of `url` (udpout://HOST:PORT) from a free local port, as PX4's own API link does."""
+    if sitl.airframe.external_physics:
+        raise ValueError("a MAVLink link of its own (an onboard agent's) is added to PX4 SITL with SIH only")
+    found = re.fullmatch(r"udpout://([^:/\s]+):(\d{1,5})", url)
+    if found is None:
+        raise ValueError(f"an extra PX4 link: expected udpout://HOST:PORT, got {url}")
+    host, port = found.groups()
+    command = [str(sitl.workdir / "bin" / "px4-mavlink"), "--instance", str(sitl.instance), "start", "-u",
+               str(free_udp_port()), "-o", port, "-t", host, "-m", "onboard", "-r", "4000000"]
+    proc = await asyncio.create_subprocess_exec(*command, cwd=sitl.workdir, stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output, _ = await asyncio.wait_for(proc.communicate(), 20.0)
+    if proc.returncode != 0:
+        raise SitlError(f"PX4 SITL instance {sitl.instance} refused `mavlink start` for {url}: "
+                        f"{output.decode(errors='replace').strip()}" + sitl.console.tail())
 
 
 def _keep_logs(sitl: SitlProcess, record_dir: Path) -> None:

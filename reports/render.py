@@ -27,13 +27,23 @@ import pandas as pd
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
-from reports.fidelity import FIDELITY_KIND, MIN_RELATIVE_BAND, compare_records, differences
+from reports.fidelity import (
+    FIDELITY_KIND,
+    MIN_RELATIVE_BAND,
+    compare_records,
+    differences,
+)
 from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
 from reports.tracks import navigation_track
-from reports.trial_pages import TrialPages, cycle_totals_ms, record_dir, write_trial_pages
+from reports.trial_pages import (
+    TrialPages,
+    cycle_totals_ms,
+    record_dir,
+    write_trial_pages,
+)
 
 TRACK_SCENES = 4  # scene configurations with a track plot
 TRACKS_PER_PLOT = 8
@@ -98,6 +108,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
     blocks += _metrics_section(results)
     blocks += _stage_section(results)
     blocks += _timing_section(results)
+    blocks += _onboard_section(results)
     blocks += _timing_histograms(results, pages.cycle_totals_ms)
     blocks += _estimation_section(results)
     blocks += _flakiness_section(results)
@@ -327,6 +338,25 @@ def _timing_section(results: pd.DataFrame) -> list[Block]:
     return [Heading("Onboard computation time"),
             Paragraph("Mean per planner cycle (FlightBench Table 5), per planner and target."),
             Table(_metric_table(results, ["planner", "target"], columns))]
+
+
+def _onboard_section(results: pd.DataFrame) -> list[Block]:
+    """The same planners in the harness and on onboard agents (campaign `onboards:`): T_tot as measured
+    where each ran, and its ratio to the planner's T_tot in the harness (FlightBench Table 5's question,
+    measured rather than emulated)."""
+    if "onboard" not in results or set(results["onboard"].dropna()) <= {"local"}:
+        return []
+    flown = results[results["onboard"].notna()]
+    table = _metric_table(flown, ["planner", "onboard"], [("success", "success"), ("T_tot (ms)", "t_tot_ms")])
+    local = flown[flown["onboard"] == "local"].groupby("planner")["t_tot_ms"].mean()
+    means = flown.groupby(["planner", "onboard"])["t_tot_ms"].mean()
+    table["T_tot / harness"] = [f"{means[(p, o)] / local[p]:.2f}x" if p in local and local[p] > 0 else "-"
+                                for p, o in zip(table["planner"], table["onboard"])]
+    return [Heading("Where the planner ran"),
+            Paragraph("Per planner: in the harness (local) and on each onboard agent, each stage timed on the "
+                      "machine it ran on. Success: rate [95 % CI]; T_tot: mean per cycle [95 % CI]; the last "
+                      "column: the mean T_tot over the same planner's in the harness."),
+            Table(table)]
 
 
 def _estimation_section(results: pd.DataFrame) -> list[Block]:

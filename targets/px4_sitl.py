@@ -38,7 +38,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         return
     params = {**sitl_params(load_vehicle_profile(options.profile)), **options.params}
     sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir, params=params,
-                       airframe=options.px4_airframe or DEFAULT_AIRFRAME)
+                       airframe=options.px4_airframe or DEFAULT_AIRFRAME, extra_links=options.extra_links)
     async with px4_sitl(sitl, keep_in=options.keep_in) as process:
         async with connected(process.url, options, process.failure) as (vehicle, proxy):
             yield OpenTarget(vehicle, f"{spec.kind}:{process.instance}", hardware=False, failure=process.failure,

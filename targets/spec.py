@@ -73,7 +73,8 @@ class TargetOptions:
     # A connection already open on a running flight controller's url, used and left open (a bench
     # board shared by a pytest session); None: connect anew and close after.
     connection: MavsdkConnection | None = None
-    # The built-in vehicle: more MAVLink links it opens (udpout://HOST:PORT), such as an onboard agent's own.
+    # More MAVLink links the flight controller opens (udpout://HOST:PORT), such as an onboard agent's own: the
+    # built-in vehicle and PX4 SITL with SIH.
     extra_links: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -67,27 +67,31 @@ def test_a_campaign_runs_its_planner_on_the_agent_on_one_timeline(tmp_path):
     assert len(results) == 6 and set(results["onboard"]) == {f"127.0.0.1:{port}"}
     assert not set(results["outcome"]) & {"error", "onboard_lost"}, results[["outcome", "reason"]]
     for trial_id in results["trial_id"]:
-        record = out / "trials" / trial_id
-        events = {e["kind"]: e for e in read_events(record)}
-        # The board's clock was recovered to within a millisecond of the offset it was given.
-        clock = events["onboard_clock"]
-        assert abs(clock["offset_ms"] - OFFSET_MS) < 1.0 and abs(clock["offset_after_ms"] - OFFSET_MS) < 1.0, clock
-        # Its stages, put on the harness's clock, fall inside the navigation phase the harness saw.
-        timing = read_table(record, "timing")
-        assert {"sense", "plan"} <= set(timing["stage"])
-        assert (timing["t_ns_board"] - timing["t_ns"]).between((OFFSET_MS - 1) * 1e6, (OFFSET_MS + 1) * 1e6).all()
-        go, verdict = events["onboard_go"]["t_ns"], events["verdict"]["t_ns"]
-        assert go <= events["onboard_started"]["t_ns"] <= timing["t_ns"].min()
-        assert timing[timing["stage"] != "link"]["t_ns"].max() <= verdict
-        # Per cycle: sensing, then the plan, then (for position commands) the setpoint sent and echoed.
-        timeline = read_table(record, "timeline")
-        assert len(timeline) == events["onboard_finished"]["cycles"] > 0
-        assert (timeline["sense_ns"] <= timeline["plan_start_ns"]).all()
-        assert (timeline["plan_start_ns"] <= timeline["plan_end_ns"]).all()
-        echoed = timeline.dropna(subset=["sent_ns"])
-        assert len(echoed) and (echoed["plan_end_ns"] <= echoed["sent_ns"]).all()
-        assert (echoed["sent_ns"] < echoed["echoed_ns"]).all()
-        assert events["landed"]["t_ns"] > verdict
+        check_board_record(out / "trials" / trial_id, OFFSET_MS)
+
+
+def check_board_record(record, offset_ms: float) -> None:
+    """A trial flown with its planner on an agent whose clock is `offset_ms` ahead: the offset recovered within
+    a millisecond, the board's stages inside the navigation phase, a per-cycle timeline, a landing."""
+    events = {e["kind"]: e for e in read_events(record)}
+    clock = events["onboard_clock"]
+    assert abs(clock["offset_ms"] - offset_ms) < 1.0 and abs(clock["offset_after_ms"] - offset_ms) < 1.0, clock
+    # The board's stages, put on the harness's clock, fall inside the navigation phase the harness saw.
+    timing = read_table(record, "timing")
+    assert {"sense", "plan"} <= set(timing["stage"])
+    assert (timing["t_ns_board"] - timing["t_ns"]).between((offset_ms - 1) * 1e6, (offset_ms + 1) * 1e6).all()
+    go, verdict = events["onboard_go"]["t_ns"], events["verdict"]["t_ns"]
+    assert go <= events["onboard_started"]["t_ns"] <= timing["t_ns"].min()
+    assert timing[timing["stage"] != "link"]["t_ns"].max() <= verdict
+    # Per cycle: sensing, then the plan, then (for position commands) the setpoint sent and echoed.
+    timeline = read_table(record, "timeline")
+    assert len(timeline) == events["onboard_finished"]["cycles"] > 0
+    assert (timeline["sense_ns"] <= timeline["plan_start_ns"]).all()
+    assert (timeline["plan_start_ns"] <= timeline["plan_end_ns"]).all()
+    echoed = timeline.dropna(subset=["sent_ns"])
+    assert len(echoed) and (echoed["plan_end_ns"] <= echoed["sent_ns"]).all()
+    assert (echoed["sent_ns"] < echoed["echoed_ns"]).all()
+    assert events["landed"]["t_ns"] > verdict
 
 
 def _session(port: int, *lines: bytes) -> list[dict]:
@@ -136,3 +140,25 @@ def test_the_agent_needs_a_token_and_an_address_it_can_take():
     assert no_token.returncode == 2 and "HIL_ONBOARD_TOKEN" in no_token.stderr
     bad = hil("agent", "--listen", "127.0.0.1:99999", timeout=60)
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_campaign_names_its_boards_or_says_what_is_wrong(monkeypatch):
+    from config.errors import ConfigError
+    from hil.campaign import parse_campaign
+
+    base = {"name": "b", "missions": [{"scene": "forest", "configs": [0]}], "targets": ["sim"]}
+    monkeypatch.setenv("HIL_ONBOARD_TOKEN", TOKEN)
+    boards = parse_campaign({**base, "onboards": ["local", "127.0.0.1:7780"]}).trials()
+    assert [t.onboard for t in boards] == ["local", "127.0.0.1:7780"]
+    # A planner in the harness keeps the trial id it always had (resuming an older campaign repeats nothing).
+    assert boards[0].trial_id == parse_campaign(base).trials()[0].trial_id != boards[1].trial_id
+    with pytest.raises(ConfigError) as info:
+        parse_campaign({**base, "targets": ["lockstep"], "onboards": ["board", "127.0.0.1:99999", "127.0.0.1:7780"]},
+                       "c.yaml")
+    text = str(info.value)
+    assert "c.yaml: onboards[0]: expected local or an onboard agent's HOST:PORT" in text
+    assert "c.yaml: onboards[1]: expected local or an onboard agent's HOST:PORT" in text
+    assert "c.yaml: onboards: expected only local unless every target is sim or px4-sitl" in text
+    monkeypatch.delenv("HIL_ONBOARD_TOKEN")
+    with pytest.raises(ConfigError, match=r"onboards\[0\]: expected HIL_ONBOARD_TOKEN set"):
+        parse_campaign({**base, "onboards": ["127.0.0.1:7780"]}, "c.yaml")
