@@ -37,6 +37,7 @@ from onboard.agent.protocol import (
     open_stream,
     read_message,
     send,
+    token_from_env,
 )
 from onboard.runtime import RuntimeResult
 from onboard.task import NavTask
@@ -68,6 +69,18 @@ class RemoteOnboard:
     address: AgentAddress
     vehicle_url: str
     token: str
+
+
+def remote_onboard(address: str) -> tuple[RemoteOnboard, tuple[str, ...]]:
+    """The onboard agent at ``HOST:PORT`` (the token from HIL_ONBOARD_TOKEN), and the MAVLink link the flight
+    controller opens to the board for it: a free port, which the board listens on at the address the harness
+    reaches it by. Raises ValueError for a malformed address."""
+    from px4.process import free_udp_port
+
+    where = AgentAddress.parse(address)
+    port = free_udp_port()
+    return (RemoteOnboard(where, f"udpin://{where.host}:{port}", token_from_env() or ""),
+            (f"udpout://{where.host}:{port}",))
 
 
 class AgentSession:

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from bridges.vehicle import VehicleError
-from hil.agent_client import RemoteOnboard
+from hil.agent_client import RemoteOnboard, remote_onboard
 from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import fly_mission, keep_plan, mission_summary
 from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
@@ -85,7 +85,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
     with TrialRecorder(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as recorder:
         flight: NavigationResult | None = None
         speed_factor, error = 1.0, "not flown"
-        remote, links = remote_onboard(spec)
+        remote, links = remote_onboard(spec.onboard) if spec.onboard != LOCAL else (None, ())
         options = dataclasses.replace(_target_options(spec, record_dir, recorder), extra_links=links)
         try:
             async with open_target(spec.target, options) as opened:
@@ -185,20 +185,6 @@ def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navi
                       compute=load_compute_profile(spec.compute) if spec.compute != NONE else None,
                       faults=load_fault_profile(spec.fault) if spec.fault != NONE else (), spec=choice.spec,
                       remote=remote)
-
-
-def remote_onboard(spec: TrialSpec) -> tuple[RemoteOnboard | None, tuple[str, ...]]:
-    """The trial's onboard agent (None: the planner runs here) and the MAVLink link the built-in vehicle opens
-    to the board for it: a free port, which the board listens on at the address the harness reaches it by."""
-    if spec.onboard == LOCAL:
-        return None, ()
-    from onboard.agent.protocol import AgentAddress, token_from_env
-    from px4.process import free_udp_port
-
-    address = AgentAddress.parse(spec.onboard)
-    port = free_udp_port()
-    return (RemoteOnboard(address, f"udpin://{address.host}:{port}", token_from_env() or ""),
-            (f"udpout://{address.host}:{port}",))
 
 
 def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,

@@ -162,3 +162,29 @@ def test_a_campaign_names_its_boards_or_says_what_is_wrong(monkeypatch):
     monkeypatch.delenv("HIL_ONBOARD_TOKEN")
     with pytest.raises(ConfigError, match=r"onboards\[0\]: expected HIL_ONBOARD_TOKEN set"):
         parse_campaign({**base, "onboards": ["127.0.0.1:7780"]}, "c.yaml")
+
+
+PLUGIN_TEST = """
+async def test_on_the_board(hil_navigation, hil_recorder):
+    flight = await hil_navigation("narrow-gap:0", planner="straight")
+    assert flight.verdict.outcome == "collision"  # its straight line meets the scene's first obstacle
+    assert flight.runtime is not None and flight.runtime.cycles > 10
+"""
+
+
+def test_the_pytest_plugin_runs_hil_navigation_on_the_agent(pytester, monkeypatch):
+    monkeypatch.setenv("HIL_ONBOARD_TOKEN", TOKEN)
+    pytester.makepyfile(test_board=PLUGIN_TEST)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    records = pytester.path / "records"
+    refused = pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-onboard", "127.0.0.1:7780")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--hil-onboard: expected sim or px4-sitl targets" in refused.stderr.str()
+    with running_agent(offset_ms=OFFSET_MS) as (_, port):
+        result = pytester.runpytest_subprocess("--hil-target", "sim", "--hil-speed", "4", "--hil-onboard",
+                                               f"127.0.0.1:{port}", "--hil-record-dir", str(records))
+    result.assert_outcomes(passed=1)
+    [record] = records.iterdir()
+    clock = next(e for e in read_events(record) if e["kind"] == "onboard_clock")
+    assert abs(clock["offset_ms"] - OFFSET_MS) < 1.0
+    assert {"sense", "plan"} <= set(read_table(record, "timing")["stage"])

@@ -34,6 +34,7 @@ class HilConfig:
     repeat: int
     physics: str = "default"
     lab: Lab | None = None  # --hil-env: the lab's targets by name
+    onboard: str | None = None  # --hil-onboard: hil_navigation's planners run on this onboard agent
 
     def entry(self, name: str) -> LabTarget:
         """The lab's target of that name, else the name as a target with the command line's options."""
@@ -61,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="px4-sitl: PX4's own SIH (default) or the harness's physics as PX4's simulator (profile "
                          "sensors and physical faults act on PX4's sensors); a connection string: 'harness' closes "
                          "the loop of a board in HITL mode on the bench")
+    group.addoption("--hil-onboard", default=None, metavar="HOST:PORT",
+                    help="run hil_navigation's planners on the onboard agent there (`hil agent` on the companion "
+                         "computer; its token in HIL_ONBOARD_TOKEN); sim and px4-sitl targets")
     group.addoption("--hil-env", default=os.environ.get(ENV_VAR), metavar="FILE",
                     help=f"lab file naming the lab's targets (hil.pytest_plugin.lab; default: ${ENV_VAR})")
     parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
@@ -79,14 +83,34 @@ def pytest_configure(config: pytest.Config) -> None:
             lab = load_lab(config.getoption("--hil-env"))
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+    targets = config.getoption("--hil-target") or list(lab.default if lab else ()) or config.getini("hil_targets").split()
+    onboard = config.getoption("--hil-onboard")
+    if onboard is not None:
+        _check_onboard(onboard, [lab.targets[t].target if lab and t in lab.targets else t for t in targets])
     config.stash[CONFIG] = HilConfig(
-        targets=config.getoption("--hil-target") or list(lab.default if lab else ()) or config.getini("hil_targets").split(),
+        targets=targets,
         profile=config.getoption("--hil-profile"),
         link=config.getoption("--hil-link"),
         record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
         speed=speed, arm=config.getoption("--hil-arm"),
         allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
-        physics=config.getoption("--hil-physics"), lab=lab)
+        physics=config.getoption("--hil-physics"), lab=lab, onboard=onboard)
+
+
+def _check_onboard(address: str, targets: list[str]) -> None:
+    """--hil-onboard names an agent the harness can give a link to the flight controller, and a token."""
+    from onboard.agent.protocol import TOKEN_ENV, AgentAddress, token_from_env
+
+    try:
+        AgentAddress.parse(address)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--hil-onboard: {exc}") from None
+    others = [t for t in targets if target_kind(t) not in ("sim", "px4-sitl")]
+    if others:
+        raise pytest.UsageError(f"--hil-onboard: expected sim or px4-sitl targets (the harness opens the board's own "
+                                f"MAVLink link on them), got {', '.join(others)}")
+    if token_from_env() is None:
+        raise pytest.UsageError(f"--hil-onboard: expected {TOKEN_ENV} set to the agent's token")
 
 
 CONFIG = pytest.StashKey[HilConfig]()

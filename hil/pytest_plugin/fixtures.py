@@ -17,7 +17,14 @@ from hil import version as harness_version
 from hil.param_journal import keep_journal
 from hil.pytest_plugin.bench import BenchConnections
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
-from hil.pytest_plugin.target import LINK, SIMULATOR, LinkUnderTest, bring_up, make_safe
+from hil.pytest_plugin.target import (
+    LINK,
+    ONBOARD,
+    SIMULATOR,
+    LinkUnderTest,
+    bring_up,
+    make_safe,
+)
 from hil.recording import record_telemetry
 from hil.safety import require_on_ground
 from records.record import TrialRecorder
@@ -196,14 +203,15 @@ def hil_mission(hil_vehicle, hil_recorder, hil_profile: str):
 
 
 @pytest.fixture
-def hil_navigation(hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile: str, hil_target: str):
+def hil_navigation(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile: str,
+                   hil_target: str):
     """`await hil_navigation("forest:3", planner="avoid", rule="flyingtrust")`: fly a scene from its start
     to its goal with a planner, judged as campaign trials and `hil onboard` judge it (one loop, one judge:
     `hil.navigation.fly_scene`); returns its `NavigationResult` (`.verdict.outcome`, `.monitor`, `.runtime`).
 
     The first argument may be a point_to_point mission file in a scene instead: its start, goal, airspace
     and rule (`rule` is then ignored). `planner`: avoid, straight or MODULE:CLASS; `compute`: a compute
-    profile name to emulate.
+    profile name to emulate. With --hil-onboard the planner runs on that onboard agent.
     """
     from hil.campaign import planner_choice
     from hil.monitor import RULES, SuccessRule
@@ -218,7 +226,8 @@ def hil_navigation(hil_vehicle, hil_recorder, hil_config: HilConfig, hil_profile
                   rate_hz: float = 10.0):
         choice = planner_choice(planner)
         navigation = Navigation(load_planner(choice.spec), planner, sensor=choice.sensor, rate_hz=rate_hz,
-                                compute=load_compute_profile(compute) if compute else None)
+                                compute=load_compute_profile(compute) if compute else None, spec=choice.spec,
+                                remote=request.node.stash.get(ONBOARD, None))
         scene, benchmark = navigation_target(mission)
         judged_by = RULES[rule] if benchmark is None else SuccessRule.of_mission(benchmark)
         # Telemetry is recorded by hil_vehicle already; a lockstep vehicle is dropped, not landed.

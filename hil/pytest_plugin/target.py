@@ -27,6 +27,8 @@ class LinkUnderTest:
 
 
 LINK = pytest.StashKey[LinkUnderTest]()
+# The onboard agent hil_navigation's planners run on (--hil-onboard), with the board's link to the target.
+ONBOARD = pytest.StashKey[object]()
 # The harness's physics when it drives the test's target (PX4 on the harness physics, a HITL bench):
 # faults then act in the physics instead of being asked of the flight controller.
 SIMULATOR = pytest.StashKey[object]()
@@ -77,6 +79,11 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
                             allow_arming=config.arm or entry.arm)
     if spec.kind == "hardware" and link is None and physics == "default":
         options = replace(options, connection=await bench.get(spec.url, options.connect_timeout_s))
+    if config.onboard is not None:
+        from hil.agent_client import remote_onboard
+
+        request.node.stash[ONBOARD], links = remote_onboard(config.onboard)
+        options = replace(options, extra_links=links)
     try:
         opened = open_target(spec, options)
         target_up = await opened.__aenter__()
