@@ -37,7 +37,9 @@ test: $(STAMP) chromium
 # environment of its own. Python 3.10 from PATH, else pyenv's, else one uv installs; without any, it says
 # so and skips.
 VENV310 := .venv310
-ONBOARD_TESTS := tests/test_onboard_units.py tests/test_lockstep.py tests/test_onboard_mavlink.py tests/test_ros2_bridge.py
+ONBOARD_TESTS := tests/test_onboard_units.py tests/test_lockstep.py tests/test_onboard_mavlink.py tests/test_ros2_bridge.py \
+	tests/test_onboard_agent.py::test_strangers_and_broken_jobs_are_refused_and_the_agent_keeps_serving \
+	tests/test_onboard_agent.py::test_offset_and_drift_are_recovered_from_exchanges_with_uneven_delays
 FIND_PY310 := python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null || \
 	ls "$$(pyenv root 2>/dev/null)"/versions/3.10.*/bin/python3.10 2>/dev/null | tail -1 | grep . || \
 	{ $(PY) -m pip install --quiet uv && $(VENV)/bin/uv python install 3.10 && $(VENV)/bin/uv python find 3.10; } 2>/dev/null
