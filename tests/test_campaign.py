@@ -316,10 +316,19 @@ def test_a_killed_worker_costs_no_trial(tmp_path):
 
 
 def test_a_second_run_on_the_same_directory_is_refused_naming_the_first(tmp_path):
-    campaign, out = write_campaign(tmp_path / "c.yaml", **MANY), tmp_path / "run"
+    # 4 trials, not 24: the first run is held stopped (SIGSTOP) while the second tries, so it is
+    # still running then however slowly the second starts, and it need not fly 24 trials afterwards.
+    # The flock is the kernel's, held by a stopped process; its worker flies on meanwhile.
+    campaign = write_campaign(tmp_path / "c.yaml", missions=[{"scene": "forest", "configs": [0, 1]}],
+                              profiles=["default", "1.00kg-SunnySky"])
+    out = tmp_path / "run"
     first = _start_run(campaign, out, "--workers", "1")
     _wait_for_trials(out, 1)
-    second = hil("run", str(out), "--no-progress")
+    first.send_signal(signal.SIGSTOP)
+    try:
+        second = hil("run", str(out), "--no-progress")
+    finally:
+        first.send_signal(signal.SIGCONT)
     assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr
     assert "Traceback" not in second.stderr
     stdout, stderr = _finish(first, 120)

@@ -7,10 +7,11 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from records.record import read_events, read_manifest, read_table
 from px4.process import free_udp_port
+from records.record import read_events, read_manifest, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
@@ -19,6 +20,13 @@ DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
 def hil(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hil", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def hil_each(*invocations: list[str], timeout: float = 120.0) -> list[subprocess.CompletedProcess]:
+    """`hil(*args)` for every list of arguments, up to four processes at once (each spends a second
+    starting Python and importing); the results in the order given."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda args: hil(*args, timeout=timeout), invocations))
 
 
 def test_help_teaches_every_verb():
@@ -143,13 +151,14 @@ async def test_parameters_on_a_flight_controller_are_set_for_the_flight_and_rest
 
 
 def test_numbers_on_the_command_line_are_range_checked():
-    for args, expected in ((["sim", "--speed", "nan"], "finite number > 0"),
-                           (["sim", "--speed", "inf"], "finite number > 0"),
-                           (["sim", "--instance", "600"], "integer from 0 to 254"),
-                           (["fly", str(DEMO), "--geofence-radius", "nan"], "finite number > 0"),
-                           (["fly", str(DEMO), "--min-battery", "150"], "percentage from 0 to 100"),
-                           (["run", "hil/campaigns/demo.yaml", "--workers", "0"], "integer from 1 to 256")):
-        result = hil(*args, timeout=30)
+    cases = ((["sim", "--speed", "nan"], "finite number > 0"),
+             (["sim", "--speed", "inf"], "finite number > 0"),
+             (["sim", "--instance", "600"], "integer from 0 to 254"),
+             (["fly", str(DEMO), "--geofence-radius", "nan"], "finite number > 0"),
+             (["fly", str(DEMO), "--min-battery", "150"], "percentage from 0 to 100"),
+             (["run", "hil/campaigns/demo.yaml", "--workers", "0"], "integer from 1 to 256"))
+    results = hil_each(*(args for args, _ in cases), timeout=30)
+    for (args, expected), result in zip(cases, results):
         assert result.returncode == 2 and expected in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
 
@@ -185,21 +194,24 @@ def test_every_verb_answers_broken_input_with_one_line_and_exit_2(tmp_path):
              ["scene", "show", "forest", "--seed", "99"], ["link", "--listen", "x", "--forward", "y"],
              ["profiles", "show", "nosuch"], ["timing", str(junk)],
              ["onboard", "--connect", "udpin://127.0.0.1:9", "--mission", "nosuch", "--arm"]]
-    for args in cases:
-        result = hil(*args, timeout=60)
+    cases.append(["run", "dmeo"])  # once more, for its suggestion
+    results = hil_each(*cases, timeout=60)
+    for args, result in zip(cases, results):
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr and result.stderr.strip().startswith("hil"), (args, result.stderr)
-    assert "did you mean demo?" in hil("run", "dmeo").stderr
+    assert "did you mean demo?" in results[-1].stderr
 
 
 def test_json_output_is_one_object_on_stdout_for_scripts(tmp_path):
-    flown = hil("fly", "demo_square", "--target", "lockstep", "--record-dir", str(tmp_path / "r"), "--json")
+    flown, refused_run = hil_each(["fly", "demo_square", "--target", "lockstep", "--record-dir", str(tmp_path / "r"),
+                                   "--json"],
+                                  ["fly", "demo_square", "--target", "lockstep", "--max-altitude", "1",
+                                   "--record-dir", str(tmp_path / "r2"), "--json"])
     result = json.loads(flown.stdout)  # nothing but the object: the checklist went to stderr
     assert result["outcome"] == "success" and result["exit_code"] == flown.returncode == 0
     assert result["record"] == str(tmp_path / "r") and result["summary"]["path_length_m"] > 10
     assert "pre-flight checks passed" in flown.stderr
-    refused = json.loads(hil("fly", "demo_square", "--target", "lockstep", "--max-altitude", "1",
-                             "--record-dir", str(tmp_path / "r2"), "--json").stdout)
+    refused = json.loads(refused_run.stdout)
     assert refused["outcome"] == "preflight_failed" and refused["exit_code"] == 3
 
 
