@@ -16,7 +16,9 @@ x planners, with `repeats` trials per combination, each with its own seed::
     targets: [lockstep]                  # lockstep | sim | px4-sitl[:N] | a connection string
     links: [none]                        # link profile names (profiles/links), none = ideal link
     faults: [none]                       # fault profile files, none = no faults
-    planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner)
+    planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner) | ros2
+                                         # (an external ROS 2 node; options: {ros2: {topics: bridge|mavros,
+                                         # namespace: /uav1, domain_id: 0-232}}; onboards local, real-time targets)
     computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
     onboards: [local]                    # where planners run: local (in the harness) or an onboard agent's
                                          # HOST:PORT (`hil agent` on the companion computer; sim target;
@@ -39,6 +41,7 @@ taking trials in order keep reusing the scene they have just built.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 import re
@@ -61,6 +64,7 @@ from config.fields import (
 from config.loading import load_yaml, packaged
 from hil.monitor import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
+from onboard.ros2.topics import OPTION_FIELDS, ROS2, Ros2Endpoint, is_ros2
 from profiles.library import library_profiles, load_vehicle_profile
 from profiles.vehicle import ProfileError
 from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
@@ -74,10 +78,12 @@ MAX_TRIALS = 1_000_000
 
 @dataclass(frozen=True)
 class PlannerChoice:
-    """A planner class (``module:Class``) and whether it needs the virtual depth sensor."""
+    """A planner class (``module:Class``) and whether it needs the virtual depth sensor; or, with `ros2`,
+    an external ROS 2 node (`spec` is then its name)."""
 
     spec: str
     sensor: bool
+    ros2: Ros2Endpoint | None = None
 
 
 # Short names for the onboard reference planners; any other name is a module:Class given a sensor.
@@ -88,6 +94,9 @@ PLANNERS = {
 
 
 def planner_choice(name: str) -> PlannerChoice:
+    """What a campaign's planner name means (a short name, ``module:Class`` or a ROS 2 node's name)."""
+    if is_ros2(name):
+        return PlannerChoice(name, sensor=True, ros2=Ros2Endpoint.parse(name))
     return PLANNERS.get(name, PlannerChoice(name, sensor=True))
 
 
@@ -231,7 +240,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     targets = _names(data.get("targets", [LOCKSTEP]), "targets", problems, _target_problem)
     links = _names(data.get("links", [NONE]), "links", problems, _link_problem)
     faults = _names(data.get("faults", [NONE]), "faults", problems, _fault_problem)
-    planners = _names(data.get("planners", ["straight"]), "planners", problems, _planner_problem)
+    planners = _planners(data.get("planners", ["straight"]), problems)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
     boarded = (SIM, PX4_SITL) if values.get("physics") != "harness" else (SIM,)
@@ -241,6 +250,8 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
                                  "agent has a MAVLink link of its own to the flight controller, which the harness opens "
                                  "on the built-in vehicle and on PX4 SITL with SIH (physics: default) "
                                  f"(targets: {', '.join(targets)})")
+    if any(is_ros2(p) for p in planners):
+        _check_ros2_can_run(targets, onboards, problems)
     if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
     if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):
@@ -420,11 +431,56 @@ def _fault_problem(name: str) -> str | None:
     return None
 
 
+_PLANNER_EXPECTED = (f"{', '.join(PLANNERS)}, a planner class as module:Class, {ROS2} or "
+                     f"{{{ROS2}: {{{', '.join(OPTION_FIELDS)}}}}} (an external ROS 2 node)")
+
+
+def _planners(entries: Any, problems: Problems) -> tuple[str, ...]:
+    """Planner names; a `{ros2: {topics, namespace, domain_id}}` entry becomes its endpoint's name."""
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, list) or not entries:
+        problems.invalid("planners", "a non-empty list of planners", entries)
+        return ()
+    names = []
+    for index, entry in enumerate(entries):
+        path = f"planners[{index}]"
+        if isinstance(entry, dict) and set(entry) == {ROS2} and isinstance(entry[ROS2], dict):
+            before = len(problems.lines)
+            options = read_fields(entry[ROS2], OPTION_FIELDS, f"{path}.{ROS2}.", problems)
+            if len(problems.lines) == before:
+                names.append(Ros2Endpoint(**options).name)
+        elif isinstance(entry, str) and entry:
+            problem = _planner_problem(entry)
+            if problem:
+                problems.add(path, problem)
+            names.append(entry)
+        else:
+            problems.invalid(path, _PLANNER_EXPECTED, entry)
+    return tuple(dict.fromkeys(names))
+
+
+def _check_ros2_can_run(targets: tuple[str, ...], onboards: tuple[str, ...], problems: Problems) -> None:
+    """A ROS 2 node runs on wall time beside the harness's bridge: a real-time target, the planner not on a board,
+    and a DDS backend here."""
+    from onboard.ros2.rclpy_backend import rclpy_available
+
+    if importlib.util.find_spec("cyclonedds") is None and not rclpy_available():
+        problems.add("planners", "expected the ROS 2 extra installed for a ros2 planner (pip install "
+                                 "'quad-hil[ros2]'), or ROS 2's rclpy")
+    if LOCKSTEP in targets:
+        problems.add("targets", "expected no lockstep target with a ros2 planner: a ROS 2 node runs on wall time "
+                                "and lockstep runs as fast as it can (use sim with a speed factor)")
+    if any(o != LOCAL for o in onboards):
+        problems.add("onboards", "expected only local with a ros2 planner: the harness runs the ROS 2 bridge, and "
+                                 "the node itself can be anywhere on the DDS domain")
+
+
 def _planner_problem(name: str) -> str | None:
-    if name in PLANNERS:
+    if name in PLANNERS or name == ROS2:
         return None
     if ":" not in name:
-        return f"expected {', '.join(PLANNERS)} or a planner class as module:Class"
+        return f"expected {_PLANNER_EXPECTED}, got {name!r}"
     from onboard.planner import PlannerLoadError, planner_class
 
     try:

@@ -42,6 +42,7 @@ from missions.faults import FaultSpec
 from missions.geometry import Scene
 from missions.schema import BenchmarkMission
 from onboard.planner import Planner
+from onboard.ros2.topics import Ros2Endpoint
 from onboard.runtime import DEFAULT_RATE_HZ, RuntimeResult, run_planner
 from onboard.sensing import SceneSensor
 from onboard.task import NavTask, scene_from_spec, task_for_mission, task_for_scene
@@ -56,7 +57,7 @@ ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
 class Navigation:
     """What flies the navigation phase: the planner and the conditions it runs under."""
 
-    planner: Planner
+    planner: Planner | None  # None with `ros2`: the planner is an external ROS 2 node
     name: str  # how the record names the planner (its MODULE:CLASS or short name)
     sensor: bool = True  # the virtual depth camera in the scene; False: the planner flies blind
     rate_hz: float = DEFAULT_RATE_HZ
@@ -64,6 +65,7 @@ class Navigation:
     faults: tuple[FaultSpec, ...] = ()  # injected when their triggers fire
     spec: str = ""  # the planner's module:Class, which a companion computer loads
     remote: RemoteOnboard | None = None  # the planner runs on an onboard agent; None: in this process
+    ros2: Ros2Endpoint | None = None  # the planner is a ROS 2 node on this endpoint, bridged from this process
 
 
 @dataclass
@@ -163,9 +165,18 @@ PlannerHost = Callable[[asyncio.Event], Awaitable[RuntimeResult]]  # runs the pl
 @contextlib.asynccontextmanager
 async def _planner_host(vehicle: Vehicle, navigation: Navigation, scene: Scene, task: NavTask,
                         recorder: TrialRecorder) -> AsyncIterator[PlannerHost]:
-    """Where the planner loop runs: the onboard runtime in this process, or an onboard agent's session."""
+    """Where the planner loop runs: the onboard runtime in this process, an onboard agent's session, or a
+    ROS 2 node on the DDS domain, bridged from this process (its endpoint claimed before the vehicle arms)."""
+    sensor = SceneSensor(scene, task.home_in_scene) if navigation.sensor and navigation.remote is None else None
+    if navigation.ros2 is not None:
+        from onboard.ros2.node_planner import claim_endpoint, run_node_planner
+
+        # One vehicle per endpoint at a time: a node serves whatever odometry it hears.
+        async with claim_endpoint(navigation.ros2):
+            yield lambda stop: run_node_planner(vehicle, navigation.ros2, task, sensor=sensor, recorder=recorder,
+                                                stop=stop)
+        return
     if navigation.remote is None:
-        sensor = SceneSensor(scene, task.home_in_scene) if navigation.sensor else None
         yield lambda stop: run_planner(vehicle, navigation.planner, task, rate_hz=navigation.rate_hz, sensor=sensor,
                                        compute_profile=navigation.compute, recorder=recorder, stop=stop)
         return

@@ -32,6 +32,8 @@ from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
+from onboard.ros2.node_planner import latency_columns
+from onboard.ros2.topics import is_ros2
 from onboard.task import task_for_scene
 from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
@@ -120,6 +122,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
             **facts,
             **_flight_columns(flight.rows, speed_factor, monitor, verdict, scene, profile, rule, facts),
             **timing_summary(_optional_table(record_dir, "timing")),
+            **(latency_columns(_optional_table(record_dir, "ros2")) if is_ros2(spec.planner) else {}),
             **trial_estimation(record_dir),  # on the harness's physics: PX4's estimate against the truth
         }
         recorder.finish(verdict.outcome, summary)
@@ -181,10 +184,11 @@ def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navi
     from profiles.compute import load_compute_profile
 
     choice = planner_choice(spec.planner)
-    return Navigation(load_planner(choice.spec), spec.planner, sensor=choice.sensor, rate_hz=spec.rate_hz,
+    return Navigation(load_planner(choice.spec) if choice.ros2 is None else None, spec.planner, sensor=choice.sensor,
+                      rate_hz=spec.rate_hz,
                       compute=load_compute_profile(spec.compute) if spec.compute != NONE else None,
                       faults=load_fault_profile(spec.fault) if spec.fault != NONE else (), spec=choice.spec,
-                      remote=remote)
+                      remote=remote, ros2=choice.ros2)
 
 
 def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,

@@ -1,8 +1,12 @@
 """The ROS 2 bridge: a `Vehicle` seen from ROS 2, for planners that are ROS 2 nodes.
 
+Topic names are a preset's under a namespace (`onboard.ros2.topics`); the default preset's are below.
+
 Out (ENU world frame "map", FLU body "base_link", REP 103/105):
 
 * ``odom`` (nav_msgs/Odometry) at every telemetry snapshot; twist in the body frame, as REP 105 says;
+* with a goal: ``goal`` (geometry_msgs/PoseStamped, "map"; latched: transient local), first of all and then
+  once a second, for a node to learn its task;
 * with a sensor: ``camera/points`` (sensor_msgs/PointCloud2, x y z float32 in "map") and
   ``camera/depth`` (sensor_msgs/Image, 32FC1 metres, NaN = no return) at the camera's rate.
 
@@ -16,7 +20,10 @@ In (each converted to NED and forwarded through the `Vehicle`; offboard starts o
   velocity feed-forward and yaw.
 
 Every incoming message's age at arrival (now - header.stamp, system clock, as ROS stamps) is kept
-per topic in `latencies` and, with a recorder, in table "ros2" (topic, latency_s).
+per topic in `latencies` and, with a recorder, in table "ros2" (topic, latency_s). A node that stamps
+its command with the stamp of the odometry or depth image it reacted to makes that age the sensor-to-
+command latency (wall time: publishing, the node's computation and both DDS hops). Leaving the bridge
+switches a vehicle it put in offboard to Hold.
 """
 
 from __future__ import annotations
@@ -32,12 +39,12 @@ import numpy as np
 from missions.sensors import Pose
 from onboard.ros2 import frames
 from onboard.ros2.messages import FLOAT32
+from onboard.ros2.topics import BRIDGE, Topics
 from onboard.sensing import SceneSensor
 from onboard.tracking import follow, track
 
-ODOM, POINTS, DEPTH = "odom", "camera/points", "camera/depth"
-POSE_SP, TRAJECTORY_SP, POS_CMD = "setpoint/pose", "setpoint/trajectory", "planning/pos_cmd"
 SETPOINT_HZ = 30.0
+GOAL_PERIOD_S = 1.0  # wall seconds between goal messages: a node that starts late still learns it
 
 
 @dataclass(frozen=True)
@@ -64,11 +71,14 @@ class Ros2Bridge:
     """Publishes a vehicle's state and sensor to ROS 2 and forwards ROS 2 setpoints to it."""
 
     def __init__(self, vehicle, backend, *, sensor: SceneSensor | None = None, speed_limit: float = 4.0,
-                 recorder=None, frame_id: str = "map", child_frame_id: str = "base_link") -> None:
+                 recorder=None, frame_id: str = "map", child_frame_id: str = "base_link", topics: Topics = BRIDGE,
+                 goal: tuple[float, float, float] | None = None) -> None:
+        """`goal`: local NED, published on the goal topic; `topics`: the names used (`onboard.ros2.topics`)."""
         self.vehicle, self.backend, self.sensor = vehicle, backend, sensor
         self.speed_limit, self.recorder = speed_limit, recorder
         self.frame_id, self.child_frame_id = frame_id, child_frame_id
-        self.latencies: dict[str, list[float]] = {POSE_SP: [], TRAJECTORY_SP: [], POS_CMD: []}
+        self.topics, self.goal = topics, goal
+        self.latencies: dict[str, list[float]] = {topics.pose: [], topics.trajectory: [], topics.pos_cmd: []}
         self.received = 0
         self._setpoint: _Setpoint | None = None
         self._new_setpoint = asyncio.Event()
@@ -77,16 +87,19 @@ class Ros2Bridge:
         self._closing = False
 
     async def __aenter__(self) -> "Ros2Bridge":
-        b = self.backend
-        self._publish_odom = b.publisher(ODOM, "nav_msgs/msg/Odometry")
-        b.subscribe(POSE_SP, "geometry_msgs/msg/PoseStamped", self._on_pose)
-        b.subscribe(TRAJECTORY_SP, "trajectory_msgs/msg/MultiDOFJointTrajectory", self._on_trajectory)
-        b.subscribe(POS_CMD, "quadrotor_msgs/msg/PositionCommand", self._on_position_command)
+        b, topics = self.backend, self.topics
+        self._publish_odom = b.publisher(topics.odom, "nav_msgs/msg/Odometry")
+        b.subscribe(topics.pose, "geometry_msgs/msg/PoseStamped", self._on_pose)
+        b.subscribe(topics.trajectory, "trajectory_msgs/msg/MultiDOFJointTrajectory", self._on_trajectory)
+        b.subscribe(topics.pos_cmd, "quadrotor_msgs/msg/PositionCommand", self._on_position_command)
+        if self.goal is not None:  # before odometry: a node should know where to go when the vehicle appears
+            self._publish_goal = b.publisher(topics.goal, "geometry_msgs/msg/PoseStamped", "latched")
+            self._tasks.append(asyncio.create_task(self._goal()))
         self._tasks.append(asyncio.create_task(self._odometry()))
         self._tasks.append(asyncio.create_task(self._forward()))
         if self.sensor is not None:
-            self._publish_points = b.publisher(POINTS, "sensor_msgs/msg/PointCloud2", "sensor")
-            self._publish_depth = b.publisher(DEPTH, "sensor_msgs/msg/Image", "sensor")
+            self._publish_points = b.publisher(topics.points, "sensor_msgs/msg/PointCloud2", "sensor")
+            self._publish_depth = b.publisher(topics.depth, "sensor_msgs/msg/Image", "sensor")
             self._tasks.append(asyncio.create_task(self._camera()))
         return self
 
@@ -100,6 +113,10 @@ class Ros2Bridge:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.backend.close()
+        if self._offboard:
+            # Hold, as the onboard runtime leaves it; a vehicle gone mid-flight must not hide why the bridge closed.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.vehicle.stop_offboard())
 
     # ------------------------------------------------------------------ out
     def _header(self, msg, frame_id: str) -> None:
@@ -122,6 +139,15 @@ class Ros2Bridge:
     async def _odometry(self) -> None:
         async for state in self.vehicle.telemetry():
             self._publish_odom(self.odometry_message(state))
+
+    async def _goal(self) -> None:
+        msg = self.backend.message("geometry_msgs/msg/PoseStamped")
+        p = msg.pose.position
+        p.x, p.y, p.z = frames.ned_to_enu(self.goal)
+        while not self._closing:
+            self._header(msg, self.frame_id)
+            self._publish_goal(msg)
+            await asyncio.sleep(GOAL_PERIOD_S)
 
     async def _camera(self) -> None:
         period = 1.0 / self.sensor.camera.rate_hz
@@ -166,13 +192,13 @@ class Ros2Bridge:
         self._new_setpoint.set()
 
     def _on_pose(self, msg) -> None:
-        self._arrived(POSE_SP, msg)
+        self._arrived(self.topics.pose, msg)
         o = msg.pose.orientation
         self._set(_Setpoint("position", frames.yaw_enu_to_ned(frames.yaw_from_quaternion(o.x, o.y, o.z, o.w)),
                             position=_ned(msg.pose.position)))
 
     def _on_trajectory(self, msg) -> None:
-        self._arrived(TRAJECTORY_SP, msg)
+        self._arrived(self.topics.trajectory, msg)
         rows = []
         for point in msg.points:
             t = point.time_from_start.sec + point.time_from_start.nanosec / 1e9
@@ -186,7 +212,7 @@ class Ros2Bridge:
         self._set(_Setpoint("trajectory", yaw, trajectory=np.array(rows), t0_wall=sec + nanosec / 1e9))
 
     def _on_position_command(self, msg) -> None:
-        self._arrived(POS_CMD, msg)
+        self._arrived(self.topics.pos_cmd, msg)
         self._set(_Setpoint("reference", frames.yaw_enu_to_ned(msg.yaw), position=_ned(msg.position),
                             velocity=_ned(msg.velocity)))
 
@@ -233,7 +259,7 @@ def open_backend(domain_id: int = 0, prefer: str = "auto"):
     from onboard.ros2.rclpy_backend import RclpyBackend, rclpy_available
 
     if prefer == "rclpy" or (prefer == "auto" and rclpy_available()):
-        return RclpyBackend()
+        return RclpyBackend(domain_id=domain_id)
     from onboard.ros2.dds_backend import DdsBackend
 
     return DdsBackend(domain_id)

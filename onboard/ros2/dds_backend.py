@@ -6,7 +6,8 @@ What makes a DDS endpoint a ROS 2 topic (as rmw_cyclonedds_cpp does it):
 * type ``nav_msgs/msg/Odometry`` is DDS type ``nav_msgs::msg::dds_::Odometry_`` (onboard.ros2.messages);
 * data are CDR in the .msg field order;
 * QoS "default" is reliable, volatile, keep last 10; "sensor" (rclpy's qos_profile_sensor_data) is
-  best effort, volatile, keep last 5.
+  best effort, volatile, keep last 5; "latched" is reliable, transient local, keep last 1 (a reader that
+  joins late still gets the last message, as ROS 1's latched topics).
 
 Subscriptions are polled from the asyncio loop (every `POLL_S`), so callbacks run on the loop.
 """
@@ -19,6 +20,7 @@ from typing import Any, Callable
 
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
+from cyclonedds.internal import InvalidSample
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -31,6 +33,8 @@ QOS = {
     "default": Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.Durability.Volatile,
                    Policy.History.KeepLast(10)),
     "sensor": Qos(Policy.Reliability.BestEffort, Policy.Durability.Volatile, Policy.History.KeepLast(5)),
+    "latched": Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.Durability.TransientLocal,
+                   Policy.History.KeepLast(1)),
 }
 # ROS type name -> IDL class.
 TYPES = {
@@ -84,7 +88,9 @@ class DdsBackend:
         while True:
             for reader, callback in self._readers:
                 for sample in reader.take(N=64):
-                    callback(sample)
+                    # A writer leaving (a node or bridge that closed) arrives as a sample without data.
+                    if not isinstance(sample, InvalidSample):
+                        callback(sample)
             await asyncio.sleep(POLL_S)
 
     async def close(self) -> None:

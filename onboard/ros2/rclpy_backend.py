@@ -2,7 +2,8 @@
 
 Same interface as `dds_backend.DdsBackend`: messages come from the installed message packages
 (quadrotor_msgs must be built in the workspace for PositionCommand), callbacks run on the asyncio
-loop, which spins the node between its other work.
+loop, which spins the node between its other work. Each backend has its own rclpy context, so its
+node joins the DDS domain it was given whatever else the process has initialized.
 """
 
 from __future__ import annotations
@@ -28,15 +29,25 @@ class RclpyBackend:
 
     name = "rclpy"
 
-    def __init__(self, node_name: str = "hil_bridge") -> None:
+    def __init__(self, node_name: str = "hil_bridge", domain_id: int = 0) -> None:
         import rclpy
-        from rclpy.qos import qos_profile_sensor_data
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import (
+            DurabilityPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+            qos_profile_sensor_data,
+        )
 
-        if not rclpy.ok():
-            rclpy.init()
-        self._rclpy = rclpy
-        self.node = rclpy.create_node(node_name)
-        self._qos = {"default": 10, "sensor": qos_profile_sensor_data}
+        self._context = Context()
+        self._context.init(domain_id=domain_id)
+        self.node = rclpy.create_node(node_name, context=self._context)
+        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self.node)
+        self._qos = {"default": 10, "sensor": qos_profile_sensor_data,
+                     "latched": QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                           durability=DurabilityPolicy.TRANSIENT_LOCAL)}
         self._spinner: asyncio.Task | None = None
 
     @staticmethod
@@ -57,7 +68,7 @@ class RclpyBackend:
 
     async def _spin(self) -> None:
         while True:
-            self._rclpy.spin_once(self.node, timeout_sec=0)
+            self._executor.spin_once(timeout_sec=0)
             await asyncio.sleep(SPIN_S)
 
     async def close(self) -> None:
@@ -65,4 +76,6 @@ class RclpyBackend:
             self._spinner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spinner
+        self._executor.shutdown()
         self.node.destroy_node()
+        self._context.try_shutdown()
