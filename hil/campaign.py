@@ -21,7 +21,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
                                          # namespace: /uav1, domain_id: 0-232}}; onboards local, real-time targets)
     computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
     onboards: [local]                    # where planners run: local (in the harness) or an onboard agent's
-                                         # HOST:PORT (`hil agent` on the companion computer; sim target;
+                                         # HOST:PORT (`hil agent` on the companion computer; sim or px4-sitl;
                                          # the token in HIL_ONBOARD_TOKEN)
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
