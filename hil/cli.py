@@ -37,6 +37,7 @@ examples:
   hil run hil/campaigns/demo.yaml --out runs/demo            a campaign (resumable), then:
   hil report runs/demo                                       its report (HTML + Markdown)
   hil scene show forest --seed 3                             look at a benchmark scene
+  hil agent --listen 192.168.1.20:7780                       on the companion computer: campaigns fly planners there
   pytest tests/hil --hil-target lockstep                     the example HIL test suite (pytest plugin)
 
 every verb has --help with its own examples; safety: a target other than sim/px4-sitl is a real
