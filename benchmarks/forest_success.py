@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.quick import parse_args  # noqa: E402
 from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
 from hil.campaign import planner_choice  # noqa: E402
-from hil.monitor import RULES  # noqa: E402
 from hil.navigation import Navigation, NavigationResult, fly_scene  # noqa: E402
+from hil.rules import RULES  # noqa: E402
 from missions.scenes import CONFIGURATIONS, generate  # noqa: E402
 from onboard.planner import load_planner  # noqa: E402
 from profiles.compute import load_compute_profile  # noqa: E402

@@ -62,7 +62,7 @@ from config.fields import (
     text,
 )
 from config.loading import load_yaml, packaged
-from hil.monitor import RULES
+from hil.rules import RULES
 from missions.scenes import CONFIGURATIONS, SCENES
 from onboard.ros2.topics import OPTION_FIELDS, ROS2, Ros2Endpoint, is_ros2
 from profiles.library import library_profiles, load_vehicle_profile

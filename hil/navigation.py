@@ -34,9 +34,10 @@ from hil.agent_client import (
     trial_job,
 )
 from hil.fly import land_and_wait
-from hil.monitor import SuccessRule, TrialMonitor, Verdict
+from hil.monitor import TrialMonitor, Verdict
 from hil.param_journal import keep_journal
 from hil.recording import record_telemetry
+from hil.rules import SuccessRule
 from hil.safety import require_on_ground
 from missions.faults import FaultSpec
 from missions.geometry import Scene

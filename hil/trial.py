@@ -24,9 +24,10 @@ from bridges.vehicle import VehicleError
 from hil.agent_client import RemoteOnboard, remote_onboard
 from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import fly_mission, keep_plan, mission_summary
-from hil.monitor import RULES, SuccessRule, TrialMonitor, Verdict
+from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.recording import record_telemetry
+from hil.rules import RULES, SuccessRule
 from hil.safety import require_on_ground
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from bridges.vehicle import VehicleState
-from hil.monitor import RULES, TrialMonitor
+from hil.monitor import TrialMonitor
+from hil.rules import RULES
 from missions.geometry import Cylinders, Scene
 
 SCENE = Scene("test", 0, np.array([0.0, -10.0, -4.0]), np.array([40.0, 10.0, 0.0]),

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from hil.monitor import RULES
 from hil.navigation import Navigation, fly_scene
+from hil.rules import RULES
 from missions.scenes import generate
 from onboard.planner import Command, Observation
 from onboard.planners.avoid import OccupancyPlanner

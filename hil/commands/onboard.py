@@ -12,7 +12,7 @@ from pathlib import Path
 from bridges.vehicle import VehicleError
 from hil import exit_codes
 from hil.commands.args import positive_float
-from hil.monitor import RULES
+from hil.rules import RULES
 from hil.safety import UnexpectedVehicleState
 
 
@@ -66,8 +66,8 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import planner_choice
-    from hil.monitor import SuccessRule
     from hil.navigation import Navigation, navigation_target
+    from hil.rules import SuccessRule
     from missions.scenes import SceneError
     from onboard.planner import load_planner
     from onboard.profile_table import format_table

@@ -214,8 +214,8 @@ def hil_navigation(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hi
     profile name to emulate. With --hil-onboard the planner runs on that onboard agent.
     """
     from hil.campaign import planner_choice
-    from hil.monitor import RULES, SuccessRule
     from hil.navigation import Navigation, fly_scene, navigation_target
+    from hil.rules import RULES, SuccessRule
     from onboard.planner import load_planner
     from profiles.compute import load_compute_profile
     from profiles.library import load_vehicle_profile
