@@ -26,9 +26,10 @@ def test_px4_flies_the_same_planner_from_the_harness_and_from_the_board(tmp_path
     assert not set(results["outcome"]) & {"error", "onboard_lost"}, results[["outcome", "reason"]]
     check_board_record(out / "trials" / results.loc[f"127.0.0.1:{port}", "trial_id"], OFFSET_MS)
     # Both flew the scene's straight line into its first obstacle, on PX4: the board changed where the
-    # planner ran, not what it did.
+    # planner ran, not what it did. (Not when: the board's first setpoint comes a hop later, measured
+    # 2.0-2.2 s of vehicle time at 4x on two loaded cores, so its flight ends that much later.)
     assert set(results["outcome"]) == {"collision"}
-    assert abs(results["end_time_s"].iloc[0] - results["end_time_s"].iloc[1]) < 1.5, results["end_time_s"]
+    assert abs(results["path_length_m"].iloc[0] - results["path_length_m"].iloc[1]) < 2.0, results["path_length_m"]
     report = hil("report", str(out))
     assert report.returncode == 0, report.stderr
     text = (out / "report.md").read_text()
