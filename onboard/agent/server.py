@@ -24,6 +24,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from config.fields import is_number
 from onboard.agent.clock import BoardClock
 from onboard.agent.protocol import (
     ALIVE_S,
@@ -113,21 +114,17 @@ def _task(value: Any, problems: list[str]) -> NavTask | None:
     fields: dict[str, Any] = {"name": value["name"]}
     for name in triples:
         triple = value.get(name)
-        if not (isinstance(triple, list) and len(triple) == 3 and all(_finite_number(v) for v in triple)):
+        if not (isinstance(triple, list) and len(triple) == 3 and all(is_number(v) for v in triple)):
             problems.append(f"job.task.{name}: expected three finite numbers (north, east, down), got {triple!r:.60}")
             continue
         fields[name] = tuple(float(v) for v in triple)
     for name in numbers:
         number = value.get(name)
-        if not (_finite_number(number) and number > 0):
+        if not (is_number(number) and number > 0):
             problems.append(f"job.task.{name}: expected a finite number > 0, got {number!r:.60}")
             continue
         fields[name] = float(number)
     return NavTask(**fields) if len(fields) == 1 + len(triples) + len(numbers) else None
-
-
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class BoardRecorder:
