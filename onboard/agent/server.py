@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT_S = 10.0  # a connection that says nothing is dropped
 GO_TIMEOUT_S = 600.0  # the harness arms and takes off between ready and go
+LINGER_S = 2.0  # how long a closing session reads what the peer still sends
 
 
 class JobError(ValueError):
@@ -192,9 +193,7 @@ class Agent:
             with contextlib.suppress(ConnectionError):
                 await send(writer, {"op": "error", "error": f"agent failed: {type(exc).__name__}: {exc}"})
         finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            await _close(reader, writer)
 
     async def _trial(self, job: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         from bridges.mavsdk_vehicle import connect
@@ -276,3 +275,23 @@ def _load(trial: TrialJob):
     sensor = SceneSensor(scene_for(trial.scene, trial.config), trial.task.home_in_scene) if trial.sensor else None
     compute = load_compute_profile(trial.compute) if trial.compute else None
     return planner, sensor, compute
+
+
+async def _close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Close a session so that its last answer arrives.
+
+    Closing a socket with unread input resets the connection, and the peer's kernel may then drop the
+    refusal it had not yet read. So: end our side, read (and drop) what the peer still sends, then close.
+    """
+    with contextlib.suppress(OSError, RuntimeError, asyncio.TimeoutError):
+        if writer.can_write_eof():
+            writer.write_eof()
+        await asyncio.wait_for(_discard(reader), LINGER_S)
+    writer.close()
+    with contextlib.suppress(ConnectionError):
+        await writer.wait_closed()
+
+
+async def _discard(reader: asyncio.StreamReader) -> None:
+    while await reader.read(65536):
+        pass
