@@ -152,6 +152,18 @@ SPECS: tuple[ParamSpec, ...] = (
 
 SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
 REFERENCE = Path(__file__).resolve().parent / "reference" / "px4_v1.16.1_sih_parameters.json"
+
+# PX4 SITL's start-up script (ROMFS init.d-posix/rcS, v1.16.1) lengthens the loss timeouts when
+# PX4_SIM_SPEED_FACTOR is set, so that a ground station or offboard client that keeps up in wall time
+# is not taken for lost at speed: each becomes this many seconds times the speed factor. (v1.14.0 used
+# 0.5 for RC and offboard.) At 4x, RC loss is 4 s of vehicle time, one wall second, not 0.5 s.
+SPEED_SCALED = {"COM_DL_LOSS_T": 10.0, "COM_RC_LOSS_T": 1.0, "COM_OF_LOSS_T": 1.0, "COM_OBC_LOSS_T": 5.0}
+
+
+def speed_scaled_timeouts(speed: float) -> dict[str, float]:
+    """The loss timeouts PX4 SITL's rcS sets at this speed factor; none at 1x, where the harness leaves
+    PX4_SIM_SPEED_FACTOR unset."""
+    return {} if speed == 1.0 else {name: per_speed * speed for name, per_speed in SPEED_SCALED.items()}
 # A PX4 parameter name: capitals, digits and underscores, at most 16 characters (param_id is char[16]).
 PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 HASH_CHECK = "_HASH_CHECK"  # the list's last PARAM_VALUE: a hash of every value, for a client's cache

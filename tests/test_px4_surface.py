@@ -23,12 +23,13 @@ from pymavlink.dialects.v20 import common as mavlink
 from pyulog import ULog
 
 from bridges.mavsdk_vehicle import connect
-from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4 import modes
 from px4.crc32 import crc32part
+from px4.params import speed_scaled_timeouts
 from px4.reference.measure import read_parameters
 from px4.sim import mavlink_extra
 from px4.sitl import SitlOptions, px4_sitl
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .mavlink_client import Client
 from .px4_builds import MAIN_BUILD, needs_px4
@@ -43,9 +44,9 @@ PRESENT = 0x0300402F  # gyro, accel, mag, baro, GPS, xy position control, loggin
 ENABLED = PRESENT | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
 HEALTHY = 0x1320C83F  # the above, differential pressure, attitude, motors, AHRS, pre-arm checks
 # Parameters whose value differs by design: the built-in vehicle fills SIH_* and the hover thrust
-# from its profile, and PX4's start-up script scales the loss timeouts by the speed factor.
-VEHICLE_SPECIFIC = ("SIH_", "MPC_THR_HOVER", "COM_DL_LOSS_T", "COM_OBC_LOSS_T", "COM_OF_LOSS_T", "COM_RC_LOSS_T",
-                    "MAV_SYS_ID")
+# from its profile. The reference was read at 1x; at SPEED both lengthen the loss timeouts as rcS does.
+VEHICLE_SPECIFIC = ("SIH_", "MPC_THR_HOVER", "MAV_SYS_ID")
+AT_SPEED = speed_scaled_timeouts(SPEED)
 
 mavlink_extra.register(mavlink_all)  # decode PROTOCOL_VERSION, COMPONENT_METADATA, ... in these clients
 
@@ -120,7 +121,7 @@ def test_parameters_are_px4s_with_its_types_values_and_hash(gcs, target):
     # As a ground station reads them: the list, then any index it missed one by one.
     params, hash_value = read_parameters(gcs.conn, gcs.heartbeat.get_srcSystem(), timeout=20.0)
     found = {p.name: p for p in params}
-    expected = {name: (kind, value) for name, kind, value in PARAMETERS["parameters"]}
+    expected = {name: (kind, AT_SPEED.get(name, value)) for name, kind, value in PARAMETERS["parameters"]}
     assert [p.name for p in params] == [name for name, _, _ in PARAMETERS["parameters"]]  # same names, same order
     values = {}
     for name, param in found.items():

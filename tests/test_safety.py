@@ -78,7 +78,7 @@ async def test_pilot_switching_to_position_mode_stops_the_harness_at_once(tmp_pa
         # The harness sent nothing after the takeover: the vehicle is still flying in the pilot's mode.
         hb = pilot.recv("HEARTBEAT", 2.0)
         assert hb.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED
-        assert pilot.wait_mode(FlightMode.POSCTL, 1.0)
+        assert pilot.wait_mode(FlightMode.POSCTL, 1.0), f"not in Position; the vehicle said {pilot.texts[-5:]}"
         pos = pilot.recv("LOCAL_POSITION_NED", 1.0)
         assert -pos.z > 2.0, "still airborne: nobody told it to land"
         assert any(e["kind"] == "pilot_takeover" for e in read_events(tmp_path / "r"))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiles.library import load_vehicle_profile
-from px4.params import ParamStore
+from px4.params import ParamStore, speed_scaled_timeouts
 from px4.sim.autopilot import Autopilot
 from px4.sim.mavlink_server import MavlinkServer
 
@@ -52,7 +52,10 @@ def build_vehicle(options: SimOptions) -> tuple[Autopilot, MavlinkServer]:
     """The autopilot and its MAVLink server, not yet attached to any port."""
     profile = load_vehicle_profile(options.profile)
     autopilot = Autopilot(profile, ParamStore())
-    for name, value in options.params.items():
+    for name, value in speed_scaled_timeouts(options.speed).items():
+        # PX4 sets these without range checks; above ~35x the RC timeout passes its metadata's maximum.
+        autopilot.params.set(name, min(value, autopilot.params.spec(name).max))
+    for name, value in options.params.items():  # after rcS's, as the harness's px4-rc.simulator runs after it
         autopilot.params.set(name, value)
     autopilot.apply_params()
     return autopilot, MavlinkServer(autopilot, sysid=options.sysid, root=options.root)
