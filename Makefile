@@ -28,9 +28,10 @@ run: $(STAMP)
 	else echo "PX4_DIR not set: skipping the built-in vehicle against PX4 SITL campaign (hil/campaigns/demo-px4.yaml)"; fi
 
 # Two workers (one per core of the CI machine), whole test files per worker: PX4 instances and
-# built-in vehicles claim their own ports, so files run side by side.
+# built-in vehicles claim their own ports, so files run side by side. -rfER lists failures, errors and
+# PX4 reruns by name (a test that needs reruns often shows it).
 test: $(STAMP) chromium
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
+	$(PY) -m pytest -q -rfER -n 2 --dist loadfile --durations=15
 	@$(MAKE) --no-print-directory test-py310
 
 # The onboard side on the Python companion computers ship (3.10: JetPack 6, ROS 2 Humble), in a virtual

@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import json
 import lzma
+import shutil
 import struct
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +59,19 @@ class Target:
 
     name: str
     url: str
+    process: object  # SimProcess or SitlProcess: failure() says whether and how it died
+
+    def state(self) -> str:
+        """What a test that lost the vehicle should know: did the process die, what did PX4 last say, and
+        which sockets hold the port the vehicle sends to (another socket bound to it takes the datagrams)."""
+        said = self.process.failure() or "the vehicle's process is running"
+        if hasattr(self.process, "console"):
+            said += "; PX4's console ends:" + self.process.console.tail()
+        port = self.url.rsplit(":", 1)[1]
+        if shutil.which("ss"):
+            held = subprocess.run(["ss", "-uanpH", f"sport = :{port}"], capture_output=True, text=True).stdout
+            said += f"\nUDP sockets on port {port}:\n{held.strip() or '(none)'}"
+        return said
 
 
 @contextlib.contextmanager
@@ -85,13 +100,16 @@ def target(request):
         # Armable (PX4 v1.16 at 4x: ~1.5 s): the tests below expect a settled vehicle.
         client.wait_armable(timeout=20.0)
         client.close()
-        yield Target(request.param, proc.url)
+        yield Target(request.param, proc.url, proc)
 
 
 @pytest.fixture
 def gcs(target):
     """A pymavlink ground station on the module's vehicle."""
-    client = Client(target.url, dialect="all")
+    try:
+        client = Client(target.url, dialect="all")
+    except AssertionError as exc:  # seen once in CI (PX4, late in the module): say what became of it
+        raise AssertionError(f"{exc} on {target.url}: {target.state()}") from None
     client.drain()
     yield client
     client.close()
