@@ -67,6 +67,9 @@ class OccupancyPlanner:
         self.grid = OccupancyGrid(tuple(lo), tuple(hi), self.resolution, VEHICLE_RADIUS + MARGIN, task.altitude, BAND)
         self.goal = np.asarray(task.goal, dtype=float)
         self.previous: tuple[float, np.ndarray] | None = None  # (observation time, trajectory) of the last plan
+        # The last search, keyed by what decides it: most plans see the same window from the same cell
+        # (the map changes only as new obstacles come into view), and then the route is the same too.
+        self._last_route: tuple[tuple, np.ndarray | None] | None = None
 
     def step(self, obs: Observation) -> Command:
         here = obs.position
@@ -95,7 +98,11 @@ class OccupancyPlanner:
         centre = np.clip(grid.cell(here), 0, np.array(grid.shape) - 1)
         lo = np.maximum(centre - half, 0)
         hi = np.minimum(centre + half + 1, grid.shape)
-        route = self._route(grid.blocked[lo[0]:hi[0], lo[1]:hi[1]], lo, centre - lo)
+        window = grid.blocked[lo[0]:hi[0], lo[1]:hi[1]]
+        key = (tuple(lo), tuple(centre), window.shape, window.tobytes())
+        if self._last_route is None or self._last_route[0] != key:
+            self._last_route = (key, self._route(window, lo, centre - lo))
+        route = self._last_route[1]
         if route is None:
             return np.vstack([here, here])  # boxed in: hold position and keep looking
         return self._prune(np.vstack([here, route]))
