@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from config.fields import is_number
 from onboard.agent.clock import ClockAlignment, OffsetEstimate, estimate_offset
 from onboard.agent.protocol import (
     VERSION,
@@ -249,4 +250,4 @@ def merge_result(message: dict[str, Any], alignment: ClockAlignment, recorder: T
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return float(value) if is_number(value) else math.nan

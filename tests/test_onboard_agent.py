@@ -125,8 +125,9 @@ def test_strangers_and_broken_jobs_are_refused_and_the_agent_keeps_serving(tmp_p
                            b'{"op": "trial", "job": [1, 2]}\n', b'{"op": "fly"}\n', b'{"op": "ping", "t1": 7}\n')
         assert [r["op"] for r in replies] == ["hello", "error", "error", "error", "pong"]
         refusal = replies[1]["error"]
-        for expected in ("job.planner: expected a planner class as module:Class", "job.sensor: expected true or false",
-                         "job.rate_hz: expected a planner rate in Hz > 0", "job.task.start: expected three finite"):
+        for expected in ("trial job: job.planner: expected a planner class as module:Class, got 'straight'",
+                         "trial job: job.sensor: expected true or false", "job.rate_hz: expected a number > 0",
+                         "job.task.start: expected three finite numbers", "job.task.goal: missing required field"):
             assert expected in refusal, refusal
         assert "job: expected a mapping" in replies[2]["error"] and "unknown op 'fly'" in replies[3]["error"]
         assert replies[4]["t1"] == 7 and isinstance(replies[4]["t2"], int)  # the session went on

@@ -18,13 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import platform
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from config.fields import is_number
+from config.fields import (
+    Field,
+    Invalid,
+    Problems,
+    flag,
+    integer,
+    is_number,
+    number,
+    read_fields,
+    text,
+)
 from onboard.agent.clock import BoardClock
 from onboard.agent.protocol import (
     ALIVE_S,
@@ -65,67 +74,60 @@ class TrialJob:
     connect_timeout_s: float
 
 
+def _planner_class(value: Any) -> str:
+    if not isinstance(value, str) or ":" not in value:
+        raise Invalid("a planner class as module:Class")
+    return value
+
+
+def _optional_name(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise Invalid("a compute profile name or null")
+    return value
+
+
+def _triple(value: Any) -> tuple[float, float, float]:
+    if not (isinstance(value, list) and len(value) == 3 and all(is_number(v) for v in value)):
+        raise Invalid("three finite numbers (north, east, down)")
+    return tuple(float(v) for v in value)
+
+
+JOB_FIELDS = {
+    "trial_id": text("the trial's id"),
+    "planner": Field("a planner class as module:Class", _planner_class),
+    "sensor": replace(flag("render the scene's depth for the planner", False), required=True),
+    "rate_hz": number("planner rate, Hz", above=0),
+    "compute": Field("a compute profile name or null", _optional_name, required=False),
+    "scene": text("scene name"),
+    "config": integer("the scene's configuration", at_least=0),
+    "vehicle_url": text("MAVSDK connection string of the flight controller, as the board sees it"),
+    "speed": number("the target's speed factor", above=0),
+    "connect_timeout_s": number("seconds", above=0),
+}
+TASK_FIELDS = {
+    "name": text("task name"),
+    **{name: Field("three finite numbers (north, east, down)", _triple)
+       for name in ("start", "goal", "bounds_min", "bounds_max", "home_in_scene")},
+    "speed_cap": number("m/s", above=0),
+    "goal_radius": number("m", above=0),
+    "time_budget": number("s", above=0),
+}
+
+
 def parse_job(job: Any) -> TrialJob:
     """Validate a job mapping; raises JobError naming each bad field and what was expected."""
-    problems: list[str] = []
     if not isinstance(job, dict):
         raise JobError(f"job: expected a mapping of trial fields, got {type(job).__name__}")
-
-    def field(name: str, kind: type | tuple[type, ...], what: str, optional: bool = False) -> Any:
-        value = job.get(name)
-        if value is None and optional:
-            return None
-        if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
-                                                                                   else (kind,)):
-            problems.append(f"job.{name}: expected {what}, got {value!r:.60}")
-            return None
-        return value
-
-    def positive(name: str, what: str) -> float | None:
-        value = field(name, (int, float), what)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            problems.append(f"job.{name}: expected {what}, got {value!r}")
-            return None
-        return value
-
-    trial_id = field("trial_id", str, "the trial's id")
-    planner = field("planner", str, "a planner class as module:Class")
-    if planner is not None and ":" not in planner:
-        problems.append(f"job.planner: expected a planner class as module:Class, got {planner!r:.60}")
-    sensor = field("sensor", bool, "true or false")
-    rate_hz = positive("rate_hz", "a planner rate in Hz > 0")
-    compute = field("compute", str, "a compute profile name or null", optional=True)
-    scene = field("scene", str, "a scene name")
-    config = field("config", int, "the scene's configuration, an integer")
-    vehicle_url = field("vehicle_url", str, "a MAVSDK connection string")
-    speed = positive("speed", "the target's speed factor > 0")
-    timeout = positive("connect_timeout_s", "seconds > 0")
-    task = _task(job.get("task"), problems)
-    if problems:
-        raise JobError("\n".join(problems))
-    return TrialJob(trial_id, planner, sensor, rate_hz, compute, scene, config, task, vehicle_url, speed, timeout)
-
-
-def _task(value: Any, problems: list[str]) -> NavTask | None:
-    triples = ("start", "goal", "bounds_min", "bounds_max", "home_in_scene")
-    numbers = ("speed_cap", "goal_radius", "time_budget")
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        problems.append("job.task: expected a navigation task (name, start, goal, bounds, home_in_scene, ...)")
-        return None
-    fields: dict[str, Any] = {"name": value["name"]}
-    for name in triples:
-        triple = value.get(name)
-        if not (isinstance(triple, list) and len(triple) == 3 and all(is_number(v) for v in triple)):
-            problems.append(f"job.task.{name}: expected three finite numbers (north, east, down), got {triple!r:.60}")
-            continue
-        fields[name] = tuple(float(v) for v in triple)
-    for name in numbers:
-        number = value.get(name)
-        if not (is_number(number) and number > 0):
-            problems.append(f"job.task.{name}: expected a finite number > 0, got {number!r:.60}")
-            continue
-        fields[name] = float(number)
-    return NavTask(**fields) if len(fields) == 1 + len(triples) + len(numbers) else None
+    problems = Problems("trial job")
+    values = read_fields(job, JOB_FIELDS, "job.", problems, nested=("task",))
+    task = job.get("task")
+    if isinstance(task, dict):
+        task = read_fields(task, TASK_FIELDS, "job.task.", problems)
+    else:
+        problems.invalid("job.task", "a navigation task (name, start, goal, bounds, home_in_scene, ...)", task)
+    if problems.lines:
+        raise JobError("\n".join(problems.lines))
+    return TrialJob(**values, task=NavTask(**task))
 
 
 class BoardRecorder:
