@@ -150,3 +150,39 @@ def test_the_avoiding_planner_plans_from_outside_its_flight_volume():
                              math.nan, True, True, "OFFBOARD", "IN_AIR", 90.0)
         command = planner.step(Observation(1.0, state, task.goal, None, np.zeros((0, 3))))
         assert command.kind in ("trajectory", "position", "velocity", "done")
+
+
+def test_the_avoiding_planner_reuses_a_search_only_where_it_would_repeat_it():
+    """The planner keeps its last search while the map window and the vehicle's cell are unchanged: it
+    must command exactly what a planner that searches every time commands, from the same observations."""
+    from bridges.vehicle import VehicleState
+    from missions.scenes import generate
+    from onboard.planner import Observation
+    from onboard.planners.avoid import OccupancyPlanner
+    from onboard.sensing import SceneSensor
+    from onboard.task import task_for_scene
+
+    scene = generate("forest", 0)
+    task = task_for_scene(scene)
+    sensor = SceneSensor(scene, task.home_in_scene)
+    reusing, searching = OccupancyPlanner(), OccupancyPlanner()
+    reusing.reset(task)
+    searching.reset(task)
+    searches = []
+    search = reusing._route
+    reusing._route = lambda *args: searches.append(1) or search(*args)
+    start, goal = np.array(task.start), np.array(task.goal)
+    heading = (goal - start) / np.linalg.norm(goal - start)
+    yaw = math.atan2(heading[1], heading[0])
+    steps = 160
+    for i in range(steps):  # 5 cm a plan through the first trees (from 9 m on, where the camera starts to see
+        # them), as at 1.5 m/s and 30 Hz: the vehicle's 0.25 m cell changes every fifth plan
+        north, east, down = start + heading * (9.0 + 0.05 * i)
+        state = VehicleState(0, north, east, down, 1.5 * heading[0], 1.5 * heading[1], 0.0, 0.0, 0.0, yaw, math.nan,
+                             math.nan, math.nan, True, True, "OFFBOARD", "IN_AIR", 90.0)
+        depth, points = sensor.read(state)
+        observation = Observation(i / 30.0, state, task.goal, depth, points)
+        searching._last_route = None  # forget: search again
+        kept, fresh = reusing.step(observation), searching.step(observation)
+        assert kept.kind == fresh.kind and np.array_equal(kept.value, fresh.value), f"plan {i} differs"
+    assert 1 < len(searches) < steps / 2, f"{len(searches)} searches for {steps} plans"
