@@ -82,6 +82,18 @@ async def test_a_ros2_publisher_drives_the_vehicle_through_the_dds_backend(vehic
                     break
             assert vehicle.state.east == pytest.approx(4.0, abs=0.3)
             assert vehicle.state.altitude == pytest.approx(2.5, abs=0.3)
+            # Messages no vehicle can fly (a NaN coordinate, a trajectory point without a transform) are
+            # dropped and counted; the bridge keeps listening and the vehicle keeps its last setpoint.
+            publish_trajectory = node.publisher("setpoint/trajectory", "trajectory_msgs/msg/MultiDOFJointTrajectory")
+            for _ in range(100):  # until the new writer is discovered and both have been dropped
+                publish_pose(_stamped(m.PoseStamped(pose=m.Pose(m.Point(math.nan, 3.0, 2.5), m.Quaternion(0, 0, 0, 1)))))
+                publish_trajectory(_stamped(m.MultiDOFJointTrajectory(points=[m.MultiDOFJointTrajectoryPoint()])))
+                await asyncio.sleep(0.05)
+                if bridge.rejected["setpoint/pose"] and bridge.rejected["setpoint/trajectory"]:
+                    break
+            assert bridge.rejected["setpoint/pose"] and bridge.rejected["setpoint/trajectory"], bridge.rejected
+            assert not bridge.latencies["setpoint/pose"] and not bridge.latencies["setpoint/trajectory"]
+            assert vehicle.state.east == pytest.approx(4.0, abs=0.3)  # still where the last good command put it
             # A pose setpoint: 3 m north (ENU y) of home, facing north (ENU yaw pi/2).
             x, y, z, w = frames.quaternion_from_euler(0.0, 0.0, math.pi / 2)
             publish_pose(_stamped(m.PoseStamped(pose=m.Pose(m.Point(4.0, 3.0, 2.5), m.Quaternion(x, y, z, w)))))

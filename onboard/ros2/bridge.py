@@ -24,6 +24,11 @@ per topic in `latencies` and, with a recorder, in table "ros2" (topic, latency_s
 its command with the stamp of the odometry or depth image it reacted to makes that age the sensor-to-
 command latency (wall time: publishing, the node's computation and both DDS hops). Leaving the bridge
 switches a vehicle it put in offboard to Hold.
+
+A message that cannot be a setpoint (a NaN or infinite coordinate, a trajectory point without a
+transform) is dropped and counted per topic in `rejected`; with a recorder, the first of each topic is
+an event ``ros2_rejected`` naming why. The vehicle keeps the last good setpoint, and the bridge keeps
+listening: the node may send a good one next.
 """
 
 from __future__ import annotations
@@ -64,7 +69,18 @@ def _stamp(msg) -> tuple[int, int]:
 
 
 def _ned(v) -> tuple[float, float, float]:
-    return tuple(float(x) for x in frames.enu_to_ned([v.x, v.y, v.z]))
+    return _finite(*(float(x) for x in frames.enu_to_ned([v.x, v.y, v.z])))
+
+
+def _finite(*values: float) -> tuple[float, ...]:
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"expected finite numbers, got {values}")
+    return values
+
+
+def _yaw(q) -> float:
+    """The ENU quaternion's yaw, NED."""
+    return _finite(frames.yaw_enu_to_ned(frames.yaw_from_quaternion(q.x, q.y, q.z, q.w)))[0]
 
 
 class Ros2Bridge:
@@ -80,6 +96,7 @@ class Ros2Bridge:
         self.topics, self.goal = topics, goal
         self.latencies: dict[str, list[float]] = {topics.pose: [], topics.trajectory: [], topics.pos_cmd: []}
         self.received = 0
+        self.rejected: dict[str, int] = {topics.pose: 0, topics.trajectory: 0, topics.pos_cmd: 0}
         self._setpoint: _Setpoint | None = None
         self._new_setpoint = asyncio.Event()
         self._offboard = False
@@ -89,9 +106,11 @@ class Ros2Bridge:
     async def __aenter__(self) -> "Ros2Bridge":
         b, topics = self.backend, self.topics
         self._publish_odom = b.publisher(topics.odom, "nav_msgs/msg/Odometry")
-        b.subscribe(topics.pose, "geometry_msgs/msg/PoseStamped", self._on_pose)
-        b.subscribe(topics.trajectory, "trajectory_msgs/msg/MultiDOFJointTrajectory", self._on_trajectory)
-        b.subscribe(topics.pos_cmd, "quadrotor_msgs/msg/PositionCommand", self._on_position_command)
+        b.subscribe(topics.pose, "geometry_msgs/msg/PoseStamped", self._guarded(topics.pose, self._on_pose))
+        b.subscribe(topics.trajectory, "trajectory_msgs/msg/MultiDOFJointTrajectory",
+                    self._guarded(topics.trajectory, self._on_trajectory))
+        b.subscribe(topics.pos_cmd, "quadrotor_msgs/msg/PositionCommand",
+                    self._guarded(topics.pos_cmd, self._on_position_command))
         if self.goal is not None:  # before odometry: a node should know where to go when the vehicle appears
             self._publish_goal = b.publisher(topics.goal, "geometry_msgs/msg/PoseStamped", "latched")
             self._tasks.append(asyncio.create_task(self._goal()))
@@ -180,6 +199,17 @@ class Ros2Bridge:
         return msg
 
     # ------------------------------------------------------------------ in
+    def _guarded(self, topic: str, handler):
+        """`handler` as a subscription callback that drops (and counts) a message it cannot use."""
+        def receive(msg) -> None:
+            try:
+                handler(msg)
+            except (ValueError, TypeError, AttributeError, IndexError) as exc:
+                self.rejected[topic] += 1
+                if self.recorder is not None and self.rejected[topic] == 1:
+                    self.recorder.event("ros2_rejected", topic=topic, reason=f"{type(exc).__name__}: {exc}"[:200])
+        return receive
+
     def _arrived(self, topic: str, msg) -> None:
         latency = frames.age_s(*_stamp(msg))
         self.latencies[topic].append(latency)
@@ -192,29 +222,28 @@ class Ros2Bridge:
         self._new_setpoint.set()
 
     def _on_pose(self, msg) -> None:
+        setpoint = _Setpoint("position", _yaw(msg.pose.orientation), position=_ned(msg.pose.position))
         self._arrived(self.topics.pose, msg)
-        o = msg.pose.orientation
-        self._set(_Setpoint("position", frames.yaw_enu_to_ned(frames.yaw_from_quaternion(o.x, o.y, o.z, o.w)),
-                            position=_ned(msg.pose.position)))
+        self._set(setpoint)
 
     def _on_trajectory(self, msg) -> None:
-        self._arrived(self.topics.trajectory, msg)
         rows = []
         for point in msg.points:
             t = point.time_from_start.sec + point.time_from_start.nanosec / 1e9
             velocity = _ned(point.velocities[0].linear) if len(point.velocities) else (0.0, 0.0, 0.0)
             rows.append((t, *_ned(point.transforms[0].translation), *velocity))
+        yaw = _yaw(msg.points[0].transforms[0].rotation) if rows else math.nan
+        self._arrived(self.topics.trajectory, msg)
         if not rows:
             return
-        r = msg.points[0].transforms[0].rotation
-        yaw = frames.yaw_enu_to_ned(frames.yaw_from_quaternion(r.x, r.y, r.z, r.w))
         sec, nanosec = _stamp(msg)
         self._set(_Setpoint("trajectory", yaw, trajectory=np.array(rows), t0_wall=sec + nanosec / 1e9))
 
     def _on_position_command(self, msg) -> None:
+        setpoint = _Setpoint("reference", _finite(frames.yaw_enu_to_ned(msg.yaw))[0], position=_ned(msg.position),
+                             velocity=_ned(msg.velocity))
         self._arrived(self.topics.pos_cmd, msg)
-        self._set(_Setpoint("reference", frames.yaw_enu_to_ned(msg.yaw), position=_ned(msg.position),
-                            velocity=_ned(msg.velocity)))
+        self._set(setpoint)
 
     async def _forward(self) -> None:
         """Send the latest setpoint; references and trajectories are re-tracked at SETPOINT_HZ."""

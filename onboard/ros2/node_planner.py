@@ -74,7 +74,7 @@ async def run_node_planner(vehicle, endpoint: Ros2Endpoint, task: NavTask, *, se
     result = RuntimeResult(reason="stopped", cycles=bridge.received, overruns=0, timing={}, emulated={},
                            compute_profile=None, latency_mean_s=float(np.mean(ages)) * speed if ages else math.nan)
     if recorder is not None:
-        recorder.event("onboard_finished", **result.summary())
+        recorder.event("onboard_finished", **result.summary(), rejected=sum(bridge.rejected.values()))
     return result
 
 
