@@ -34,6 +34,7 @@ from onboard.agent.clock import ClockAlignment, OffsetEstimate, estimate_offset
 from onboard.agent.protocol import (
     VERSION,
     AgentAddress,
+    OnboardEntry,
     ProtocolError,
     open_stream,
     read_message,
@@ -72,13 +73,17 @@ class RemoteOnboard:
     token: str
 
 
-def remote_onboard(address: str) -> tuple[RemoteOnboard, tuple[str, ...]]:
-    """The onboard agent at ``HOST:PORT`` (the token from HIL_ONBOARD_TOKEN), and the MAVLink link the flight
-    controller opens to the board for it: a free port, which the board listens on at the address the harness
-    reaches it by. Raises ValueError for a malformed address."""
+def remote_onboard(entry: str) -> tuple[RemoteOnboard, tuple[str, ...]]:
+    """The onboard agent of an entry (`OnboardEntry`; the token from HIL_ONBOARD_TOKEN), and the MAVLink link
+    the flight controller opens to the board for it: with ``HOST:PORT via URL`` none (the board has its own),
+    else a free port, which the board listens on at the address the harness reaches it by. Raises ValueError
+    for a malformed entry."""
     from px4.process import free_udp_port
 
-    where = AgentAddress.parse(address)
+    board = OnboardEntry.parse(entry)
+    where = board.address
+    if board.vehicle_url is not None:
+        return RemoteOnboard(where, board.vehicle_url, token_from_env() or ""), ()
     port = free_udp_port()
     return (RemoteOnboard(where, f"udpin://{where.host}:{port}", token_from_env() or ""),
             (f"udpout://{where.host}:{port}",))

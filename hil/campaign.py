@@ -22,7 +22,8 @@ x planners, with `repeats` trials per combination, each with its own seed::
     computes: [none]                     # compute profiles (profiles/compute), none = as fast as this machine
     onboards: [local]                    # where planners run: local (in the harness) or an onboard agent's
                                          # HOST:PORT (`hil agent` on the companion computer; sim or px4-sitl;
-                                         # the token in HIL_ONBOARD_TOKEN)
+                                         # the token in HIL_ONBOARD_TOKEN); on hardware the board's own link:
+                                         # "HOST:PORT via serial:///dev/ttyTHS1:921600"
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
@@ -243,13 +244,8 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     planners = _planners(data.get("planners", ["straight"]), problems)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
-    boarded = (SIM, PX4_SITL) if values.get("physics") != "harness" else (SIM,)
-    if any(o != LOCAL for o in onboards) and not all(TargetSpec.parse(t).kind in boarded for t in targets
-                                                      if not _target_problem(t)):
-        problems.add("onboards", f"expected only local unless every target is {' or '.join(boarded)}: an onboard "
-                                 "agent has a MAVLink link of its own to the flight controller, which the harness opens "
-                                 "on the built-in vehicle and on PX4 SITL with SIH (physics: default) "
-                                 f"(targets: {', '.join(targets)})")
+    _check_boards_can_connect(onboards, [t for t in targets if not _target_problem(t)], values.get("physics"),
+                              problems)
     if any(is_ros2(p) for p in planners):
         _check_ros2_can_run(targets, onboards, problems)
     if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
@@ -460,6 +456,32 @@ def _planners(entries: Any, problems: Problems) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _check_boards_can_connect(onboards: tuple[str, ...], targets: list[str], physics: str | None,
+                              problems: Problems) -> None:
+    """An onboard agent needs a MAVLink link of its own to the flight controller: the harness opens one on the
+    built-in vehicle and on PX4 SITL with SIH (``HOST:PORT``); on hardware the board has its own, which the entry
+    names (``HOST:PORT via URL``)."""
+    from onboard.agent.protocol import OnboardEntry
+
+    boarded = (SIM, PX4_SITL) if physics != "harness" else (SIM,)
+    for index, name in enumerate(onboards):
+        try:
+            board = None if name == LOCAL else OnboardEntry.parse(name)
+        except ValueError:
+            continue  # reported with the entry
+        if board is None:
+            continue
+        kinds = {t: TargetSpec.parse(t) for t in targets}
+        if board.vehicle_url is None and any(spec.kind not in boarded for spec in kinds.values()):
+            problems.add(f"onboards[{index}]", f"expected every target {' or '.join(boarded)} for HOST:PORT: the "
+                         "harness opens the board's MAVLink link on the built-in vehicle and on PX4 SITL with SIH "
+                         "(physics: default); on hardware name the board's own, HOST:PORT via URL "
+                         f"(targets: {', '.join(targets)})")
+        if board.vehicle_url is not None and any(spec.simulated for spec in kinds.values()):
+            problems.add(f"onboards[{index}]", "expected only hardware targets for HOST:PORT via URL (simulated "
+                         f"targets give the board a link of their own: HOST:PORT) (targets: {', '.join(targets)})")
+
+
 def _check_ros2_can_run(targets: tuple[str, ...], onboards: tuple[str, ...], problems: Problems) -> None:
     """A ROS 2 node runs on wall time beside the harness's bridge: a real-time target, the planner not on a board,
     and a DDS backend here."""
@@ -505,12 +527,12 @@ def _compute_problem(name: str) -> str | None:
 def _onboard_problem(name: str) -> str | None:
     if name == LOCAL:
         return None
-    from onboard.agent.protocol import TOKEN_ENV, AgentAddress, token_from_env
+    from onboard.agent.protocol import TOKEN_ENV, OnboardEntry, token_from_env
 
     try:
-        AgentAddress.parse(name)
+        OnboardEntry.parse(name)
     except ValueError as exc:
-        return f"expected local or an onboard agent's HOST:PORT: {exc}"
+        return f"expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL: {exc}"
     if token_from_env() is None:
         return f"expected {TOKEN_ENV} set to the agent's token (the agent serves only a harness presenting it)"
     return None

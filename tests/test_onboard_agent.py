@@ -4,6 +4,7 @@ strangers and broken jobs. Everything runs over real TCP and real MAVLink on loo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -15,7 +16,9 @@ import pytest
 import yaml
 
 from onboard.agent.clock import ClockAlignment, estimate_offset
+from px4.process import free_udp_port
 from records.record import read_events, read_table
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .agent_process import ROOT, TOKEN, agent_env, running_agent
 
@@ -68,6 +71,25 @@ def test_a_campaign_runs_its_planner_on_the_agent_on_one_timeline(tmp_path):
     assert not set(results["outcome"]) & {"error", "onboard_lost"}, results[["outcome", "reason"]]
     for trial_id in results["trial_id"]:
         check_board_record(out / "trials" / trial_id, OFFSET_MS)
+
+
+async def test_on_hardware_the_board_flies_over_its_own_link_to_the_flight_controller(tmp_path):
+    # A built-in vehicle process the test started stands in for a real aircraft (none on this machine): the
+    # harness reaches it by its connection string, as hardware, and the board over a second link the vehicle
+    # has, as a companion computer's serial port would be.
+    board_port = free_udp_port()
+    async with builtin_vehicle(SimProcessOptions(speed=4.0, extra_links=[f"udpout://127.0.0.1:{board_port}"])) as sim:
+        with running_agent(offset_ms=-OFFSET_MS) as (_, port):
+            entry = f"127.0.0.1:{port} via udpin://127.0.0.1:{board_port}"
+            path = campaign(tmp_path / "c.yaml", port, repeats=1, targets=[sim.url], onboards=[entry],
+                            missions=[{"scene": "narrow-gap", "configs": [0]}])
+            refused = await asyncio.to_thread(hil, "run", path, "--out", str(tmp_path / "no"), "--no-progress")
+            assert refused.returncode == 2 and "without --arm" in refused.stdout + refused.stderr
+            done = await asyncio.to_thread(hil, "run", path, "--out", str(tmp_path / "run"), "--arm", "--no-progress")
+        assert done.returncode in (0, 1), done.stdout + done.stderr + (sim.failure() or "")
+    [result] = pd.read_parquet(tmp_path / "run" / "results.parquet").to_dict("records")
+    assert result["onboard"] == entry and result["outcome"] == "collision", result["reason"]  # straight into the gap's wall
+    check_board_record(tmp_path / "run" / "trials" / result["trial_id"], -OFFSET_MS)
 
 
 def check_board_record(record, offset_ms: float) -> None:
@@ -157,9 +179,18 @@ def test_a_campaign_names_its_boards_or_says_what_is_wrong(monkeypatch):
         parse_campaign({**base, "targets": ["lockstep"], "onboards": ["board", "127.0.0.1:99999", "127.0.0.1:7780"]},
                        "c.yaml")
     text = str(info.value)
-    assert "c.yaml: onboards[0]: expected local or an onboard agent's HOST:PORT" in text
-    assert "c.yaml: onboards[1]: expected local or an onboard agent's HOST:PORT" in text
-    assert "c.yaml: onboards: expected only local unless every target is sim or px4-sitl" in text
+    assert "c.yaml: onboards[0]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL" in text
+    assert "c.yaml: onboards[1]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL" in text
+    assert "c.yaml: onboards[2]: expected every target sim or px4-sitl for HOST:PORT" in text
+    # On hardware the board names its own link to the flight controller, and only there.
+    radio, serial = "udpin://127.0.0.1:14550", "127.0.0.1:7780 via serial:///dev/ttyTHS1:921600"
+    [trial] = parse_campaign({**base, "targets": [radio], "onboards": [serial]}).trials()
+    assert trial.onboard == serial and "on-127.0.0.1-7780-via-serial-dev-ttyTHS1-921600" in trial.trial_id
+    with pytest.raises(ConfigError) as info:
+        parse_campaign({**base, "onboards": [serial, "127.0.0.1:7780 via ttyTHS1"]}, "c.yaml")
+    text = str(info.value)
+    assert "c.yaml: onboards[0]: expected only hardware targets for HOST:PORT via URL" in text
+    assert "onboards[1]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL: after 'via'" in text
     monkeypatch.delenv("HIL_ONBOARD_TOKEN")
     with pytest.raises(ConfigError, match=r"onboards\[0\]: expected HIL_ONBOARD_TOKEN set"):
         parse_campaign({**base, "onboards": ["127.0.0.1:7780"]}, "c.yaml")
@@ -181,6 +212,9 @@ def test_the_pytest_plugin_runs_hil_navigation_on_the_agent(pytester, monkeypatc
     refused = pytester.runpytest_subprocess("--hil-target", "lockstep", "--hil-onboard", "127.0.0.1:7780")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "--hil-onboard: expected sim or px4-sitl targets" in refused.stderr.str()
+    refused = pytester.runpytest_subprocess("--hil-target", "sim", "--hil-onboard", "127.0.0.1:7780 via udpin://:14541")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--hil-onboard: expected hardware targets with HOST:PORT via URL" in refused.stderr.str()
     with running_agent(offset_ms=OFFSET_MS) as (_, port):
         result = pytester.runpytest_subprocess("--hil-target", "sim", "--hil-speed", "4", "--hil-onboard",
                                                f"127.0.0.1:{port}", "--hil-record-dir", str(records))

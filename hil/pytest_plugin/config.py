@@ -64,7 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the loop of a board in HITL mode on the bench")
     group.addoption("--hil-onboard", default=None, metavar="HOST:PORT",
                     help="run hil_navigation's planners on the onboard agent there (`hil agent` on the companion "
-                         "computer; its token in HIL_ONBOARD_TOKEN); sim and px4-sitl targets")
+                         "computer; its token in HIL_ONBOARD_TOKEN); sim and px4-sitl targets, where the harness "
+                         "gives the board its MAVLink link. On hardware the board uses its own: 'HOST:PORT via URL', "
+                         "e.g. '192.168.1.20:7780 via serial:///dev/ttyTHS1:921600'")
     group.addoption("--hil-env", default=os.environ.get(ENV_VAR), metavar="FILE",
                     help=f"lab file naming the lab's targets (hil.pytest_plugin.lab; default: ${ENV_VAR})")
     parser.addini("hil_speed", "default speed factor of the built-in vehicle in HIL tests", default="1")
@@ -97,18 +99,26 @@ def pytest_configure(config: pytest.Config) -> None:
         physics=config.getoption("--hil-physics"), lab=lab, onboard=onboard)
 
 
-def _check_onboard(address: str, targets: list[str]) -> None:
-    """--hil-onboard names an agent the harness can give a link to the flight controller, and a token."""
-    from onboard.agent.protocol import TOKEN_ENV, AgentAddress, token_from_env
+def _check_onboard(entry: str, targets: list[str]) -> None:
+    """--hil-onboard names an agent and how it reaches the flight controller (HOST:PORT: the harness gives it a
+    link on sim or px4-sitl; HOST:PORT via URL: its own, on hardware), and a token."""
+    from onboard.agent.protocol import TOKEN_ENV, OnboardEntry, token_from_env
 
     try:
-        AgentAddress.parse(address)
+        board = OnboardEntry.parse(entry)
     except ValueError as exc:
         raise pytest.UsageError(f"--hil-onboard: {exc}") from None
-    others = [t for t in targets if target_kind(t) not in ("sim", "px4-sitl")]
-    if others:
-        raise pytest.UsageError(f"--hil-onboard: expected sim or px4-sitl targets (the harness opens the board's own "
-                                f"MAVLink link on them), got {', '.join(others)}")
+    kinds = {t: target_kind(t) for t in targets}
+    if board.vehicle_url is None:
+        others = [t for t, kind in kinds.items() if kind not in ("sim", "px4-sitl")]
+        if others:
+            raise pytest.UsageError(f"--hil-onboard: expected sim or px4-sitl targets (the harness opens the board's "
+                                    f"own MAVLink link on them; on hardware: HOST:PORT via URL), got {', '.join(others)}")
+    else:
+        others = [t for t, kind in kinds.items() if kind != "hardware"]
+        if others:
+            raise pytest.UsageError(f"--hil-onboard: expected hardware targets with HOST:PORT via URL (simulated "
+                                    f"targets give the board a link of their own), got {', '.join(others)}")
     if token_from_env() is None:
         raise pytest.UsageError(f"--hil-onboard: expected {TOKEN_ENV} set to the agent's token")
 

@@ -57,6 +57,34 @@ class AgentAddress:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+VIA = " via "  # in an onboard entry: the agent, then the flight controller's connection string as the board reaches it
+
+
+@dataclass(frozen=True)
+class OnboardEntry:
+    """Where a planner runs, as a campaign or ``--hil-onboard`` names a board: ``HOST:PORT`` (the harness gives
+    the board a MAVLink link of its own: simulated targets) or ``HOST:PORT via URL`` (the board's own link to
+    the flight controller, e.g. its serial port: hardware, where the harness cannot add one)."""
+
+    address: AgentAddress
+    vehicle_url: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> OnboardEntry:
+        """Raises ValueError saying what was expected."""
+        from bridges.transport import parse_url
+
+        address, via, vehicle = str(text).partition(VIA)
+        where = AgentAddress.parse(address.strip())
+        if not via:
+            return cls(where)
+        try:
+            parse_url(vehicle.strip())
+        except ValueError as exc:
+            raise ValueError(f"after 'via': the flight controller as the board reaches it: {exc}") from None
+        return cls(where, vehicle.strip())
+
+
 def token_from_env() -> str | None:
     """The shared token, from HIL_ONBOARD_TOKEN; None when unset or empty."""
     return os.environ.get(TOKEN_ENV) or None
