@@ -464,22 +464,16 @@ def _check_boards_can_connect(onboards: tuple[str, ...], targets: list[str], phy
     from onboard.agent.protocol import OnboardEntry
 
     boarded = (SIM, PX4_SITL) if physics != "harness" else (SIM,)
+    kinds = {t: TargetSpec.parse(t).kind for t in targets}
     for index, name in enumerate(onboards):
+        if name == LOCAL:
+            continue
         try:
-            board = None if name == LOCAL else OnboardEntry.parse(name)
+            problem = OnboardEntry.parse(name).target_problem(kinds, boarded)
         except ValueError:
             continue  # reported with the entry
-        if board is None:
-            continue
-        kinds = {t: TargetSpec.parse(t) for t in targets}
-        if board.vehicle_url is None and any(spec.kind not in boarded for spec in kinds.values()):
-            problems.add(f"onboards[{index}]", f"expected every target {' or '.join(boarded)} for HOST:PORT: the "
-                         "harness opens the board's MAVLink link on the built-in vehicle and on PX4 SITL with SIH "
-                         "(physics: default); on hardware name the board's own, HOST:PORT via URL "
-                         f"(targets: {', '.join(targets)})")
-        if board.vehicle_url is not None and any(spec.simulated for spec in kinds.values()):
-            problems.add(f"onboards[{index}]", "expected only hardware targets for HOST:PORT via URL (simulated "
-                         f"targets give the board a link of their own: HOST:PORT) (targets: {', '.join(targets)})")
+        if problem:
+            problems.add(f"onboards[{index}]", problem)
 
 
 def _check_ros2_can_run(targets: tuple[str, ...], onboards: tuple[str, ...], problems: Problems) -> None:

@@ -181,7 +181,7 @@ def test_a_campaign_names_its_boards_or_says_what_is_wrong(monkeypatch):
     text = str(info.value)
     assert "c.yaml: onboards[0]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL" in text
     assert "c.yaml: onboards[1]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL" in text
-    assert "c.yaml: onboards[2]: expected every target sim or px4-sitl for HOST:PORT" in text
+    assert "c.yaml: onboards[2]: expected sim or px4-sitl targets for HOST:PORT" in text
     # On hardware the board names its own link to the flight controller, and only there.
     radio, serial = "udpin://127.0.0.1:14550", "127.0.0.1:7780 via serial:///dev/ttyTHS1:921600"
     [trial] = parse_campaign({**base, "targets": [radio], "onboards": [serial]}).trials()
@@ -189,7 +189,7 @@ def test_a_campaign_names_its_boards_or_says_what_is_wrong(monkeypatch):
     with pytest.raises(ConfigError) as info:
         parse_campaign({**base, "onboards": [serial, "127.0.0.1:7780 via ttyTHS1"]}, "c.yaml")
     text = str(info.value)
-    assert "c.yaml: onboards[0]: expected only hardware targets for HOST:PORT via URL" in text
+    assert "c.yaml: onboards[0]: expected hardware targets for HOST:PORT via URL" in text
     assert "onboards[1]: expected local, an onboard agent's HOST:PORT, or HOST:PORT via URL: after 'via'" in text
     monkeypatch.delenv("HIL_ONBOARD_TOKEN")
     with pytest.raises(ConfigError, match=r"onboards\[0\]: expected HIL_ONBOARD_TOKEN set"):
@@ -214,7 +214,7 @@ def test_the_pytest_plugin_runs_hil_navigation_on_the_agent(pytester, monkeypatc
     assert "--hil-onboard: expected sim or px4-sitl targets" in refused.stderr.str()
     refused = pytester.runpytest_subprocess("--hil-target", "sim", "--hil-onboard", "127.0.0.1:7780 via udpin://:14541")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--hil-onboard: expected hardware targets with HOST:PORT via URL" in refused.stderr.str()
+    assert "--hil-onboard: expected hardware targets for HOST:PORT via URL" in refused.stderr.str()
     with running_agent(offset_ms=OFFSET_MS) as (_, port):
         result = pytester.runpytest_subprocess("--hil-target", "sim", "--hil-speed", "4", "--hil-onboard",
                                                f"127.0.0.1:{port}", "--hil-record-dir", str(records))

@@ -108,17 +108,9 @@ def _check_onboard(entry: str, targets: list[str]) -> None:
         board = OnboardEntry.parse(entry)
     except ValueError as exc:
         raise pytest.UsageError(f"--hil-onboard: {exc}") from None
-    kinds = {t: target_kind(t) for t in targets}
-    if board.vehicle_url is None:
-        others = [t for t, kind in kinds.items() if kind not in ("sim", "px4-sitl")]
-        if others:
-            raise pytest.UsageError(f"--hil-onboard: expected sim or px4-sitl targets (the harness opens the board's "
-                                    f"own MAVLink link on them; on hardware: HOST:PORT via URL), got {', '.join(others)}")
-    else:
-        others = [t for t, kind in kinds.items() if kind != "hardware"]
-        if others:
-            raise pytest.UsageError(f"--hil-onboard: expected hardware targets with HOST:PORT via URL (simulated "
-                                    f"targets give the board a link of their own), got {', '.join(others)}")
+    problem = board.target_problem({t: target_kind(t) for t in targets}, ("sim", "px4-sitl"))
+    if problem:
+        raise pytest.UsageError(f"--hil-onboard: {problem}")
     if token_from_env() is None:
         raise pytest.UsageError(f"--hil-onboard: expected {TOKEN_ENV} set to the agent's token")
 

@@ -23,7 +23,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 VERSION = 1
 DEFAULT_PORT = 7780
@@ -75,14 +75,30 @@ class OnboardEntry:
         from bridges.transport import parse_url
 
         address, via, vehicle = str(text).partition(VIA)
-        where = AgentAddress.parse(address.strip())
+        where, vehicle = AgentAddress.parse(address.strip()), vehicle.strip()
         if not via:
             return cls(where)
         try:
-            parse_url(vehicle.strip())
+            parse_url(vehicle)
         except ValueError as exc:
             raise ValueError(f"after 'via': the flight controller as the board reaches it: {exc}") from None
-        return cls(where, vehicle.strip())
+        return cls(where, vehicle)
+
+    def target_problem(self, kinds: Mapping[str, str], boarded: tuple[str, ...]) -> str | None:
+        """Why the board cannot reach the flight controller of these targets (name -> kind: sim, lockstep,
+        px4-sitl, hardware), or None. `boarded`: the kinds on which the harness opens the board a link."""
+        if self.vehicle_url is None:
+            others = [name for name, kind in kinds.items() if kind not in boarded]
+            if others:
+                return (f"expected {' or '.join(boarded)} targets for HOST:PORT (the harness opens the board's own "
+                        f"MAVLink link on them; on hardware name the board's own: HOST:PORT via URL), got "
+                        f"{', '.join(others)}")
+            return None
+        others = [name for name, kind in kinds.items() if kind != "hardware"]
+        if others:
+            return ("expected hardware targets for HOST:PORT via URL (simulated targets give the board a link of "
+                    f"their own: HOST:PORT), got {', '.join(others)}")
+        return None
 
 
 def token_from_env() -> str | None:
