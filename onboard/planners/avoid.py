@@ -99,7 +99,7 @@ class OccupancyPlanner:
         lo = np.maximum(centre - half, 0)
         hi = np.minimum(centre + half + 1, grid.shape)
         window = grid.blocked[lo[0]:hi[0], lo[1]:hi[1]]
-        key = (tuple(lo), tuple(centre), window.shape, window.tobytes())
+        key = (tuple(lo), tuple(centre), window.tobytes())  # lo and centre fix the window's shape
         if self._last_route is None or self._last_route[0] != key:
             self._last_route = (key, self._route(window, lo, centre - lo))
         route = self._last_route[1]
