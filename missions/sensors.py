@@ -7,9 +7,9 @@ camera reports it. Defaults are FlightBench's (Table 9): 4 m range, 90 x 75 deg 
 of view, 30 Hz.
 
 Rays are intersected analytically with cylinders (side and caps) and boxes (slabs), after culling
-the primitives that cannot be within range; voxels are marched at a quarter of their edge and the
-hit refined to the exact face of the first occupied cube. Pixels with no return within range are
-NaN.
+the primitives that cannot be within range; voxels are traversed cube by cube along each ray to the
+exact entry into the first occupied one (`missions.voxel_march`, compiled). Pixels with no return within
+range are NaN.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from missions.geometry import Boxes, Cylinders, Scene, Voxels
+from missions.voxel_march import march_voxels
 
 
 @dataclass(frozen=True)
@@ -217,23 +218,6 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _hit_voxels(voxels: Voxels, origin: np.ndarray, directions: np.ndarray, max_depth: float) -> np.ndarray:
-    """First occupied cube along each ray: march at size/4, then the exact entry into that cube."""
-    step = voxels.size / 4
-    ts = np.arange(0.0, max_depth + step, step)
-    # Marching in depth units: a sample at t is t * |d| metres along the ray, |d| >= 1.
-    samples = origin + ts[None, :, None] * directions[:, None, :]
-    index = np.rint((samples - voxels.origin) / voxels.size).astype(int)
-    inside = np.all((index >= 0) & (index < np.array(voxels.occupied.shape)), axis=-1)
-    clipped = np.where(inside[..., None], index, 0)
-    occupied = inside & voxels.occupied[clipped[..., 0], clipped[..., 1], clipped[..., 2]]
-    hit_ray = occupied.any(axis=1)
-    first = occupied.argmax(axis=1)
-    result = np.full(len(directions), np.inf)
-    if hit_ray.any():
-        rays = np.flatnonzero(hit_ray)
-        cube = voxels.origin + clipped[rays, first[rays]] * voxels.size
-        half = voxels.size / 2
-        entry = _slab((cube - half).T, (cube + half).T, origin[:, None], directions[rays].T)
-        # The march can land in a cube the exact ray only grazes; keep the sample depth then.
-        result[rays] = np.where(np.isfinite(entry), entry, ts[first[rays]])
-    return result
+    """Depth of the first occupied cube along each ray (exact entry); inf on a miss."""
+    return march_voxels(voxels.occupied, np.asarray(voxels.origin, dtype=float), float(voxels.size), origin,
+                        np.ascontiguousarray(directions, dtype=float), float(max_depth))
