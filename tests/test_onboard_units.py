@@ -186,3 +186,39 @@ def test_the_avoiding_planner_reuses_a_search_only_where_it_would_repeat_it():
         kept, fresh = reusing.step(observation), searching.step(observation)
         assert kept.kind == fresh.kind and np.array_equal(kept.value, fresh.value), f"plan {i} differs"
     assert 1 < len(searches) < steps / 2, f"{len(searches)} searches for {steps} plans"
+
+
+def test_the_compiled_grid_search_finds_the_shortest_paths_without_cutting_corners():
+    """The avoiding planner's search (compiled) against scipy's Dijkstra on the same 8-connected graph,
+    built here edge by edge: the same distances, and every predecessor one step on a shortest path."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    from onboard.planners.grid_search import STEPS, shortest_paths
+
+    def graph(blocked):
+        rows, cols = blocked.shape
+        edges = [(i * cols + j, (i + di) * cols + j + dj, math.hypot(di, dj))
+                 for i in range(rows) for j in range(cols) for di, dj in STEPS
+                 if 0 <= i + di < rows and 0 <= j + dj < cols
+                 and not (blocked[i, j] or blocked[i + di, j + dj] or blocked[i + di, j] or blocked[i, j + dj])]
+        source, target, length = zip(*edges)
+        return coo_matrix((length, (source, target)), shape=(blocked.size, blocked.size)).tocsr()
+
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        blocked = rng.random((40, 31)) < rng.uniform(0.0, 0.35)
+        start = (int(rng.integers(40)), int(rng.integers(31)))
+        blocked[start] = False
+        expected = dijkstra(graph(blocked), indices=start[0] * 31 + start[1])
+        distance, previous = shortest_paths(blocked, start)
+        assert np.array_equal(np.isinf(distance), np.isinf(expected))
+        reached = np.flatnonzero(np.isfinite(distance) & (previous >= 0))
+        assert np.allclose(distance[np.isfinite(distance)], expected[np.isfinite(expected)], rtol=0, atol=1e-9)
+        (i, j), (pi, pj) = np.divmod(reached, 31), np.divmod(previous[reached], 31)
+        assert np.allclose(distance[previous[reached]] + np.hypot(i - pi, j - pj), distance[reached])
+    # Between two blocked cells touching at a corner the diagonal is closed, and there is no other way.
+    blocked = np.array([[False, True], [True, False]])
+    assert np.isinf(shortest_paths(blocked, (0, 0))[0][3])
+    assert shortest_paths(np.zeros((2, 2), dtype=bool), (0, 0))[0][3] == pytest.approx(math.sqrt(2))
+    assert np.isinf(shortest_paths(np.ones((3, 3), dtype=bool), (1, 1))[0]).sum() == 8  # a blocked start

@@ -5,7 +5,7 @@ Three stages, each timed (onboard.timing):
 * map: depth points near flight altitude go into a 2D occupancy grid with the vehicle's radius
   plus a margin inflated around each occupied cell (onboard.planners.occupancy);
 * plan: Dijkstra over a square window of the grid around the vehicle (8-connected, blocked cells
-  removed), then the window cell minimizing path length + straight-line distance to the goal is
+  removed; onboard.planners.grid_search, compiled), then the window cell minimizing path length + straight-line distance to the goal is
   the local target (unknown space is assumed free, so the estimate is optimistic, as in A*); the
   path to it is shortened by line-of-sight pruning;
 * control: the path is time-parametrized from the current speed with bounded acceleration up to
@@ -23,10 +23,9 @@ import itertools
 import math
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from onboard.planner import SETTLED_SPEED, Command, Observation
+from onboard.planners.grid_search import shortest_paths
 from onboard.planners.occupancy import OccupancyGrid
 from onboard.task import NavTask
 from onboard.timing import span
@@ -42,12 +41,6 @@ HORIZON = 2.0  # s of trajectory per plan
 SAMPLE = 0.1  # s between trajectory rows
 LOOK_AHEAD = 1.5  # m along the path for the heading
 CORNER_FLOOR = 0.3  # fraction of the cap kept through the sharpest corner
-# The 8 steps from a cell to its neighbours: the higher-indexed (row-major) neighbours, then the
-# lower-indexed ones, each ascending. This is the order scipy's undirected Dijkstra scans a cell's
-# edges in (its CSR row, then its transpose's), which decides between equally short paths; listing
-# every edge both ways in this order gives the directed search the same paths without the transpose.
-_STEPS = ((0, 1), (1, -1), (1, 0), (1, 1), (-1, -1), (-1, 0), (-1, 1), (0, -1))
-_STEP_LENGTHS = np.array([math.hypot(di, dj) for di, dj in _STEPS])  # in cells
 
 
 class OccupancyPlanner:
@@ -116,8 +109,7 @@ class OccupancyPlanner:
         if blocked[tuple(start)]:
             start = self._nearest_free(blocked, start)
         rows, cols = blocked.shape
-        distance, previous = dijkstra(_grid_graph(blocked), directed=True, indices=start[0] * cols + start[1],
-                                      return_predecessors=True)
+        distance, previous = shortest_paths(blocked, start)
         # Straight-line distance from each cell centre to the goal, in cells.
         north = grid.origin[0] + np.arange(lo[0], lo[0] + rows) * grid.resolution - goal[0]
         east = grid.origin[1] + np.arange(lo[1], lo[1] + cols) * grid.resolution - goal[1]
@@ -232,25 +224,3 @@ def _along(points: list, arc: list[float], s: float) -> tuple[tuple[float, float
         return (n0, e0), (0.0, 0.0)
     f = (s - arc[i]) / length
     return (n0 + dn * f, e0 + de * f), (dn / length, de / length)
-
-
-def _grid_graph(blocked: np.ndarray) -> csr_matrix:
-    """8-connected directed graph of the free cells of a 2D grid (each edge both ways), edge weights
-    in cells (1 or sqrt 2). No corner cutting: a diagonal step needs both cells it passes between free."""
-    rows, cols = blocked.shape
-    free = np.zeros((rows + 2, cols + 2), dtype=bool)  # a blocked border: no step leaves the grid
-    free[1:-1, 1:-1] = ~blocked
-
-    def shifted(di: int, dj: int) -> np.ndarray:
-        return free[1 + di:rows + 1 + di, 1 + dj:cols + 1 + dj]
-
-    # Edge (cell, k) is the step _STEPS[k] from the cell, numbered cell * 8 + k, so they come out of
-    # flatnonzero in CSR order. (For a straight step, the last two terms repeat the first two.)
-    edges = np.flatnonzero(np.stack([shifted(0, 0) & shifted(di, dj) & shifted(di, 0) & shifted(0, dj)
-                                     for di, dj in _STEPS], axis=-1))
-    cell, step = edges >> 3, edges & 7
-    offsets = np.array([di * cols + dj for di, dj in _STEPS])
-    indptr = np.zeros(blocked.size + 1, dtype=np.int32)
-    np.cumsum(np.bincount(cell, minlength=blocked.size), out=indptr[1:])
-    return csr_matrix((_STEP_LENGTHS[step], (cell + offsets[step]).astype(np.int32), indptr),
-                      shape=(blocked.size, blocked.size))
