@@ -68,7 +68,8 @@ class Cylinders:
         return len(self.radius)
 
     @cached_property
-    def _axes(self) -> tuple[np.ndarray, np.ndarray]:
+    def axes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Unit vectors from each `a` towards its `b`, (P, 3), and the lengths (m), (P,)."""
         axis = self.b - self.a
         length = np.linalg.norm(axis, axis=1)
         return axis / length[:, None], length
@@ -82,7 +83,7 @@ class Cylinders:
         points = _as_points(points)
         if not len(self):
             return np.full(len(points), np.inf)
-        unit, length = self._axes
+        unit, length = self.axes
 
         def block(p: np.ndarray) -> np.ndarray:
             rel = p[:, None, :] - self.a[None, :, :]
@@ -99,14 +100,14 @@ class Cylinders:
 
     def bounding_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-cylinder axis-aligned bounds (lo, hi), each (P, 3)."""
-        unit, _ = self._axes
+        unit, _ = self.axes
         # A disc of radius r perpendicular to unit axis u reaches r * sqrt(1 - u_k^2) along axis k.
         reach = self.radius[:, None] * np.sqrt(np.clip(1.0 - unit**2, 0.0, 1.0))
         return np.minimum(self.a, self.b) - reach, np.maximum(self.a, self.b) + reach
 
     def surface_points(self, spacing: float) -> np.ndarray:
         """Points on every cylinder's side and caps, about `spacing` apart."""
-        unit, length = self._axes
+        unit, length = self.axes
         clouds = []
         for a, u, h, r in zip(self.a, unit, length, self.radius):
             e1, e2 = perpendicular_basis(u)
@@ -372,7 +373,7 @@ class Scene:
         hi = np.vstack([g.bounding_boxes()[1] for g in self.groups]) if self.groups else np.zeros((0, 3))
         spans = np.all((lo[:, 2] <= self.bounds_min[2]) & (hi[:, 2] >= self.bounds_max[2]))
         if len(self.cylinders):
-            unit, _ = self.cylinders._axes
+            unit, _ = self.cylinders.axes
             spans = spans and bool(np.all(np.abs(unit[:, 2]) > 1 - 1e-9))
         return bool(spans)
 

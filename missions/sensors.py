@@ -8,8 +8,8 @@ of view, 30 Hz.
 
 Rays are intersected analytically with cylinders (side and caps) and boxes (slabs), after culling
 the primitives that cannot be within range; voxels are traversed cube by cube along each ray to the
-exact entry into the first occupied one (`missions.voxel_march`, compiled). Pixels with no return within
-range are NaN.
+exact entry into the first occupied one. All three are compiled (`missions.raycast`). Pixels with no
+return within range are NaN.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from missions.geometry import Boxes, Cylinders, Scene, Voxels
-from missions.voxel_march import march_voxels
+from missions.geometry import Boxes, Cylinders, Scene
+from missions.raycast import hit_boxes, hit_cylinders, march_voxels
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,14 @@ class DepthCamera:
         depth = np.full(len(directions), np.inf)
         near = _nearby(scene, origin, rotation[:, 0], reach)
         if len(near.cylinders):
-            np.minimum(depth, _hit_cylinders(near.cylinders, origin, directions), out=depth)
+            unit, length = near.cylinders.axes
+            np.minimum(depth, hit_cylinders(near.cylinders.a, unit, length, near.cylinders.radius, origin,
+                                            directions), out=depth)
         if len(near.boxes):
-            np.minimum(depth, _hit_boxes(near.boxes.lo, near.boxes.hi, origin, directions), out=depth)
+            np.minimum(depth, hit_boxes(near.boxes.lo, near.boxes.hi, origin, directions), out=depth)
         if scene.voxels is not None and len(scene.voxels):
-            np.minimum(depth, _hit_voxels(scene.voxels, origin, directions, self.max_range), out=depth)
+            np.minimum(depth, march_voxels(scene.voxels.occupied, np.asarray(scene.voxels.origin, dtype=float),
+                                           float(scene.voxels.size), origin, directions, self.max_range), out=depth)
         depth[depth > self.max_range] = np.inf
         depth = self._add_noise(depth, rng)
         depth[~np.isfinite(depth)] = np.nan
@@ -148,76 +151,3 @@ def _nearby(scene: Scene, origin: np.ndarray, forward: np.ndarray, reach: float)
     cyl, box = scene.cylinders, scene.boxes
     return _Nearby(cyl.subset(visible(*cyl.bounding_boxes())) if len(cyl) else cyl,
                    box.subset(visible(box.lo, box.hi)) if len(box) else box)
-
-
-def _slab(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Ray parameter t >= 0 where each ray enters its box (slab method), inf on a miss.
-
-    Every argument has the three coordinates along its first axis, and the other axes broadcast:
-    numpy's inner loops then run over rays and boxes, not over three coordinates, which is many
-    times faster. A camera inside a box sees it at t = 0.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inverse = 1.0 / directions
-        t1 = (lo - origin) * inverse
-        t2 = (hi - origin) * inverse
-    # A ray parallel to a slab gives +-inf inside it (fine) and NaN (0 * inf) on its boundary: treat as a miss.
-    t1 = np.where(np.isnan(t1), np.inf, t1)
-    t2 = np.where(np.isnan(t2), np.inf, t2)
-    lower, upper = np.minimum(t1, t2), np.maximum(t1, t2)
-    t_near = np.maximum(np.maximum(lower[0], lower[1]), lower[2])
-    t_far = np.minimum(np.minimum(upper[0], upper[1]), upper[2])
-    return np.where(t_far >= np.maximum(t_near, 0.0), np.maximum(t_near, 0.0), np.inf)
-
-
-def _hit_boxes(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Nearest ray parameter t >= 0 entering any of the boxes; inf on a miss."""
-    rays = np.ascontiguousarray(directions.T)[:, None, :]  # see _slab
-    return _slab(lo.T[:, :, None], hi.T[:, :, None], origin[:, None, None], rays).min(axis=0)
-
-
-def _hit_cylinders(cylinders: Cylinders, origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Nearest ray parameter t >= 0 hitting any finite cylinder (side or cap); inf on a miss.
-
-    Scalars are (P, N) per cylinder and ray, vectors (3, P, N) with the coordinates first (axes of
-    1 broadcast): numpy's inner loops then run over the rays, not over three coordinates, which is
-    many times faster.
-    """
-    unit, length = cylinders._axes
-    u = unit.T[:, :, None]  # (3, P, 1)
-    rel = (origin - cylinders.a).T[:, :, None]  # (3, P, 1)
-    rays = np.ascontiguousarray(directions.T)[:, None, :]  # (3, 1, N)
-    length = length[:, None]
-    r2 = cylinders.radius[:, None] ** 2
-    d_axial = _dot(rays, u)  # (P, N)
-    o_axial = _dot(rel, u)  # (P, 1)
-    # Side: |(rel + t d) - ((rel + t d).u) u|^2 = r^2, a quadratic in t.
-    d_perp = rays - d_axial * u
-    o_perp = rel - o_axial * u
-    a = _dot(d_perp, d_perp)
-    b = 2 * _dot(d_perp, o_perp)
-    c = _dot(o_perp, o_perp) - r2
-    disc = b * b - 4 * a * c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        root = np.sqrt(np.maximum(disc, 0.0))
-        t_side = np.where(c <= 0, 0.0, (-b - root) / (2 * a))  # c <= 0: camera inside the infinite tube
-        along = o_axial + t_side * d_axial
-        side_ok = (disc >= 0) & (a > 1e-12) & (t_side >= 0) & (along >= 0) & (along <= length)
-        best = np.where(side_ok, t_side, np.inf)
-        for cap in (0.0, 1.0):  # the two end discs
-            t_cap = (cap * length - o_axial) / d_axial
-            point = rel + t_cap * rays - cap * length * u
-            in_disc = _dot(point, point) <= r2
-            best = np.where((t_cap >= 0) & in_disc & (t_cap < best), t_cap, best)
-    return best.min(axis=0)
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Dot products of vectors stored coordinates-first (along axis 0), broadcasting the other axes."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _hit_voxels(voxels: Voxels, origin: np.ndarray, directions: np.ndarray, max_depth: float) -> np.ndarray:
-    """Depth of the first occupied cube along each ray (exact entry); inf on a miss."""
-    return march_voxels(voxels.occupied, np.asarray(voxels.origin, dtype=float), float(voxels.size), origin,
-                        np.ascontiguousarray(directions, dtype=float), float(max_depth))

@@ -1,0 +1,149 @@
+"""Where depth-camera rays first meet cylinders, boxes and voxels: the camera's hot loops, compiled with numba.
+
+Every function takes rays ``(1, u, v)`` turned into the world frame, (N, 3), so a ray's parameter is its
+depth, and returns each ray's nearest hit depth, inf on a miss; a camera inside an obstacle sees it at 0.
+
+Cylinders and boxes are solved analytically, with the operations of the numpy expressions they replaced
+in the same order (numba keeps IEEE order without fastmath), so their depths are the same numbers, at a
+half to a third of their cost. Voxels are walked cube by cube along each
+ray (Amanatides and Woo's traversal) to the exact entry into the first occupied one. That replaced a march
+of whole numpy arrays at a quarter of the voxel edge, which cost about 15 ms a frame (a third of a
+FLYINGTRUST matrix trial) and erred at grazing entries: a sample could round to a cube beside the one the
+ray entered, or a clipped corner fall between two samples.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, error_model="numpy")
+def march_voxels(occupied: np.ndarray, grid_origin: np.ndarray, size: float, origin: np.ndarray,
+                 directions: np.ndarray, max_depth: float) -> np.ndarray:
+    """Depth of each ray's first occupied cube, inf where none is met within `max_depth`.
+
+    Cube (i, j, k) of `occupied` has its centre at ``grid_origin + (i, j, k) * size``.
+    """
+    shape = occupied.shape
+    lo = grid_origin - size / 2  # the grid's low corner
+    inverse = np.empty(3)
+    step = np.empty(3, dtype=np.int64)
+    cell = np.empty(3, dtype=np.int64)
+    crossing = np.empty(3)  # the depth at which the ray leaves its cube along each axis
+    depths = np.full(directions.shape[0], np.inf)
+    for ray in range(directions.shape[0]):
+        direction = directions[ray]
+        # The stretch [near, far] of the ray inside the grid's box, cut at max_depth (slab method).
+        near, far = 0.0, max_depth
+        for axis in range(3):
+            inverse[axis] = 1.0 / direction[axis]
+            t1 = (lo[axis] - origin[axis]) * inverse[axis]
+            t2 = (lo[axis] + shape[axis] * size - origin[axis]) * inverse[axis]
+            if np.isnan(t1) or np.isnan(t2):  # parallel to this slab and on its boundary
+                near = np.inf
+            elif t1 > t2:
+                t1, t2 = t2, t1
+            near = t1 if t1 > near else near
+            far = t2 if t2 < far else far
+        if not near <= far:
+            continue
+        for axis in range(3):
+            at = (origin[axis] + near * direction[axis] - lo[axis]) / size
+            cell[axis] = min(max(int(np.floor(at)), 0), shape[axis] - 1)
+            step[axis] = 1 if direction[axis] > 0 else -1
+            crossing[axis] = _crossing(lo[axis], size, cell[axis], step[axis], origin[axis], inverse[axis])
+        depth = near
+        while True:
+            if occupied[cell[0], cell[1], cell[2]]:
+                depths[ray] = depth
+                break
+            axis = 0 if crossing[0] <= crossing[1] and crossing[0] <= crossing[2] else (
+                1 if crossing[1] <= crossing[2] else 2)
+            depth = crossing[axis]
+            cell[axis] += step[axis]
+            if depth > far or cell[axis] < 0 or cell[axis] >= shape[axis]:
+                break
+            crossing[axis] = _crossing(lo[axis], size, cell[axis], step[axis], origin[axis], inverse[axis])
+    return depths
+
+
+@numba.njit(cache=True, error_model="numpy")
+def hit_boxes(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """Depth at which each ray enters the nearest of the boxes (lo, hi) (M, 3) (slab method)."""
+    depths = np.full(directions.shape[0], np.inf)
+    for ray in range(directions.shape[0]):
+        direction = directions[ray]
+        best = np.inf
+        for box in range(lo.shape[0]):
+            t_near, t_far = -np.inf, np.inf
+            for axis in range(3):
+                inverse = 1.0 / direction[axis]
+                t1 = (lo[box, axis] - origin[axis]) * inverse
+                t2 = (hi[box, axis] - origin[axis]) * inverse
+                # Parallel to this slab: +-inf inside it, NaN (0 * inf) on its boundary, which counts as a miss.
+                t1 = np.inf if np.isnan(t1) else t1
+                t2 = np.inf if np.isnan(t2) else t2
+                lower, upper = (t1, t2) if t1 < t2 else (t2, t1)
+                t_near = lower if lower > t_near else t_near
+                t_far = upper if upper < t_far else t_far
+            t_near = t_near if t_near > 0.0 else 0.0
+            if t_far >= t_near and t_near < best:
+                best = t_near
+        depths[ray] = best
+    return depths
+
+
+@numba.njit(cache=True, error_model="numpy")
+def hit_cylinders(a: np.ndarray, unit: np.ndarray, length: np.ndarray, radius: np.ndarray, origin: np.ndarray,
+                  directions: np.ndarray) -> np.ndarray:
+    """Depth at which each ray first meets one of the finite cylinders, side or end disc.
+
+    Cylinder i runs from `a[i]` along `unit[i]` for `length[i]` metres with radius `radius[i]`.
+    """
+    depths = np.full(directions.shape[0], np.inf)
+    for ray in range(directions.shape[0]):
+        d0, d1, d2 = directions[ray, 0], directions[ray, 1], directions[ray, 2]
+        best_of_all = np.inf
+        for i in range(a.shape[0]):
+            u0, u1, u2 = unit[i, 0], unit[i, 1], unit[i, 2]
+            rel0, rel1, rel2 = origin[0] - a[i, 0], origin[1] - a[i, 1], origin[2] - a[i, 2]
+            r2 = radius[i] * radius[i]
+            d_axial = d0 * u0 + d1 * u1 + d2 * u2
+            o_axial = rel0 * u0 + rel1 * u1 + rel2 * u2
+            # Side: |(rel + t d) - ((rel + t d).u) u|^2 = r^2, a quadratic in t.
+            p0, p1, p2 = d0 - d_axial * u0, d1 - d_axial * u1, d2 - d_axial * u2
+            q0, q1, q2 = rel0 - o_axial * u0, rel1 - o_axial * u1, rel2 - o_axial * u2
+            qa = p0 * p0 + p1 * p1 + p2 * p2
+            qb = 2 * (p0 * q0 + p1 * q1 + p2 * q2)
+            qc = (q0 * q0 + q1 * q1 + q2 * q2) - r2
+            disc = qb * qb - 4 * qa * qc
+            root = np.sqrt(disc if disc > 0.0 else 0.0)
+            t_side = 0.0 if qc <= 0 else (-qb - root) / (2 * qa)  # qc <= 0: camera inside the infinite tube
+            along = o_axial + t_side * d_axial
+            ok = disc >= 0 and qa > 1e-12 and t_side >= 0 and along >= 0 and along <= length[i]
+            best = t_side if ok else np.inf
+            for cap in (0.0, 1.0):  # the two end discs
+                t_cap = (cap * length[i] - o_axial) / d_axial
+                end = cap * length[i]
+                e0 = rel0 + t_cap * d0 - end * u0
+                e1 = rel1 + t_cap * d1 - end * u1
+                e2 = rel2 + t_cap * d2 - end * u2
+                if t_cap >= 0 and e0 * e0 + e1 * e1 + e2 * e2 <= r2 and t_cap < best:
+                    best = t_cap
+            if best < best_of_all:
+                best_of_all = best
+        depths[ray] = best_of_all
+    return depths
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _crossing(lo: float, size: float, cell: int, step: int, origin: float, inverse: float) -> float:
+    """Depth at which a ray leaves `cell` along one axis, going `step`; inf if it never moves on that axis.
+
+    Computed from the cell's index rather than accumulated, so long rays do not drift.
+    """
+    if inverse == np.inf or inverse == -np.inf:
+        return np.inf
+    boundary = lo + (cell + 1 if step > 0 else cell) * size
+    return (boundary - origin) * inverse
