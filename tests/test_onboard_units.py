@@ -222,3 +222,18 @@ def test_the_compiled_grid_search_finds_the_shortest_paths_without_cutting_corne
     assert np.isinf(shortest_paths(blocked, (0, 0))[0][3])
     assert shortest_paths(np.zeros((2, 2), dtype=bool), (0, 0))[0][3] == pytest.approx(math.sqrt(2))
     assert np.isinf(shortest_paths(np.ones((3, 3), dtype=bool), (1, 1))[0]).sum() == 8  # a blocked start
+
+
+def test_line_of_sight_on_the_occupancy_grid_stops_at_inflated_obstacles_and_the_grid_edge():
+    from onboard.planners.occupancy import OccupancyGrid
+
+    grid = OccupancyGrid((0.0, 0.0), (20.0, 10.0), 0.25, 1.0, 2.0, 0.5)
+    assert grid.insert(np.array([[10.0, 5.0, -2.0], [3.0, 3.0, -9.0]])) == 1  # the second is far below
+    here = np.array([2.0, 5.0])
+    ends = np.array([[18.0, 5.0],    # through the obstacle
+                     [18.0, 7.5],    # passes 1.24 m from it, outside its 1 m inflated disc
+                     [10.0, 5.8],    # stops inside the disc
+                     [18.0, 11.0],   # leaves the grid
+                     [2.0, 5.0]])    # a point: its own cell, free
+    assert grid.segments_free(here, ends).tolist() == [False, True, False, False, True]
+    assert grid.segment_free(np.array([3.0, 3.0]), np.array([3.0, 9.0]))  # where the low point fell
