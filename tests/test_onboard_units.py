@@ -237,3 +237,33 @@ def test_line_of_sight_on_the_occupancy_grid_stops_at_inflated_obstacles_and_the
                      [2.0, 5.0]])    # a point: its own cell, free
     assert grid.segments_free(here, ends).tolist() == [False, True, False, False, True]
     assert grid.segment_free(np.array([3.0, 3.0]), np.array([3.0, 9.0]))  # where the low point fell
+
+
+def test_the_grid_search_stops_at_the_goal_or_the_best_edge_cell():
+    """Stopping early (A*) must choose what a search of the whole window would: the goal's cell when it
+    is reachable, else the edge cell of least path length plus straight-line distance to the goal."""
+    from onboard.planners.grid_search import search, shortest_paths
+
+    rng = np.random.default_rng(9)
+    rows, cols = 61, 47
+    edge = np.zeros((rows, cols), dtype=bool)
+    edge[[0, -1], :] = edge[:, [0, -1]] = True
+    for goal in [(-30.0, 20.0), (100.0, 100.0), (20.5, 30.2), (45.0, -3.0)]:
+        for _ in range(4):
+            blocked = rng.random((rows, cols)) < rng.uniform(0.0, 0.3)
+            start = (int(rng.integers(1, rows - 1)), int(rng.integers(1, cols - 1)))
+            blocked[start] = False
+            i, j = np.mgrid[:rows, :cols]
+            estimate = np.hypot(i - goal[0], j - goal[1]).ravel()
+            inside = 0 <= goal[0] < rows and 0 <= goal[1] < cols
+            goal_cell = int(round(goal[0])) * cols + int(round(goal[1])) if inside else -1
+            distance, _, stopped = search(blocked, start, estimate, goal_cell, stop_at_edge=not inside)
+            whole, _ = shortest_paths(blocked, start)
+            if inside and np.isfinite(whole[goal_cell]):
+                assert stopped == goal_cell and distance[stopped] == pytest.approx(whole[goal_cell])
+            elif not inside and np.isfinite(whole[edge.ravel()]).any():
+                best = np.min(np.where(edge.ravel(), whole + estimate, np.inf))
+                assert edge.ravel()[stopped] and distance[stopped] + estimate[stopped] == pytest.approx(best)
+                assert distance[stopped] == pytest.approx(whole[stopped])
+            else:
+                assert stopped == -1 and np.array_equal(np.isfinite(distance), np.isfinite(whole))

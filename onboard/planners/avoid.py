@@ -4,10 +4,11 @@ Three stages, each timed (onboard.timing):
 
 * map: depth points near flight altitude go into a 2D occupancy grid with the vehicle's radius
   plus a margin inflated around each occupied cell (onboard.planners.occupancy);
-* plan: Dijkstra over a square window of the grid around the vehicle (8-connected, blocked cells
-  removed; onboard.planners.grid_search, compiled), then the window cell minimizing path length + straight-line distance to the goal is
-  the local target (unknown space is assumed free, so the estimate is optimistic, as in A*); the
-  path to it is shortened by line-of-sight pruning;
+* plan: a search over a square window of the grid around the vehicle (8-connected, blocked cells
+  removed; onboard.planners.grid_search, compiled) for the local target: the goal if it is in the
+  window and reachable, else the edge cell minimizing path length + straight-line distance to the
+  goal (unknown space is assumed free, so the estimate is optimistic, as in A*); the path to it is
+  shortened by line-of-sight pruning;
 * control: the path is time-parametrized from the current speed with bounded acceleration up to
   the speed cap, slowing so as to stop at the end of the known path, and handed to the runtime as
   a 2-second trajectory; the heading follows the path so the camera looks where the vehicle goes.
@@ -25,7 +26,7 @@ import math
 import numpy as np
 
 from onboard.planner import SETTLED_SPEED, Command, Observation
-from onboard.planners.grid_search import shortest_paths
+from onboard.planners.grid_search import search
 from onboard.planners.occupancy import OccupancyGrid
 from onboard.task import NavTask
 from onboard.timing import span
@@ -109,13 +110,18 @@ class OccupancyPlanner:
         if blocked[tuple(start)]:
             start = self._nearest_free(blocked, start)
         rows, cols = blocked.shape
-        distance, previous = shortest_paths(blocked, start)
-        # Straight-line distance from each cell centre to the goal, in cells.
+        # Straight-line distance from each cell centre to the goal, in cells: the search's estimate.
         north = grid.origin[0] + np.arange(lo[0], lo[0] + rows) * grid.resolution - goal[0]
         east = grid.origin[1] + np.arange(lo[1], lo[1] + cols) * grid.resolution - goal[1]
-        to_goal = np.sqrt(north[:, None] ** 2 + east[None, :] ** 2) / grid.resolution
-        score = distance + to_goal.ravel()  # both in cells; unreachable cells are inf
-        target = self._target(score, blocked.shape, grid.cell(goal) - lo)
+        to_goal = (np.sqrt(north[:, None] ** 2 + east[None, :] ** 2) / grid.resolution).ravel()
+        goal_cell = grid.cell(goal) - lo
+        in_window = bool(np.all((goal_cell >= 0) & (goal_cell < blocked.shape)))
+        # Straight to the goal's cell when it is in the window, else to the best edge cell; only when
+        # neither is reachable has the search seen every reachable cell, and `_target` chooses among them.
+        distance, previous, target = search(blocked, start, to_goal, goal_cell[0] * cols + goal_cell[1] if in_window
+                                            else -1, stop_at_edge=not in_window)
+        if target < 0:
+            target = self._target(distance + to_goal, blocked.shape, goal_cell)
         if target is None:
             return None
         chain = [target]
