@@ -1,8 +1,7 @@
 """Scene geometry: obstacle primitives in local NED metres and the distance queries every target shares.
 
 A scene is a flight volume (a rectangle of ground, from the ground up to a flight ceiling) holding
-obstacles of three kinds, each stored as arrays so that queries are vectorized over points and
-primitives:
+obstacles of three kinds, each stored as arrays:
 
 * `Cylinders`: finite cylinders between two axis end points, any orientation (tree trunks are
   vertical, FLYINGTRUST's random-angle cylinders are tilted);
@@ -10,7 +9,8 @@ primitives:
 * `Voxels`: an occupancy grid of cubes (Perlin-noise clutter).
 
 Distances are exact signed distances to the obstacle surface (negative inside), computed
-analytically for cylinders and boxes. For voxels the distance is exact to the nearest few cubes,
+analytically for cylinders and boxes, in compiled loops over points and primitives (the trial monitor
+asks for one point at each telemetry sample, where numpy's per-call overhead was most of the cost). For voxels the distance is exact to the nearest few cubes,
 found with a k-d tree over cube centres (see `Voxels.distance`).
 
 Frames (docs/design.md, conventions): NED, so ``down = -altitude``; the ground is ``down = 0``. The ground and the
@@ -25,11 +25,10 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numba
 import numpy as np
 from scipy.spatial import cKDTree
 
-# Points per vectorized block: keeps the (points x primitives) temporaries to a few MB.
-_CHUNK = 4096
 # Edge (m) of the coarse grid of distance lower bounds that lets `Scene.collides` skip exact work.
 FLOOR_CELL = 0.5
 
@@ -43,11 +42,47 @@ def _as_points(points: np.ndarray) -> np.ndarray:
     return array
 
 
-def _chunked_min(points: np.ndarray, per_chunk) -> np.ndarray:
-    """Apply `per_chunk` (points -> distances) block by block so memory stays bounded."""
-    out = np.empty(len(points))
-    for start in range(0, len(points), _CHUNK):
-        out[start:start + _CHUNK] = per_chunk(points[start:start + _CHUNK])
+@numba.njit(cache=True)
+def _cylinder_distances(points: np.ndarray, a: np.ndarray, unit: np.ndarray, length: np.ndarray,
+                        radius: np.ndarray) -> np.ndarray:
+    """Signed distance from each point to the nearest capped cylinder; NaN for a point with a NaN."""
+    out = np.empty(points.shape[0])
+    for n in range(points.shape[0]):
+        best = np.inf
+        for i in range(a.shape[0]):
+            r0, r1, r2 = points[n, 0] - a[i, 0], points[n, 1] - a[i, 1], points[n, 2] - a[i, 2]
+            along = r0 * unit[i, 0] + r1 * unit[i, 1] + r2 * unit[i, 2]
+            squared = r0 * r0 + r1 * r1 + r2 * r2 - along * along
+            radial = math.sqrt(squared if squared > 0.0 else 0.0)
+            # Outside in the radial and/or axial sense, or inside (the larger of the two, negative).
+            d_radial = radial - radius[i]
+            d_axial = max(-along, along - length[i])
+            distance = math.hypot(max(d_radial, 0.0), max(d_axial, 0.0)) + min(max(d_radial, d_axial), 0.0)
+            if not distance >= best:
+                best = distance
+                if math.isnan(distance):
+                    break
+        out[n] = best
+    return out
+
+
+@numba.njit(cache=True)
+def _box_distances(points: np.ndarray, centre: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Signed distance from each point to the nearest axis-aligned box; NaN for a point with a NaN."""
+    out = np.empty(points.shape[0])
+    for n in range(points.shape[0]):
+        best = np.inf
+        for i in range(centre.shape[0]):
+            q0 = abs(points[n, 0] - centre[i, 0]) - half[i, 0]
+            q1 = abs(points[n, 1] - centre[i, 1]) - half[i, 1]
+            q2 = abs(points[n, 2] - centre[i, 2]) - half[i, 2]
+            o0, o1, o2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
+            distance = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2) + min(max(q0, q1, q2), 0.0)
+            if not distance >= best:
+                best = distance
+                if math.isnan(distance):
+                    break
+        out[n] = best
     return out
 
 
@@ -84,19 +119,8 @@ class Cylinders:
         if not len(self):
             return np.full(len(points), np.inf)
         unit, length = self.axes
-
-        def block(p: np.ndarray) -> np.ndarray:
-            rel = p[:, None, :] - self.a[None, :, :]
-            along = np.einsum("npk,pk->np", rel, unit)
-            radial = np.sqrt(np.maximum(np.einsum("npk,npk->np", rel, rel) - along**2, 0.0))
-            # Exact capped-cylinder distance: outside in the radial and/or axial sense, or inside.
-            d_radial = radial - self.radius
-            d_axial = np.maximum(-along, along - length)
-            outside = np.hypot(np.maximum(d_radial, 0.0), np.maximum(d_axial, 0.0))
-            inside = np.minimum(np.maximum(d_radial, d_axial), 0.0)
-            return (outside + inside).min(axis=1)
-
-        return _chunked_min(points, block)
+        return _cylinder_distances(points, np.ascontiguousarray(self.a, dtype=float), unit, length,
+                                   np.asarray(self.radius, dtype=float))
 
     def bounding_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-cylinder axis-aligned bounds (lo, hi), each (P, 3)."""
@@ -153,16 +177,11 @@ class Boxes:
         points = _as_points(points)
         if not len(self):
             return np.full(len(points), np.inf)
-        centre = 0.5 * (self.lo + self.hi)
-        half = 0.5 * (self.hi - self.lo)
+        return _box_distances(points, self._centres_and_halves[0], self._centres_and_halves[1])
 
-        def block(p: np.ndarray) -> np.ndarray:
-            q = np.abs(p[:, None, :] - centre[None]) - half[None]
-            outside = np.linalg.norm(np.maximum(q, 0.0), axis=2)
-            inside = np.minimum(q.max(axis=2), 0.0)
-            return (outside + inside).min(axis=1)
-
-        return _chunked_min(points, block)
+    @cached_property
+    def _centres_and_halves(self) -> tuple[np.ndarray, np.ndarray]:
+        return 0.5 * (self.lo + self.hi), 0.5 * (self.hi - self.lo)
 
     def bounding_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """The boxes themselves, as (lo, hi)."""
