@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numba
 import numpy as np
+from scipy.ndimage import distance_transform_cdt
 from scipy.spatial import cKDTree
 
 # Edge (m) of the coarse grid of distance lower bounds that lets `Scene.collides` skip exact work.
@@ -216,6 +217,14 @@ class Voxels:
 
     def __len__(self) -> int:
         return len(self.centres)
+
+    @cached_property
+    def clear(self) -> np.ndarray:
+        """Each cube's chessboard distance, in cubes, to the nearest occupied one (0 for an occupied cube):
+        the cubes within that distance minus one are all empty, which lets a ray cross them at once."""
+        if not self.occupied.any():
+            return np.full(self.occupied.shape, max(self.occupied.shape), dtype=np.int64)
+        return distance_transform_cdt(~self.occupied, metric="chessboard").astype(np.int64)
 
     @cached_property
     def centres(self) -> np.ndarray:

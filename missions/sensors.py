@@ -90,8 +90,9 @@ class DepthCamera:
         if len(near.boxes):
             np.minimum(depth, hit_boxes(near.boxes.lo, near.boxes.hi, origin, directions), out=depth)
         if scene.voxels is not None and len(scene.voxels):
-            np.minimum(depth, march_voxels(scene.voxels.occupied, np.asarray(scene.voxels.origin, dtype=float),
-                                           float(scene.voxels.size), origin, directions, self.max_range), out=depth)
+            voxels = scene.voxels
+            np.minimum(depth, march_voxels(voxels.occupied, voxels.clear, np.asarray(voxels.origin, dtype=float),
+                                           float(voxels.size), origin, directions, self.max_range), out=depth)
         depth[depth > self.max_range] = np.inf
         depth = self._add_noise(depth, rng)
         depth[~np.isfinite(depth)] = np.nan

@@ -139,13 +139,15 @@ def test_depth_camera_range_cylinder_voxel_and_noise():
 
 
 def test_a_solid_block_of_voxels_looks_like_the_box_it_fills():
-    # The voxel traversal (compiled) against the box's exact slab test: a 0.2 m grid filling 2 x 4 x 3 m,
-    # seen from poses that turn, pitch and roll, must give the box's depths pixel for pixel, grazing
-    # entries and clipped corners included.
-    occupied = np.zeros((10, 20, 15), dtype=bool)  # centres 0.1 .. 1.9, so cubes fill 0 .. 2 m
-    occupied[...] = True
+    # The voxel traversal (compiled, crossing empty blocks at once) against the box's exact slab test: a
+    # 2 x 4 x 3 m block of 0.2 m cubes, seen from poses that turn, pitch and roll, must give the box's
+    # depths pixel for pixel, grazing entries and clipped corners included.
+    # A grid of 0.2 m cubes over north 1 .. 7, east -4 .. 4 and down -5 .. 0, the block's cubes occupied:
+    # the rays from the poses start outside the grid or in its empty part.
+    occupied = np.zeros((30, 40, 25), dtype=bool)
+    occupied[10:20, 10:30, 10:25] = True
     lo, hi = np.array([3.0, -2.0, -3.0]), np.array([5.0, 2.0, 0.0])
-    voxels = scene_with(voxels=Voxels(lo + 0.1, 0.2, occupied))
+    voxels = scene_with(voxels=Voxels(np.array([1.1, -3.9, -4.9]), 0.2, occupied))
     box = scene_with(boxes=Boxes(lo[None], hi[None]))
     camera = DepthCamera()
     rng = np.random.default_rng(5)
