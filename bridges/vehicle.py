@@ -258,7 +258,9 @@ class VehicleBase:
     url: str
 
     def __init__(self) -> None:
-        self._state_changed = asyncio.Condition()
+        # One future per waiting consumer, woken by the next snapshot: a consumer cancelled while it waits
+        # cancels only its own (a Condition cost every consumer a lock round trip per snapshot).
+        self._waiters: list[asyncio.Future] = []
         self._sample_count = 0
         # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
         # for hardware); None for simulators that die with the run anyway.
@@ -267,15 +269,19 @@ class VehicleBase:
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
         self._sample_count += 1
-        async with self._state_changed:
-            self._state_changed.notify_all()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def telemetry(self) -> AsyncIterator[VehicleState]:
         """Every new snapshot, in order, at the target's position rate."""
         seen = self._sample_count
         while True:
-            async with self._state_changed:
-                await self._state_changed.wait_for(lambda: self._sample_count != seen)
+            if self._sample_count == seen:
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                await waiter
             seen = self._sample_count
             yield self._last_published
 
