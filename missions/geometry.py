@@ -44,6 +44,12 @@ def _as_points(points: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def _nearer(best: float, distance: float) -> float:
+    """The smaller distance, and NaN once either is NaN (a point with a NaN coordinate has no distance)."""
+    return best if best != best or distance >= best else distance
+
+
+@numba.njit(cache=True)
 def _cylinder_distances(points: np.ndarray, a: np.ndarray, unit: np.ndarray, length: np.ndarray,
                         radius: np.ndarray) -> np.ndarray:
     """Signed distance from each point to the nearest capped cylinder; NaN for a point with a NaN."""
@@ -59,10 +65,7 @@ def _cylinder_distances(points: np.ndarray, a: np.ndarray, unit: np.ndarray, len
             d_radial = radial - radius[i]
             d_axial = max(-along, along - length[i])
             distance = math.hypot(max(d_radial, 0.0), max(d_axial, 0.0)) + min(max(d_radial, d_axial), 0.0)
-            if not distance >= best:
-                best = distance
-                if math.isnan(distance):
-                    break
+            best = _nearer(best, distance)
         out[n] = best
     return out
 
@@ -79,10 +82,7 @@ def _box_distances(points: np.ndarray, centre: np.ndarray, half: np.ndarray) -> 
             q2 = abs(points[n, 2] - centre[i, 2]) - half[i, 2]
             o0, o1, o2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
             distance = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2) + min(max(q0, q1, q2), 0.0)
-            if not distance >= best:
-                best = distance
-                if math.isnan(distance):
-                    break
+            best = _nearer(best, distance)
         out[n] = best
     return out
 
