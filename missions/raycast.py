@@ -5,12 +5,11 @@ depth, and returns each ray's nearest hit depth, inf on a miss; a camera inside 
 
 Cylinders and boxes are solved analytically, with the operations of the numpy expressions they replaced
 in the same order (numba keeps IEEE order without fastmath), so their depths are the same numbers, at a
-half to a third of their cost. Voxels are walked cube by cube along each
-ray (Amanatides and Woo's traversal), crossing empty blocks in one move, to the exact entry into the first
-occupied one. That replaced a march
-of whole numpy arrays at a quarter of the voxel edge, which cost about 15 ms a frame (a third of a
-FLYINGTRUST matrix trial) and erred at grazing entries: a sample could round to a cube beside the one the
-ray entered, or a clipped corner fall between two samples.
+half to a third of their cost. Voxels are walked cube by cube along each ray (Amanatides and Woo's
+traversal), crossing empty blocks in one move, to the exact entry into the first occupied one. That
+replaced a march of whole numpy arrays at a quarter of the voxel edge, which cost about 15 ms a frame (a
+third of a FLYINGTRUST matrix trial) and erred at grazing entries: a sample could round to a cube beside
+the one the ray entered, or a clipped corner fall between two samples.
 """
 
 from __future__ import annotations
@@ -29,7 +28,10 @@ def march_voxels(occupied: np.ndarray, clear: np.ndarray, grid_origin: np.ndarra
     at distance k the ray crosses the empty block of cubes within k - 1 of it in one move.
     """
     shape = occupied.shape
-    lo = grid_origin - size / 2  # the grid's low corner
+    lo = grid_origin - size / 2  # the grid's corners
+    hi = np.empty(3)
+    for axis in range(3):
+        hi[axis] = lo[axis] + shape[axis] * size
     inverse = np.empty(3)
     step = np.empty(3, dtype=np.int64)
     cell = np.empty(3, dtype=np.int64)
@@ -37,21 +39,13 @@ def march_voxels(occupied: np.ndarray, clear: np.ndarray, grid_origin: np.ndarra
     depths = np.full(directions.shape[0], np.inf)
     for ray in range(directions.shape[0]):
         direction = directions[ray]
-        # The stretch [near, far] of the ray inside the grid's box, cut at max_depth (slab method).
-        near, far = 0.0, max_depth
-        for axis in range(3):
-            inverse[axis] = 1.0 / direction[axis]
-            t1 = (lo[axis] - origin[axis]) * inverse[axis]
-            t2 = (lo[axis] + shape[axis] * size - origin[axis]) * inverse[axis]
-            if np.isnan(t1) or np.isnan(t2):  # parallel to this slab and on its boundary
-                near = np.inf
-            elif t1 > t2:
-                t1, t2 = t2, t1
-            near = t1 if t1 > near else near
-            far = t2 if t2 < far else far
+        # The stretch [near, far] of the ray inside the grid's box, cut at max_depth.
+        near, far = _slab(lo, hi, origin, direction)
+        near, far = (near if near > 0.0 else 0.0), (far if far < max_depth else max_depth)
         if not near <= far:
             continue
         for axis in range(3):
+            inverse[axis] = 1.0 / direction[axis]
             at = (origin[axis] + near * direction[axis] - lo[axis]) / size
             cell[axis] = min(max(int(np.floor(at)), 0), shape[axis] - 1)
             step[axis] = 1 if direction[axis] > 0 else -1
@@ -102,22 +96,30 @@ def hit_boxes(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, directions: np
         direction = directions[ray]
         best = np.inf
         for box in range(lo.shape[0]):
-            t_near, t_far = -np.inf, np.inf
-            for axis in range(3):
-                inverse = 1.0 / direction[axis]
-                t1 = (lo[box, axis] - origin[axis]) * inverse
-                t2 = (hi[box, axis] - origin[axis]) * inverse
-                # Parallel to this slab: +-inf inside it, NaN (0 * inf) on its boundary, which counts as a miss.
-                t1 = np.inf if np.isnan(t1) else t1
-                t2 = np.inf if np.isnan(t2) else t2
-                lower, upper = (t1, t2) if t1 < t2 else (t2, t1)
-                t_near = lower if lower > t_near else t_near
-                t_far = upper if upper < t_far else t_far
+            t_near, t_far = _slab(lo[box], hi[box], origin, direction)
             t_near = t_near if t_near > 0.0 else 0.0
             if t_far >= t_near and t_near < best:
                 best = t_near
         depths[ray] = best
     return depths
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _slab(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, direction: np.ndarray) -> tuple[float, float]:
+    """Ray parameters (t_near, t_far) where a ray enters and leaves the box [lo, hi] (slab method); it
+    meets the box ahead of the camera only if t_far >= max(t_near, 0)."""
+    t_near, t_far = -np.inf, np.inf
+    for axis in range(3):
+        inverse = 1.0 / direction[axis]
+        t1 = (lo[axis] - origin[axis]) * inverse
+        t2 = (hi[axis] - origin[axis]) * inverse
+        # Parallel to this slab: +-inf inside it, and NaN (0 * inf) on its boundary, taken as +inf.
+        t1 = np.inf if np.isnan(t1) else t1
+        t2 = np.inf if np.isnan(t2) else t2
+        lower, upper = (t1, t2) if t1 < t2 else (t2, t1)
+        t_near = lower if lower > t_near else t_near
+        t_far = upper if upper < t_far else t_far
+    return t_near, t_far
 
 
 @numba.njit(cache=True, error_model="numpy")
