@@ -254,10 +254,10 @@ class LockstepVehicle(VehicleBase):
         lat, lon, alt = ap.origin.to_global(d.pos[0], d.pos[1], d.pos[2])
         roll, pitch, yaw = d.euler()
         self._truth_key, self._truth_pos = key, d.pos
-        self._truth_state = VehicleState(int(ap.time_s * 1e9), d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1], d.vel[2],
-                            roll, pitch, yaw, lat, lon, alt, ap.armed, not ap.landed,
-                            MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
-                            100.0 * ap.battery_remaining)
+        self._truth_state = VehicleState(int(ap.time_s * 1e9), d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1],
+                                         d.vel[2], roll, pitch, yaw, lat, lon, alt, ap.armed, not ap.landed,
+                                         MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
+                                         100.0 * ap.battery_remaining)
         return self._truth_state
 
     @property

@@ -10,8 +10,9 @@ obstacles of three kinds, each stored as arrays:
 
 Distances are exact signed distances to the obstacle surface (negative inside), computed
 analytically for cylinders and boxes, in compiled loops over points and primitives (the trial monitor
-asks for one point at each telemetry sample, where numpy's per-call overhead was most of the cost). For voxels the distance is exact to the nearest few cubes,
-found with a k-d tree over cube centres (see `Voxels.distance`).
+asks for one point at each telemetry sample, where numpy's per-call overhead was most of the cost).
+For voxels the distance is exact to the nearest few cubes, found with a k-d tree over cube centres
+(see `Voxels.distance`).
 
 Frames (docs/design.md, conventions): NED, so ``down = -altitude``; the ground is ``down = 0``. The ground and the
 ceiling are not obstacles here: they bound the flight volume (`Scene.bounds_min` / `bounds_max`),
@@ -178,7 +179,8 @@ class Boxes:
         points = _as_points(points)
         if not len(self):
             return np.full(len(points), np.inf)
-        return _box_distances(points, self._centres_and_halves[0], self._centres_and_halves[1])
+        centre, half = self._centres_and_halves
+        return _box_distances(points, centre, half)
 
     @cached_property
     def _centres_and_halves(self) -> tuple[np.ndarray, np.ndarray]:
