@@ -152,7 +152,7 @@ class LockstepVehicle(VehicleBase):
 
     async def _drive(self) -> None:
         ap = self.ap
-        step = ap.step
+        advance = ap.advance
         half = ap.dt * 0.5
         link = self.link
         timers = self._timers
@@ -163,7 +163,7 @@ class LockstepVehicle(VehicleBase):
             # hand-overs, after which it is looked up again).
             due = self._next_event()
             while ap.time_s + half < target:
-                step()
+                advance(target, due)
                 if ap.time_s < due:
                     continue
                 while timers and timers[0][0] <= ap.time_s:

@@ -3,12 +3,15 @@
 import math
 
 import pytest
+from pymavlink.dialects.v20 import common as mavlink
 
 from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.params import ParamStore
+from px4.sim.autopilot import Autopilot
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
 from px4.sim.dynamics import QuadrotorDynamics
+from px4.sim.faults import SimFault
 
 WEAKEST = VehicleProfile("2.00kg-T-MOTOR", 2.00, 1.4, 55.6, 3.3)  # Table I, lowest everything
 STRONGEST = VehicleProfile("0.75kg-Quadrotor 2", 0.75, 4.2, 1467.0, 73.3)  # Table I, highest alphas
@@ -31,7 +34,7 @@ class Flight:
         self.ctrl = MulticopterController(self.phys, self.params)
         self.dyn.reset(pos=(0.0, 0.0, -altitude))
         if altitude > 0:  # airborne: rotors already at hover speed
-            self.dyn.rotor_speed[:] = [self.phys.omega_max * math.sqrt(self.phys.hover_thrust)] * 4
+            self.dyn.rotor_speed = [self.phys.omega_max * math.sqrt(self.phys.hover_thrust)] * 4
 
     def fly(self, setpoint, seconds: float, each=None) -> None:
         end = self.dyn.t + seconds - 1e-9
@@ -217,3 +220,36 @@ def test_gains_follow_parameter_changes():
     peak = [0.0]
     f.fly(hold(x=20.0), 4.0, lambda dyn: peak.__setitem__(0, max(peak[0], math.degrees(dyn.tilt()))))
     assert 19.0 < peak[0] <= 21.0
+
+
+def test_the_autopilot_flies_the_same_stepped_one_at_a_time_or_many_at_once():
+    """`Autopilot.advance` runs the controllers and physics between two navigator cycles in one compiled
+    call; that must not change a number, with a motor cut, a weak rotor and gusts (drawn in Python every
+    step) included."""
+    def flight(one_at_a_time: bool) -> tuple[list[float], list[float], float, float]:
+        ap = Autopilot(load_vehicle_profile("default"))
+
+        def fly(seconds: float) -> None:
+            if one_at_a_time:
+                for _ in range(round(seconds / ap.dt)):
+                    ap.step()
+            else:
+                ap.run(seconds)
+        fly(0.5)
+        assert ap.arm().result == mavlink.MAV_RESULT_ACCEPTED
+        ap.takeoff(math.nan)
+        fly(6.0)
+        ap.reposition(10.0, -5.0, -8.0)
+        fly(2.0)
+        highest = -ap.dyn.pos[2]
+        for kind, instance, severity in ((SimFault.GUST, 0, 0.2), (SimFault.THRUST_LOSS, 2, 0.3)):
+            assert ap.faults.inject_sim(kind, instance, severity, (0.0, 0.0, 0.0), True).result == mavlink.MAV_RESULT_ACCEPTED
+            fly(1.0)
+        ap.faults.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_MOTOR, mavlink.FAILURE_TYPE_OFF, 1, True)
+        fly(0.3)
+        return ap.dyn.state.tolist(), ap.motor_commands, ap.time_s, highest
+
+    stepped, advanced = flight(True), flight(False)
+    assert stepped[3] > 2.0  # it flew
+    assert stepped[1][0] == 0.0 and max(stepped[1]) > 0.0  # the cut motor gets nothing, the others do
+    assert advanced == stepped

@@ -390,7 +390,7 @@ async def test_fault_specs_act_in_the_physics_and_unsupported_ones_are_refused_w
         assert (await faults.inject(weak)).accepted and sim.dyn.rotor_efficiency[0] == pytest.approx(0.6)
         refused = await faults.inject(FaultSpec(0.0, "off", None, 1.0, "optical_flow"))
         assert not refused.accepted and refused.result == "UNSUPPORTED" and "not simulated" in refused.reason
-    assert sim.motor_inputs() == [0.6] * 4 and sim.dyn.rotor_efficiency == [1.0] * 4  # cleared on the way out
+    assert sim.motor_inputs() == [0.6] * 4 and sim.dyn.rotor_efficiency.tolist() == [1.0] * 4  # cleared on the way out
 
 
 def test_a_profiles_sensors_block_sets_what_px4_reads_and_bad_ones_are_named(tmp_path):

@@ -47,7 +47,7 @@ def airborne(phys: PhysicalParams, rotor_fraction: list[float]) -> QuadrotorDyna
     """A vehicle at rest 50 m up with each rotor already spinning at sqrt(fraction) * omega_max."""
     dyn = QuadrotorDynamics(phys)
     dyn.reset(pos=(0.0, 0.0, -50.0))
-    dyn.rotor_speed[:] = [phys.omega_max * math.sqrt(f) for f in rotor_fraction]
+    dyn.rotor_speed = [phys.omega_max * math.sqrt(f) for f in rotor_fraction]
     return dyn
 
 
@@ -116,7 +116,7 @@ def test_rest_on_ground_until_thrust_exceeds_weight():
     below = [0.95 * phys.hover_thrust] * 4
     for _ in range(1000):
         dyn.step(below)
-    assert dyn.on_ground and dyn.pos == [0.0, 0.0, 0.0] and dyn.vel == [0.0, 0.0, 0.0]
+    assert dyn.on_ground and dyn.pos == (0.0, 0.0, 0.0) and dyn.vel == (0.0, 0.0, 0.0)
     assert dyn.specific_force == pytest.approx([0.0, 0.0, -GRAVITY])
     above = [1.2 * phys.hover_thrust] * 4
     for _ in range(1000):
@@ -128,13 +128,13 @@ def test_falling_vehicle_lands_level_and_stops():
     phys = load_vehicle_profile("default").physical()
     dyn = QuadrotorDynamics(phys)
     dyn.reset(pos=(0.0, 0.0, -2.0), yaw=1.0)
-    dyn.vel[:] = [3.0, 0.0, 0.0]
-    dyn.omega[:] = [0.5, -0.3, 0.2]
+    dyn.vel = [3.0, 0.0, 0.0]
+    dyn.omega = [0.5, -0.3, 0.2]
     for _ in range(1500):
         dyn.step([0.0] * 4)
         assert dyn.pos[2] <= 0.0  # never below the ground
     assert dyn.on_ground
-    assert dyn.vel == [0.0, 0.0, 0.0] and dyn.omega == [0.0, 0.0, 0.0]
+    assert dyn.vel == (0.0, 0.0, 0.0) and dyn.omega == (0.0, 0.0, 0.0)
     roll, pitch, _ = dyn.euler()
     assert abs(roll) < 1e-9 and abs(pitch) < 1e-9
     north = dyn.pos[0]
@@ -155,12 +155,12 @@ def test_linear_drag_opposes_airspeed_including_wind():
     phys = load_vehicle_profile("default").physical()
     h = phys.hover_thrust
     dyn = airborne(phys, [h] * 4)
-    dyn.vel[:] = [5.0, 0.0, 0.0]
+    dyn.vel = [5.0, 0.0, 0.0]
     lin, _ = one_step_acceleration(dyn, [h] * 4)
     assert lin[0] == pytest.approx(-phys.kdv / phys.mass * 5.0, rel=0.01)
     # Still air relative to the vehicle: no drag. Wind pushes a vehicle at rest downwind.
     dyn = airborne(phys, [h] * 4)
-    dyn.vel[:] = [5.0, 0.0, 0.0]
+    dyn.vel = [5.0, 0.0, 0.0]
     dyn.wind_ned[:] = [5.0, 0.0, 0.0]
     lin, _ = one_step_acceleration(dyn, [h] * 4)
     assert abs(lin[0]) < 1e-9
@@ -174,7 +174,7 @@ def test_angular_damping_slows_rotation():
     phys = load_vehicle_profile("default").physical()
     h = phys.hover_thrust
     dyn = airborne(phys, [h] * 4)
-    dyn.omega[:] = [0.0, 0.0, 2.0]
+    dyn.omega = [0.0, 0.0, 2.0]
     _, ang = one_step_acceleration(dyn, [h] * 4)
     assert ang[2] == pytest.approx(-phys.kdw * 2.0 / phys.izz, rel=0.01)
 

@@ -11,7 +11,7 @@ their own modules: the auto modes' navigation (auto_modes), the failsafe checks 
 landing and auto-disarm (landing) and the battery (battery); the types they share are in
 autopilot_types.
 
-Time is simulation time (`time_s`), advanced only by `step()`.
+Time is simulation time (`time_s`), advanced only by `step()`, `run()` and `advance()`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
@@ -41,12 +42,19 @@ from px4.sim.autopilot_types import (
     rejected,
 )
 from px4.sim.battery import SitlBattery
-from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
+from px4.sim.control import (
+    AttitudeSetpoint,
+    MulticopterController,
+    TrajectorySetpoint,
+    setpoint_array,
+)
+from px4.sim.control_kernels import SP_SIZE
 from px4.sim.dynamics import QuadrotorDynamics
 from px4.sim.failsafe import FailsafeFramework
 from px4.sim.failsafe_checks import FailsafeChecks
 from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
+from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
 from px4.sim.landing import LandingState
 from px4.sim.manual import ManualControl
 from px4.sim.mission_items import MissionItem
@@ -70,6 +78,8 @@ ALTITUDE_LOCK_SPEED = 0.3
 # acceleration setpoint that the thrust limits clip.
 GROUND_CONTACT_SETPOINT = TrajectorySetpoint(acceleration=(0.0, 0.0, 100.0))
 FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
+_UNLIMITED = 1 << 62  # steps: as many as `until` and `due` allow
+_NO_SETPOINT = np.full(SP_SIZE, NAN)
 
 
 class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
@@ -118,7 +128,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.extra_missions: dict[int, list[MissionItem]] = {}
         self.mission_current = 0
         self.mission_finished = False
-        self.motor_commands = [0.0, 0.0, 0.0, 0.0]
+        self._motors = np.zeros(4)
         self.current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None = None
         self._task = AutoFlightTask(self.params)
         self._auto_active = False  # the flight task runs (it starts afresh when auto flight begins)
@@ -361,26 +371,54 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
     # ------------------------------------------------------------------ simulation
     def step(self) -> None:
         """Advance the whole vehicle by one physics step."""
-        if self._step_count % self._nav_steps == 0:
-            self._navigate(self._nav_steps * self.dt)
-        self._step_count += 1
-        sp = self.current_setpoint
-        if not self.armed:
-            u = [0.0, 0.0, 0.0, 0.0]
-        elif sp is None or self._idle:
-            u = self.ctrl.idle()
-        else:
-            u = self.ctrl.update(self.dyn, sp)
-        u = self.faults.motor_outputs(u)
-        self.motor_commands = u
-        self.faults.step(self.dt)
-        self.dyn.step(u)
-        self.time_s += self.dt
+        self.advance(math.inf, steps=1)
 
     def run(self, seconds: float) -> None:
         """Step for a span of simulation time."""
-        for _ in range(int(round(seconds / self.dt))):
-            self.step()
+        self.advance(math.inf, steps=int(round(seconds / self.dt)))
+
+    def advance(self, until: float, due: float = math.inf, steps: int | None = None) -> int:
+        """Step while ``time_s + dt / 2 < until``, at most `steps` steps, and stop after the step that
+        brings `time_s` to `due` or past it (a caller's next event). Returns the steps taken.
+
+        The navigator runs every NAV_PERIOD_S; between its runs the controllers and the physics run
+        as one compiled loop (`px4.sim.inner_loop`)."""
+        ctrl, dyn, faults = self.ctrl, self.dyn, self.faults
+        left = steps if steps is not None else _UNLIMITED
+        taken = 0
+        while left > 0 and self.time_s + 0.5 * self.dt < until:
+            phase = self._step_count % self._nav_steps
+            if phase == 0:
+                self._navigate(self._nav_steps * self.dt)
+            chunk = min(left, self._nav_steps - phase)
+            if faults.gust > 0.0:
+                # Gusts draw from the fault's random generator every step, in Python.
+                chunk = 1
+                faults.step(self.dt)
+            sp = self.current_setpoint
+            kind, sp_array = (0, _NO_SETPOINT) if sp is None else setpoint_array(sp)
+            if not self.armed:
+                drive = MOTORS_OFF
+            elif sp is None or self._idle:
+                drive = MOTORS_IDLE
+            else:
+                drive = MOTORS_CONTROLLED
+                ctrl.sync_params()
+            working = np.array([0.0 if i in faults.motors_off else 1.0 for i in range(4)])
+            done, self.time_s = run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned,
+                                          ctrl.state, ctrl.constants, ctrl.limits, kind, sp_array,
+                                          drive, working, self._motors, self.time_s, until, due, chunk)
+            self._step_count += done
+            taken += done
+            left -= done
+            if done < chunk:  # stopped at `until` or `due`
+                break
+        return taken
+
+    @property
+    def motor_commands(self) -> list[float]:
+        """What the motors got in the last step (normalized thrust, PX4's motor order)."""
+        return self._motors.tolist()
 
     # ------------------------------------------------------------------ internals
     @property

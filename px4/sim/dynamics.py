@@ -13,15 +13,18 @@ fraction of full thrust, so the rotor speed it asks for is ``omega_max * sqrt(u)
 approaches that speed with a first-order lag (``motor_tau``). Drag is linear in airspeed (velocity
 relative to ``wind_ned``), angular damping is linear in body rates, as in PX4's SIH.
 
-Integration is semi-implicit Euler at ``dt`` (at most 2 ms). The step is written with plain floats
-and locals because it runs hundreds of thousands of times per simulated minute: one numpy
-operation on a 3-vector costs about as much as this whole step.
+Integration is semi-implicit Euler at ``dt`` (at most 2 ms). The step runs hundreds of thousands of
+times per simulated minute, so it is compiled with numba (`physics_step`) over one state array and
+one model array, and `px4.sim.inner_loop` runs many steps of it with the controllers in one call.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Sequence
+
+import numba
+import numpy as np
 
 from profiles.airframe import GRAVITY
 from profiles.physical import PhysicalParams
@@ -36,6 +39,14 @@ _GEOMETRY = {
     "plus": (((0.0, 1.0), (0.0, -1.0), (1.0, 0.0), (-1.0, 0.0)), (1, 1, -1, -1)),
 }
 
+# The state array: time (s), position and velocity (NED), attitude (w, x, y, z), body rates, rotor
+# speeds (rad/s), specific force (body, m/s^2) and ground contact (1.0 or 0.0).
+T, POS, VEL, Q, OMEGA, ROTOR, FORCE, GROUND, STATE_SIZE = 0, 1, 4, 7, 11, 14, 18, 21, 22
+# The model array: step, rotor limits and lag, thrust coefficient, mass, inertia, damping, and the
+# roll, pitch and yaw torque per newton of each rotor's thrust.
+(M_DT, M_OMEGA_MAX, M_LAG, M_CT, M_MASS, M_JX, M_JY, M_JZ, M_KDW, M_KDV,
+ M_ROLL, M_PITCH, M_YAW, MODEL_SIZE) = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 18, 22
+
 
 def rotor_geometry(phys: PhysicalParams) -> tuple[tuple[tuple[float, float], ...], tuple[int, ...]]:
     """Rotor (x, y) positions in metres and spin directions (+1 CCW) for this vehicle."""
@@ -45,22 +56,151 @@ def rotor_geometry(phys: PhysicalParams) -> tuple[tuple[tuple[float, float], ...
     return positions, spins
 
 
+@numba.njit(cache=True)
+def physics_step(s: np.ndarray, m: np.ndarray, efficiency: np.ndarray, wind: np.ndarray,
+                 u0: float, u1: float, u2: float, u3: float) -> None:
+    """Advance state `s` one step of model `m` with rotor commands u0..u3 (clipped to [0, 1])."""
+    dt = m[M_DT]
+    w_max = m[M_OMEGA_MAX]
+    lag = m[M_LAG]
+    ct = m[M_CT]
+    u0 = 0.0 if u0 < 0.0 else (1.0 if u0 > 1.0 else u0)
+    u1 = 0.0 if u1 < 0.0 else (1.0 if u1 > 1.0 else u1)
+    u2 = 0.0 if u2 < 0.0 else (1.0 if u2 > 1.0 else u2)
+    u3 = 0.0 if u3 < 0.0 else (1.0 if u3 > 1.0 else u3)
+    w0 = s[ROTOR] + (w_max * math.sqrt(u0) - s[ROTOR]) * lag
+    w1 = s[ROTOR + 1] + (w_max * math.sqrt(u1) - s[ROTOR + 1]) * lag
+    w2 = s[ROTOR + 2] + (w_max * math.sqrt(u2) - s[ROTOR + 2]) * lag
+    w3 = s[ROTOR + 3] + (w_max * math.sqrt(u3) - s[ROTOR + 3]) * lag
+    s[ROTOR] = w0
+    s[ROTOR + 1] = w1
+    s[ROTOR + 2] = w2
+    s[ROTOR + 3] = w3
+    f0 = ct * efficiency[0] * w0 * w0
+    f1 = ct * efficiency[1] * w1 * w1
+    f2 = ct * efficiency[2] * w2 * w2
+    f3 = ct * efficiency[3] * w3 * w3
+    thrust = f0 + f1 + f2 + f3
+    s[T] += dt
+
+    mass = m[M_MASS]
+    if s[GROUND] != 0.0:
+        # Resting on level ground: nothing moves until the thrust lifts the weight.
+        if thrust <= mass * GRAVITY:
+            return
+        s[GROUND] = 0.0
+
+    tx = m[M_ROLL] * f0 + m[M_ROLL + 1] * f1 + m[M_ROLL + 2] * f2 + m[M_ROLL + 3] * f3
+    ty = m[M_PITCH] * f0 + m[M_PITCH + 1] * f1 + m[M_PITCH + 2] * f2 + m[M_PITCH + 3] * f3
+    tz = m[M_YAW] * f0 + m[M_YAW + 1] * f1 + m[M_YAW + 2] * f2 + m[M_YAW + 3] * f3
+
+    # Euler's equations, J w' = tau - w x (J w) - kdw w, with diagonal J.
+    p = s[OMEGA]
+    q = s[OMEGA + 1]
+    r = s[OMEGA + 2]
+    jx, jy, jz, kdw = m[M_JX], m[M_JY], m[M_JZ], m[M_KDW]
+    p_new = p + dt * (tx - kdw * p + (jy - jz) * q * r) / jx
+    q_new = q + dt * (ty - kdw * q + (jz - jx) * r * p) / jy
+    r_new = r + dt * (tz - kdw * r + (jx - jy) * p * q) / jz
+    p, q, r = p_new, q_new, r_new
+    s[OMEGA] = p
+    s[OMEGA + 1] = q
+    s[OMEGA + 2] = r
+
+    # Attitude: q' = q (x) (0, w) / 2, renormalized.
+    qw, qx, qy, qz = s[Q], s[Q + 1], s[Q + 2], s[Q + 3]
+    h = 0.5 * dt
+    nw = qw - h * (qx * p + qy * q + qz * r)
+    nx = qx + h * (qw * p + qy * r - qz * q)
+    ny = qy + h * (qw * q - qx * r + qz * p)
+    nz = qz + h * (qw * r + qx * q - qy * p)
+    n = 1.0 / math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+    qw = nw * n
+    qx = nx * n
+    qy = ny * n
+    qz = nz * n
+    s[Q] = qw
+    s[Q + 1] = qx
+    s[Q + 2] = qy
+    s[Q + 3] = qz
+
+    # Body-to-world rotation; the thrust acts along body -z, i.e. minus the third column.
+    r00 = 1.0 - 2.0 * (qy * qy + qz * qz)
+    r01 = 2.0 * (qx * qy - qw * qz)
+    r02 = 2.0 * (qx * qz + qw * qy)
+    r10 = 2.0 * (qx * qy + qw * qz)
+    r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
+    r12 = 2.0 * (qy * qz - qw * qx)
+    r20 = 2.0 * (qx * qz - qw * qy)
+    r21 = 2.0 * (qy * qz + qw * qx)
+    r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+
+    kdv = m[M_KDV]
+    inv_m = 1.0 / mass
+    dx = -kdv * (s[VEL] - wind[0]) * inv_m
+    dy = -kdv * (s[VEL + 1] - wind[1]) * inv_m
+    dz = -kdv * (s[VEL + 2] - wind[2]) * inv_m
+    t_m = thrust * inv_m
+    vx = s[VEL] + dt * (dx - t_m * r02)
+    vy = s[VEL + 1] + dt * (dy - t_m * r12)
+    vz = s[VEL + 2] + dt * (dz - t_m * r22 + GRAVITY)
+    px = s[POS] + dt * vx
+    py = s[POS + 1] + dt * vy
+    pz = s[POS + 2] + dt * vz
+
+    if pz >= 0.0:
+        pz = 0.0
+        if thrust * r22 <= mass * GRAVITY:
+            # Touched down without the thrust to climb: settle level, static friction holds it.
+            yaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+            s[Q] = math.cos(0.5 * yaw)
+            s[Q + 1] = 0.0
+            s[Q + 2] = 0.0
+            s[Q + 3] = math.sin(0.5 * yaw)
+            for i in range(3):
+                s[VEL + i] = 0.0
+                s[OMEGA + i] = 0.0
+                s[FORCE + i] = 0.0
+            s[FORCE + 2] = -GRAVITY
+            s[GROUND] = 1.0
+            s[POS] = px
+            s[POS + 1] = py
+            s[POS + 2] = 0.0
+            return
+        if vz > 0.0:
+            vz = 0.0
+    s[VEL] = vx
+    s[VEL + 1] = vy
+    s[VEL + 2] = vz
+    s[POS] = px
+    s[POS + 1] = py
+    s[POS + 2] = pz
+    # Accelerometer: all non-gravitational force per unit mass, in body axes.
+    s[FORCE] = r00 * dx + r10 * dy + r20 * dz
+    s[FORCE + 1] = r01 * dx + r11 * dy + r21 * dz
+    s[FORCE + 2] = r02 * dx + r12 * dy + r22 * dz - t_m
+
+
 class QuadrotorDynamics:
     """Six-degree-of-freedom quadrotor with four lagged rotors, drag and ground contact.
 
-    State is kept in plain attributes so that readers pay nothing: ``t`` (s), ``pos`` and ``vel``
+    The state is read through attributes that return plain floats: ``t`` (s), ``pos`` and ``vel``
     (NED, m and m/s), ``q`` (w, x, y, z, body to world), ``omega`` (body rates, rad/s),
     ``rotor_speed`` (rad/s), ``specific_force`` (body, m/s^2: what an accelerometer reads) and
-    ``on_ground``. ``wind_ned`` (m/s) and ``rotor_efficiency`` (thrust multiplier per rotor, for
-    fault injection) may be changed at any time.
+    ``on_ground``; the vectors are tuples, set whole (``dyn.vel = (3.0, 0.0, 0.0)``). ``wind_ned``
+    (m/s) and ``rotor_efficiency`` (thrust multiplier per rotor, for fault injection) are arrays that
+    may be changed in place at any time. ``state`` and ``model`` are the arrays the compiled step
+    works on.
     """
 
     def __init__(self, phys: PhysicalParams, dt: float = MAX_DT):
         if not 0.0 < dt <= MAX_DT + 1e-12:
             raise ValueError(f"dt must be in (0, {MAX_DT}] s (physics at >= 500 Hz), got {dt}")
         self.dt = dt
-        self.wind_ned = [0.0, 0.0, 0.0]
-        self.rotor_efficiency = [1.0, 1.0, 1.0, 1.0]
+        self.state = np.zeros(STATE_SIZE)
+        self.model = np.zeros(MODEL_SIZE)
+        self.wind_ned = np.zeros(3)
+        self.rotor_efficiency = np.ones(4)
         self.configure(phys)
         self.reset()
 
@@ -68,157 +208,66 @@ class QuadrotorDynamics:
         """Adopt new physical parameters (e.g. after SIH_* changes), keeping the current state."""
         self.phys = phys
         positions, spins = rotor_geometry(phys)
-        # Torque per newton of each rotor's thrust: roll = -y * f, pitch = x * f, yaw = +-c_M/c_T * f.
-        self._roll_k = tuple(-y for _, y in positions)
-        self._pitch_k = tuple(x for x, _ in positions)
-        torque_per_thrust = phys.c_m / phys.c_t
-        self._yaw_k = tuple(s * torque_per_thrust for s in spins)
+        m = self.model
+        m[M_DT] = self.dt
+        m[M_OMEGA_MAX] = phys.omega_max
         # Exact discretisation of the first-order lag, so any tau is stable at any dt.
-        self._lag = 1.0 - math.exp(-self.dt / phys.motor_tau)
+        m[M_LAG] = 1.0 - math.exp(-self.dt / phys.motor_tau)
+        m[M_CT] = phys.c_t
+        m[M_MASS] = phys.mass
+        m[M_JX], m[M_JY], m[M_JZ] = phys.ixx, phys.iyy, phys.izz
+        m[M_KDW], m[M_KDV] = phys.kdw, phys.kdv
+        # Torque per newton of each rotor's thrust: roll = -y * f, pitch = x * f, yaw = +-c_M/c_T * f.
+        torque_per_thrust = phys.c_m / phys.c_t
+        for i, ((x, y), spin) in enumerate(zip(positions, spins)):
+            m[M_ROLL + i] = -y
+            m[M_PITCH + i] = x
+            m[M_YAW + i] = spin * torque_per_thrust
 
     def reset(self, pos: Sequence[float] = (0.0, 0.0, 0.0), yaw: float = 0.0) -> None:
         """Place the vehicle at rest, level, heading ``yaw`` (rad), rotors stopped."""
-        self.t = 0.0
-        self.pos = [float(pos[0]), float(pos[1]), min(float(pos[2]), 0.0)]
-        self.vel = [0.0, 0.0, 0.0]
-        self.q = [math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw)]
-        self.omega = [0.0, 0.0, 0.0]
-        self.rotor_speed = [0.0, 0.0, 0.0, 0.0]
-        self.specific_force = [0.0, 0.0, -GRAVITY]
-        self.on_ground = self.pos[2] >= 0.0
+        s = self.state
+        s[:] = 0.0
+        s[POS:POS + 3] = (float(pos[0]), float(pos[1]), min(float(pos[2]), 0.0))
+        s[Q:Q + 4] = (math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw))
+        s[FORCE + 2] = -GRAVITY
+        s[GROUND] = s[POS + 2] >= 0.0
 
     def step(self, u: Sequence[float]) -> None:
         """Advance one ``dt`` with normalized rotor thrust commands ``u`` (4 values, clipped to [0, 1])."""
-        phys = self.phys
-        dt = self.dt
-        sqrt = math.sqrt
-        w_max = phys.omega_max
-        lag = self._lag
-        rs = self.rotor_speed
-        eff = self.rotor_efficiency
-        ct = phys.c_t
-
         u0, u1, u2, u3 = u
-        u0 = 0.0 if u0 < 0.0 else (1.0 if u0 > 1.0 else u0)
-        u1 = 0.0 if u1 < 0.0 else (1.0 if u1 > 1.0 else u1)
-        u2 = 0.0 if u2 < 0.0 else (1.0 if u2 > 1.0 else u2)
-        u3 = 0.0 if u3 < 0.0 else (1.0 if u3 > 1.0 else u3)
-        w0 = rs[0] + (w_max * sqrt(u0) - rs[0]) * lag
-        w1 = rs[1] + (w_max * sqrt(u1) - rs[1]) * lag
-        w2 = rs[2] + (w_max * sqrt(u2) - rs[2]) * lag
-        w3 = rs[3] + (w_max * sqrt(u3) - rs[3]) * lag
-        rs[0] = w0
-        rs[1] = w1
-        rs[2] = w2
-        rs[3] = w3
-        f0 = ct * eff[0] * w0 * w0
-        f1 = ct * eff[1] * w1 * w1
-        f2 = ct * eff[2] * w2 * w2
-        f3 = ct * eff[3] * w3 * w3
-        thrust = f0 + f1 + f2 + f3
-        self.t += dt
+        physics_step(self.state, self.model, self.rotor_efficiency, self.wind_ned,
+                     float(u0), float(u1), float(u2), float(u3))
 
-        mass = phys.mass
-        if self.on_ground:
-            # Resting on level ground: nothing moves until the thrust lifts the weight.
-            if thrust <= mass * GRAVITY:
-                return
-            self.on_ground = False
+    @property
+    def t(self) -> float:
+        """Simulated time (s) since the last reset."""
+        return float(self.state[T])
 
-        k = self._roll_k
-        tx = k[0] * f0 + k[1] * f1 + k[2] * f2 + k[3] * f3
-        k = self._pitch_k
-        ty = k[0] * f0 + k[1] * f1 + k[2] * f2 + k[3] * f3
-        k = self._yaw_k
-        tz = k[0] * f0 + k[1] * f1 + k[2] * f2 + k[3] * f3
+    @property
+    def on_ground(self) -> bool:
+        """Resting on the ground (nothing moves until the thrust lifts the weight)."""
+        return bool(self.state[GROUND])
 
-        # Euler's equations, J w' = tau - w x (J w) - kdw w, with diagonal J.
-        om = self.omega
-        p, q, r = om
-        jx, jy, jz, kdw = phys.ixx, phys.iyy, phys.izz, phys.kdw
-        p_new = p + dt * (tx - kdw * p + (jy - jz) * q * r) / jx
-        q_new = q + dt * (ty - kdw * q + (jz - jx) * r * p) / jy
-        r_new = r + dt * (tz - kdw * r + (jx - jy) * p * q) / jz
-        p, q, r = p_new, q_new, r_new
-        om[0] = p
-        om[1] = q
-        om[2] = r
+    def _vector(self, start: int, size: int) -> tuple[float, ...]:
+        return tuple(self.state[start:start + size].tolist())
 
-        # Attitude: q' = q (x) (0, w) / 2, renormalized.
-        a = self.q
-        qw, qx, qy, qz = a
-        h = 0.5 * dt
-        nw = qw - h * (qx * p + qy * q + qz * r)
-        nx = qx + h * (qw * p + qy * r - qz * q)
-        ny = qy + h * (qw * q - qx * r + qz * p)
-        nz = qz + h * (qw * r + qx * q - qy * p)
-        n = 1.0 / sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
-        qw = nw * n
-        qx = nx * n
-        qy = ny * n
-        qz = nz * n
-        a[0] = qw
-        a[1] = qx
-        a[2] = qy
-        a[3] = qz
+    def _set(self, start: int, size: int, values: Sequence[float]) -> None:
+        if len(values) != size:
+            raise ValueError(f"expected {size} values, got {len(values)}")
+        self.state[start:start + size] = values
 
-        # Body-to-world rotation; the thrust acts along body -z, i.e. minus the third column.
-        r00 = 1.0 - 2.0 * (qy * qy + qz * qz)
-        r01 = 2.0 * (qx * qy - qw * qz)
-        r02 = 2.0 * (qx * qz + qw * qy)
-        r10 = 2.0 * (qx * qy + qw * qz)
-        r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
-        r12 = 2.0 * (qy * qz - qw * qx)
-        r20 = 2.0 * (qx * qz - qw * qy)
-        r21 = 2.0 * (qy * qz + qw * qx)
-        r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
-
-        v = self.vel
-        wind = self.wind_ned
-        kdv = phys.kdv
-        inv_m = 1.0 / mass
-        dx = -kdv * (v[0] - wind[0]) * inv_m
-        dy = -kdv * (v[1] - wind[1]) * inv_m
-        dz = -kdv * (v[2] - wind[2]) * inv_m
-        t_m = thrust * inv_m
-        vx = v[0] + dt * (dx - t_m * r02)
-        vy = v[1] + dt * (dy - t_m * r12)
-        vz = v[2] + dt * (dz - t_m * r22 + GRAVITY)
-        pos = self.pos
-        px = pos[0] + dt * vx
-        py = pos[1] + dt * vy
-        pz = pos[2] + dt * vz
-
-        sf = self.specific_force
-        if pz >= 0.0:
-            pz = 0.0
-            if thrust * r22 <= mass * GRAVITY:
-                # Touched down without the thrust to climb: settle level, static friction holds it.
-                self._settle()
-                pos[0] = px
-                pos[1] = py
-                pos[2] = 0.0
-                return
-            if vz > 0.0:
-                vz = 0.0
-        v[0] = vx
-        v[1] = vy
-        v[2] = vz
-        pos[0] = px
-        pos[1] = py
-        pos[2] = pz
-        # Accelerometer: all non-gravitational force per unit mass, in body axes.
-        sf[0] = r00 * dx + r10 * dy + r20 * dz
-        sf[1] = r01 * dx + r11 * dy + r21 * dz
-        sf[2] = r02 * dx + r12 * dy + r22 * dz - t_m
-
-    def _settle(self) -> None:
-        yaw = self.yaw
-        self.q[:] = [math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw)]
-        self.vel[:] = [0.0, 0.0, 0.0]
-        self.omega[:] = [0.0, 0.0, 0.0]
-        self.specific_force[:] = [0.0, 0.0, -GRAVITY]
-        self.on_ground = True
+    pos = property(lambda self: self._vector(POS, 3), lambda self, v: self._set(POS, 3, v),
+                   doc="Position (NED, m).")
+    vel = property(lambda self: self._vector(VEL, 3), lambda self, v: self._set(VEL, 3, v),
+                   doc="Velocity (NED, m/s).")
+    q = property(lambda self: self._vector(Q, 4), lambda self, v: self._set(Q, 4, v),
+                 doc="Attitude quaternion (w, x, y, z), body to world.")
+    omega = property(lambda self: self._vector(OMEGA, 3), lambda self, v: self._set(OMEGA, 3, v),
+                     doc="Body rates (rad/s).")
+    rotor_speed = property(lambda self: self._vector(ROTOR, 4), lambda self, v: self._set(ROTOR, 4, v),
+                           doc="Rotor speeds (rad/s), in PX4's motor order.")
+    specific_force = property(lambda self: self._vector(FORCE, 3), doc="What an accelerometer reads (body, m/s^2).")
 
     @property
     def yaw(self) -> float:

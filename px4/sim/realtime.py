@@ -79,7 +79,6 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
     loop = asyncio.get_running_loop()
     start_wall, start_sim = loop.time(), autopilot.time_s
     window_wall, window_sim = start_wall, start_sim
-    half_step = autopilot.dt * 0.5
     resets = 0
     while not stop.is_set():
         now = loop.time()
@@ -94,12 +93,8 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
             resets += 1
             start_wall, start_sim = loop.time(), autopilot.time_s
             target = autopilot.time_s
-        steps = 0
-        while autopilot.time_s + half_step < target:
-            autopilot.step()
-            steps += 1
-            if steps % STEPS_PER_SERVICE == 0:
-                server.tick()
+        while autopilot.advance(target, steps=STEPS_PER_SERVICE) == STEPS_PER_SERVICE:
+            server.tick()
         server.tick()
         await asyncio.sleep(TICK_S)
     return resets

@@ -59,7 +59,7 @@ class _Rig:
         self.dyn = QuadrotorDynamics(phys)
         self.ctrl = MulticopterController(phys, self.store)
         self.dyn.reset(pos=HOVER)
-        self.dyn.rotor_speed[:] = [phys.omega_max * math.sqrt(phys.hover_thrust)] * 4
+        self.dyn.rotor_speed = [phys.omega_max * math.sqrt(phys.hover_thrust)] * 4
         self.hover_thrust = phys.hover_thrust
         self.fly(TrajectorySetpoint(position=HOVER, yaw=0.0), SETTLE_S)
 
