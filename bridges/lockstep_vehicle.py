@@ -126,7 +126,6 @@ class LockstepVehicle(VehicleBase):
         self.link = SimulatedLink(link, autopilot.time_s, link_sink) if link is not None else None
         self._received: VehicleState | None = None  # the last snapshot across the link
         self._truth_key: tuple | None = None
-        self._truth_pos: list[float] | None = None
         self._truth_state: VehicleState | None = None
         self.ap = autopilot
         self.url = f"lockstep://{autopilot.profile.name}"
@@ -247,17 +246,18 @@ class LockstepVehicle(VehicleBase):
     def _truth(self) -> VehicleState:
         ap, d = self.ap, self.ap.dyn
         # Read many times a step (the onboard loop's clock, its sensing, the monitor): built once per
-        # step and state. A position set in place of stepping (a reset) is a new list, hence `is`.
-        key = (ap.time_s, ap.armed, ap.mode, ap.landed, ap.landed_state, ap.battery_remaining)
-        if self._truth_key == key and self._truth_pos is d.pos:
+        # step and state. The physics state's bytes are in the key, so a state set in place of
+        # stepping (a reset) is seen too.
+        key = (ap.time_s, ap.armed, ap.mode, ap.landed, ap.landed_state, ap.battery_remaining, d.state.tobytes())
+        if self._truth_key == key:
             return self._truth_state
-        lat, lon, alt = ap.origin.to_global(d.pos[0], d.pos[1], d.pos[2])
+        north, east, down = d.pos
+        lat, lon, alt = ap.origin.to_global(north, east, down)
         roll, pitch, yaw = d.euler()
-        self._truth_key, self._truth_pos = key, d.pos
-        self._truth_state = VehicleState(int(ap.time_s * 1e9), d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1],
-                                         d.vel[2], roll, pitch, yaw, lat, lon, alt, ap.armed, not ap.landed,
-                                         MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
-                                         100.0 * ap.battery_remaining)
+        self._truth_key = key
+        self._truth_state = VehicleState(int(ap.time_s * 1e9), north, east, down, *d.vel, roll, pitch, yaw,
+                                         lat, lon, alt, ap.armed, not ap.landed, MODE_NAMES[ap.mode],
+                                         LANDED_NAMES[ap.landed_state], 100.0 * ap.battery_remaining)
         return self._truth_state
 
     @property

@@ -23,6 +23,7 @@ unless the caller supplies its own.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import os
@@ -109,7 +110,7 @@ class TrialRecorder:
             "target": self._target,
             "seed": self._seed,
             "config": self._config,
-            "versions": _versions(),
+            "versions": dict(_versions()),
             "host": {"platform": platform.platform(), "machine": platform.machine(), "pid": os.getpid()},
             "started": _now(),
             "ended": None,
@@ -302,7 +303,10 @@ def _now() -> dict[str, Any]:
     return {"wall_clock": datetime.now(timezone.utc).isoformat(), "monotonic_ns": now_ns()}
 
 
+@functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str | None]:
+    # Read once per process (callers copy it): a campaign worker records hundreds of trials, and reading
+    # the installed packages' metadata cost several milliseconds a trial.
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for package in _VERSIONED_PACKAGES:
         try:

@@ -27,6 +27,7 @@ from profiles.vehicle import VehicleProfile
 from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sih import physical_from_sih, physical_to_sih
+from px4.sim import control_kernels as kern
 from px4.sim.auto_modes import AutoModes
 from px4.sim.autopilot_types import (
     ACCEPTED,
@@ -48,7 +49,6 @@ from px4.sim.control import (
     TrajectorySetpoint,
     setpoint_array,
 )
-from px4.sim.control_kernels import SP_SIZE
 from px4.sim.dynamics import QuadrotorDynamics
 from px4.sim.failsafe import FailsafeFramework
 from px4.sim.failsafe_checks import FailsafeChecks
@@ -79,7 +79,8 @@ ALTITUDE_LOCK_SPEED = 0.3
 GROUND_CONTACT_SETPOINT = TrajectorySetpoint(acceleration=(0.0, 0.0, 100.0))
 FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks, as in PX4
 _UNLIMITED = 1 << 62  # steps: as many as `until` and `due` allow
-_NO_SETPOINT = np.full(SP_SIZE, NAN)
+_NO_SETPOINT = np.full(kern.SP_SIZE, NAN)
+_ALL_WORKING = np.ones(4)
 
 
 class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
@@ -396,15 +397,17 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
                 chunk = 1
                 faults.step(self.dt)
             sp = self.current_setpoint
-            kind, sp_array = (0, _NO_SETPOINT) if sp is None else setpoint_array(sp)
+            kind, sp_array = kern.NO_SETPOINT, _NO_SETPOINT
             if not self.armed:
                 drive = MOTORS_OFF
             elif sp is None or self._idle:
                 drive = MOTORS_IDLE
             else:
                 drive = MOTORS_CONTROLLED
+                kind, sp_array = setpoint_array(sp)
                 ctrl.sync_params()
-            working = np.array([0.0 if i in faults.motors_off else 1.0 for i in range(4)])
+            working = _ALL_WORKING if not faults.motors_off else np.array(
+                [0.0 if i in faults.motors_off else 1.0 for i in range(4)])
             done, self.time_s = run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned,
                                           ctrl.state, ctrl.constants, ctrl.limits, kind, sp_array,
                                           drive, working, self._motors, self.time_s, until, due, chunk)

@@ -107,18 +107,14 @@ def quat_from_euler(roll: float, pitch: float, yaw: float) -> Quat:
 
 def setpoint_array(setpoint: TrajectorySetpoint | AttitudeSetpoint) -> tuple[int, np.ndarray]:
     """The kind (`control_kernels.TRAJECTORY` or `ATTITUDE`) and array the compiled loops take for a setpoint."""
-    sp = np.full(kern.SP_SIZE, NAN)
     if isinstance(setpoint, AttitudeSetpoint):
-        sp[kern.SP_Q:kern.SP_Q + 4] = setpoint.q_d
-        sp[kern.SP_THRUST] = setpoint.thrust
-        sp[kern.SP_BODY_RATES:kern.SP_BODY_RATES + 3] = setpoint.body_rates
-        return kern.ATTITUDE, sp
-    sp[kern.SP_POS:kern.SP_POS + 3] = setpoint.position
-    sp[kern.SP_VEL:kern.SP_VEL + 3] = setpoint.velocity
-    sp[kern.SP_ACC:kern.SP_ACC + 3] = setpoint.acceleration
-    sp[kern.SP_YAW] = setpoint.yaw
-    sp[kern.SP_YAWSPEED] = setpoint.yawspeed
-    return kern.TRAJECTORY, sp
+        kind, values = kern.ATTITUDE, (*setpoint.q_d, setpoint.thrust, *setpoint.body_rates, NAN, NAN, NAN)
+    else:
+        kind, values = kern.TRAJECTORY, (*setpoint.position, *setpoint.velocity, *setpoint.acceleration,
+                                         setpoint.yaw, setpoint.yawspeed)
+    if len(values) != kern.SP_SIZE:
+        raise ValueError(f"{setpoint!r}: a quaternion of 4 and vectors of 3 expected")
+    return kind, np.array(values, dtype=np.float64)
 
 
 def read_limits(store: ParamStore) -> np.ndarray:

@@ -144,11 +144,12 @@ class FlightLogger:
         if force or now >= self._next_fast:
             self._next_fast = max(self._next_fast + 1.0 / FAST_HZ, now)
             d = ap.dyn
-            w.write("vehicle_local_position", [t, d.pos[0], d.pos[1], d.pos[2], d.vel[0], d.vel[1], d.vel[2], d.yaw])
+            w.write("vehicle_local_position", [t, *d.pos, *d.vel, d.yaw])
             w.write("vehicle_attitude", [t, *d.q])
             w.write("vehicle_angular_velocity", [t, *d.omega])
-            outputs = list(ap.motor_commands) + [0.0] * (16 - len(ap.motor_commands))
-            w.write("actuator_outputs", [t, len(ap.motor_commands), *outputs[:16]])
+            motors = ap.motor_commands
+            outputs = motors + [0.0] * (16 - len(motors))
+            w.write("actuator_outputs", [t, len(motors), *outputs[:16]])
         if force or now >= self._next_slow:
             self._next_slow = max(self._next_slow + 1.0 / SLOW_HZ, now)
             lat, lon, alt = ap.origin.to_global(*ap.position)

@@ -170,8 +170,8 @@ class TelemetryStreams:
         d = self.ap.dyn
         nan_cov = [NAN] + [0.0] * 20
         return mavlink.MAVLink_odometry_message(
-            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, d.pos[0], d.pos[1], d.pos[2],
-            list(d.q), d.vel[0], d.vel[1], d.vel[2], d.omega[0], d.omega[1], d.omega[2], nan_cov, nan_cov, 0,
+            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, *d.pos,
+            list(d.q), *d.vel, *d.omega, nan_cov, nan_cov, 0,
             mavlink.MAV_ESTIMATOR_TYPE_VIO, 100)
 
     def _msg_attitude(self):
@@ -181,8 +181,7 @@ class TelemetryStreams:
 
     def _msg_attitude_quaternion(self):
         d = self.ap.dyn
-        return mavlink.MAVLink_attitude_quaternion_message(self.boot_ms, d.q[0], d.q[1], d.q[2], d.q[3],
-                                                           d.omega[0], d.omega[1], d.omega[2], [0.0, 0.0, 0.0, 0.0])
+        return mavlink.MAVLink_attitude_quaternion_message(self.boot_ms, *d.q, *d.omega, [0.0, 0.0, 0.0, 0.0])
 
     def _msg_altitude(self):
         ap = self.ap
