@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Sequence
 
 import numba
 import numpy as np
@@ -126,6 +127,11 @@ class Cylinders:
 
     def bounding_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-cylinder axis-aligned bounds (lo, hi), each (P, 3)."""
+        return self._bounds
+
+    @cached_property
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        # The depth camera asks at every frame.
         unit, _ = self.axes
         # A disc of radius r perpendicular to unit axis u reaches r * sqrt(1 - u_k^2) along axis k.
         reach = self.radius[:, None] * np.sqrt(np.clip(1.0 - unit**2, 0.0, 1.0))
@@ -355,14 +361,24 @@ class Scene:
         return hit
 
     def _collides_one(self, point: list[float], radius: float) -> bool:
-        origin, floor = self._distance_floor
-        shape = floor.shape
-        i = math.floor((point[0] - float(origin[0])) / FLOOR_CELL)
-        j = math.floor((point[1] - float(origin[1])) / FLOOR_CELL)
-        k = math.floor((point[2] - float(origin[2])) / FLOOR_CELL)
-        if 0 <= i < shape[0] and 0 <= j < shape[1] and 0 <= k < shape[2] and floor.item(i, j, k) >= radius:
+        if self.distance_floor(point) >= radius:
             return False
         return bool(self.distance(np.array([point]))[0] < radius)
+
+    def distance_floor(self, point: Sequence[float]) -> float:
+        """A lower bound of the obstacle distance at one point (m), from a table: -inf outside the flight
+        volume. For a caller that needs the exact distance only when it could be small."""
+        origin, floor = self._distance_floor
+        shape = floor.shape
+        x, y, z = point[0], point[1], point[2]
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return -math.inf
+        i = math.floor((x - float(origin[0])) / FLOOR_CELL)
+        j = math.floor((y - float(origin[1])) / FLOOR_CELL)
+        k = math.floor((z - float(origin[2])) / FLOOR_CELL)
+        if 0 <= i < shape[0] and 0 <= j < shape[1] and 0 <= k < shape[2]:
+            return floor.item(i, j, k)
+        return -math.inf
 
     @cached_property
     def _distance_floor(self) -> tuple[np.ndarray, np.ndarray]:

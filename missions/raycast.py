@@ -89,13 +89,41 @@ def march_voxels(occupied: np.ndarray, clear: np.ndarray, grid_origin: np.ndarra
 
 
 @numba.njit(cache=True, error_model="numpy")
-def hit_boxes(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Depth at which each ray enters the nearest of the boxes (lo, hi) (M, 3) (slab method)."""
+def visible(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, forward: np.ndarray, reach: float) -> np.ndarray:
+    """Indices of the obstacles with bounds (lo, hi) (M, 3) that a camera at `origin` looking along
+    `forward` may see: within `reach` of it and not wholly behind it.
+
+    Every ray has a forward component of 1 and the field of view is under 180 degrees, so a box whose
+    every corner lies behind the camera's image plane cannot be seen.
+    """
+    keep = np.empty(lo.shape[0], dtype=np.int64)
+    count = 0
+    for i in range(lo.shape[0]):
+        gap2 = 0.0
+        ahead = 0.0
+        for k in range(3):
+            below, above = lo[i, k] - origin[k], hi[i, k] - origin[k]
+            gap = below if below > -above else -above
+            gap = gap if gap > 0.0 else 0.0
+            gap2 += gap * gap
+            near, far = below * forward[k], above * forward[k]
+            ahead += near if near > far else far
+        if np.sqrt(gap2) <= reach and ahead > 0:
+            keep[count] = i
+            count += 1
+    return keep[:count]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def hit_boxes(lo: np.ndarray, hi: np.ndarray, index: np.ndarray, origin: np.ndarray,
+              directions: np.ndarray) -> np.ndarray:
+    """Depth at which each ray enters the nearest of the boxes (lo, hi) (M, 3) listed in `index` (slab
+    method)."""
     depths = np.full(directions.shape[0], np.inf)
     for ray in range(directions.shape[0]):
         direction = directions[ray]
         best = np.inf
-        for box in range(lo.shape[0]):
+        for box in index:
             t_near, t_far = _slab(lo[box], hi[box], origin, direction)
             t_near = t_near if t_near > 0.0 else 0.0
             if t_far >= t_near and t_near < best:
@@ -123,9 +151,9 @@ def _slab(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, direction: np.ndar
 
 
 @numba.njit(cache=True, error_model="numpy")
-def hit_cylinders(a: np.ndarray, unit: np.ndarray, length: np.ndarray, radius: np.ndarray, origin: np.ndarray,
-                  directions: np.ndarray) -> np.ndarray:
-    """Depth at which each ray first meets one of the finite cylinders, side or end disc.
+def hit_cylinders(a: np.ndarray, unit: np.ndarray, length: np.ndarray, radius: np.ndarray, index: np.ndarray,
+                  origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """Depth at which each ray first meets one of the finite cylinders listed in `index`, side or end disc.
 
     Cylinder i runs from `a[i]` along `unit[i]` for `length[i]` metres with radius `radius[i]`.
     """
@@ -133,7 +161,7 @@ def hit_cylinders(a: np.ndarray, unit: np.ndarray, length: np.ndarray, radius: n
     for ray in range(directions.shape[0]):
         d0, d1, d2 = directions[ray, 0], directions[ray, 1], directions[ray, 2]
         best_of_all = np.inf
-        for i in range(a.shape[0]):
+        for i in index:
             u0, u1, u2 = unit[i, 0], unit[i, 1], unit[i, 2]
             rel0, rel1, rel2 = origin[0] - a[i, 0], origin[1] - a[i, 1], origin[2] - a[i, 2]
             r2 = radius[i] * radius[i]

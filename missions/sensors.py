@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from missions.geometry import Boxes, Cylinders, Scene
-from missions.raycast import hit_boxes, hit_cylinders, march_voxels
+from missions.geometry import Scene
+from missions.raycast import hit_boxes, hit_cylinders, march_voxels, visible
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,18 @@ class DepthCamera:
         reach = self.max_range * float(np.sqrt(directions[:, 0] ** 2 + directions[:, 1] ** 2
                                                + directions[:, 2] ** 2).max())
         depth = np.full(len(directions), np.inf)
-        near = _nearby(scene, origin, rotation[:, 0], reach)
-        if len(near.cylinders):
-            unit, length = near.cylinders.axes
-            np.minimum(depth, hit_cylinders(near.cylinders.a, unit, length, near.cylinders.radius, origin,
-                                            directions), out=depth)
-        if len(near.boxes):
-            np.minimum(depth, hit_boxes(near.boxes.lo, near.boxes.hi, origin, directions), out=depth)
+        forward = np.ascontiguousarray(rotation[:, 0])
+        cylinders, boxes = scene.cylinders, scene.boxes
+        if len(cylinders):
+            near = visible(*cylinders.bounding_boxes(), origin, forward, reach)
+            if len(near):
+                unit, length = cylinders.axes
+                np.minimum(depth, hit_cylinders(cylinders.a, unit, length, cylinders.radius, near, origin,
+                                                directions), out=depth)
+        if len(boxes):
+            near = visible(boxes.lo, boxes.hi, origin, forward, reach)
+            if len(near):
+                np.minimum(depth, hit_boxes(boxes.lo, boxes.hi, near, origin, directions), out=depth)
         if scene.voxels is not None and len(scene.voxels):
             voxels = scene.voxels
             np.minimum(depth, march_voxels(voxels.occupied, voxels.clear, np.asarray(voxels.origin, dtype=float),
@@ -130,25 +135,3 @@ def _pixel_rays(width: int, height: int, hfov_deg: float, vfov_deg: float) -> np
     rays = np.column_stack([np.ones(uu.size), uu.ravel(), vv.ravel()])
     rays.flags.writeable = False  # shared between calls
     return rays
-
-
-@dataclass(frozen=True)
-class _Nearby:
-    cylinders: Cylinders
-    boxes: Boxes
-
-
-def _nearby(scene: Scene, origin: np.ndarray, forward: np.ndarray, reach: float) -> _Nearby:
-    """Cylinders and boxes the camera can see: bounding box within `reach` and not wholly behind it.
-
-    Every ray has a forward component of 1 and the field of view is under 180 degrees, so a box
-    whose every corner lies behind the camera's image plane cannot be seen.
-    """
-    def visible(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        gap = np.maximum(np.maximum(lo - origin, origin - hi), 0.0)
-        ahead = np.maximum((lo - origin) * forward, (hi - origin) * forward).sum(axis=1)
-        return (np.linalg.norm(gap, axis=1) <= reach) & (ahead > 0)
-
-    cyl, box = scene.cylinders, scene.boxes
-    return _Nearby(cyl.subset(visible(*cyl.bounding_boxes())) if len(cyl) else cyl,
-                   box.subset(visible(box.lo, box.hi)) if len(box) else box)

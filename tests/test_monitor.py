@@ -69,3 +69,37 @@ def test_the_first_verdict_sticks():
     m.update(state(2.0, 15.0, east=2.3))
     assert m.update(state(3.0, 29.9)).outcome == "collision"
     assert m.fail("later error").outcome == "collision"
+
+
+def test_the_smallest_gap_and_the_collision_are_exact_where_open_space_skips_the_exact_distance():
+    """The monitor asks for the exact obstacle distance only where a lower bound cannot rule out a new
+    smallest gap or a collision; along a weaving path past the trunk its smallest gap, the moment of the
+    collision and the last clearance it reports are those of the exact distance at every sample."""
+    m = monitor()
+    t = np.arange(0.01, 20.0, 0.01)  # 100 Hz
+    north = 2.0 + 0.9 * t
+    east = 2.8 * np.sin(t / 3.0) ** 2
+    exact = SCENE.distance(np.column_stack([north, east, np.full_like(t, -2.0)]))
+    hit = int(np.argmax(exact < 0.3))
+    assert exact[hit] < 0.3 and hit > 100  # the path does hit the trunk, after a stretch in the open
+    for i in range(hit + 1):
+        verdict = m.update(state(t[i], north[i], east[i]))
+        assert (verdict is None) == (i < hit)
+        assert m.clearance_m == exact[i]
+    assert verdict.outcome == "collision" and verdict.t_s == t[hit]
+    assert m.min_clearance_m == exact[: hit + 1].min() - 0.3
+
+
+def test_open_space_skips_the_exact_distance():
+    m = monitor()
+    SCENE.distance_floor((0.0, 0.0, 0.0))  # the bound's table is built (from exact distances) beforehand
+    calls = []
+    exact = SCENE.distance
+    object.__setattr__(SCENE, "distance", lambda points: calls.append(1) or exact(points))
+    try:
+        m.update(state(0.5, 12.0, 3.0))  # 0.5 m from the trunk's surface: exact, the smallest gap so far
+        for i in range(50):
+            m.update(state(1.0 + i / 100, 4.0 + i / 100, -8.0))  # open space, 15 m from the trunk
+    finally:
+        object.__delattr__(SCENE, "distance")
+    assert len(calls) == 1 and m.min_clearance_m == SCENE.distance(np.array([12.0, 3.0, -2.0]))[0] - 0.3
