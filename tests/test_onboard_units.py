@@ -224,6 +224,25 @@ def test_the_compiled_grid_search_finds_the_shortest_paths_without_cutting_corne
     assert np.isinf(shortest_paths(np.ones((3, 3), dtype=bool), (1, 1))[0]).sum() == 8  # a blocked start
 
 
+def test_the_occupancy_grid_marks_the_cells_of_points_near_flight_altitude_and_the_discs_around_them():
+    from onboard.planners.occupancy import OccupancyGrid
+
+    grid = OccupancyGrid((0.0, 0.0), (20.0, 10.0), 0.25, 1.0, 2.0, 0.5)
+    rng = np.random.default_rng(5)
+    points = np.column_stack([rng.uniform(-2.0, 22.0, 400), rng.uniform(-2.0, 12.0, 400), rng.uniform(-3.5, -0.5, 400)])
+    # Worked point by point: the cell of every point within the 0.5 m band around 2 m altitude, on the grid.
+    cells = {(round(n / 0.25), round(e / 0.25)) for n, e, d in points if abs(d + 2.0) <= 0.5}
+    cells = {(i, j) for i, j in cells if 0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]}
+    assert grid.insert(points) == len(cells) > 50
+    assert {tuple(c) for c in np.argwhere(grid.occupied)} == cells
+    # Blocked: every cell whose centre is within the 1 m inflation of an occupied cell's centre.
+    every = np.argwhere(np.ones(grid.shape, dtype=bool))
+    occupied = np.array(sorted(cells))
+    gap = np.sqrt(((every[:, None, :] - occupied[None, :, :]) ** 2).sum(axis=2)).min(axis=1) * 0.25
+    assert np.array_equal(grid.blocked.ravel(), gap <= 1.0)
+    assert grid.insert(points) == 0  # nothing new
+
+
 def test_line_of_sight_on_the_occupancy_grid_stops_at_inflated_obstacles_and_the_grid_edge():
     from onboard.planners.occupancy import OccupancyGrid
 
