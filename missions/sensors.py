@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numba
 import numpy as np
 
 from missions.geometry import Scene
@@ -118,13 +119,32 @@ class DepthCamera:
     def point_cloud(self, depth: np.ndarray, pose: Pose, frame: str = "world") -> np.ndarray:
         """The valid pixels of a depth image as points, (K, 3): in NED ("world") or the body frame ("body")."""
         flat = depth.ravel()
-        valid = np.isfinite(flat)
-        body = self.rays()[valid] * flat[valid, None]
-        if frame == "body":
-            return body
-        if frame != "world":
+        if frame == "world":
+            return _world_points(self.rays(), np.ascontiguousarray(flat, dtype=float), pose.rotation(),
+                                 np.asarray(pose.position, dtype=float))
+        if frame != "body":
             raise ValueError(f"frame: expected 'world' or 'body', got {frame!r}")
-        return body @ pose.rotation().T + np.asarray(pose.position, dtype=float)
+        valid = np.isfinite(flat)
+        return self.rays()[valid] * flat[valid, None]
+
+
+@numba.njit(cache=True)
+def _world_points(rays: np.ndarray, depth: np.ndarray, rotation: np.ndarray, position: np.ndarray) -> np.ndarray:
+    # The valid pixels' points in NED, (K, 3): compiled, as the planner asks 30 times a second.
+    count = 0
+    for k in range(depth.shape[0]):
+        if np.isfinite(depth[k]):
+            count += 1
+    points = np.empty((count, 3))
+    row = 0
+    for k in range(depth.shape[0]):
+        d = depth[k]
+        if np.isfinite(d):
+            b0, b1, b2 = rays[k, 0] * d, rays[k, 1] * d, rays[k, 2] * d
+            for m in range(3):
+                points[row, m] = b0 * rotation[m, 0] + b1 * rotation[m, 1] + b2 * rotation[m, 2] + position[m]
+            row += 1
+    return points
 
 
 @lru_cache(maxsize=8)
