@@ -153,6 +153,11 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self._armed_at = 0.0
         self._took_off = False
         self._rtl_alt = 0.0
+        # Load the compiled loop now (or, in a fresh checkout, compile it): in the first step of a
+        # real-time flight it would put the vehicle half a second behind its clock.
+        dyn, ctrl = self.dyn, self.ctrl
+        run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state, ctrl.constants, ctrl.limits,
+                  kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, self._motors, 0.0, 0.0, 0.0, 0)
 
     # ------------------------------------------------------------------ state a client sees
     @property
