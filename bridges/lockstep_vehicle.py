@@ -38,6 +38,7 @@ from bridges.sim_link import (
     SET_POSITION_TARGET_LOCAL_NED,
     SimulatedLink,
 )
+from bridges.tasks import cancel_and_wait
 from bridges.timeout import timeout
 from bridges.vehicle import (
     CommandDenied,
@@ -449,9 +450,7 @@ class LockstepVehicle(VehicleBase):
 
     async def close(self) -> None:
         if self._driver is not None:
-            self._driver.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._driver
+            await cancel_and_wait(self._driver)
             self._driver = None
         if self._speaker is not None:
             self._speaker.server.close()

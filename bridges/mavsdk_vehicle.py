@@ -50,6 +50,7 @@ from mavsdk.plugins.param import ParamError, ParamResult
 
 from bridges.failure import failure_result
 from bridges.mavlink_frames import whole_frame
+from bridges.tasks import cancel_and_wait
 from bridges.timeout import timeout
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (
@@ -447,9 +448,7 @@ class MavsdkVehicle(VehicleBase):
 
     async def _stop_stream(self) -> None:
         if self._offboard_task is not None:
-            self._offboard_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._offboard_task
+            await cancel_and_wait(self._offboard_task)
             self._offboard_task = None
         self._offboard_setpoint = None
 

@@ -36,6 +36,7 @@ from typing import AsyncContextManager
 
 import numpy as np
 
+from bridges.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from records.record import TrialRecorder
 from reports.fidelity import (
@@ -403,10 +404,7 @@ async def _take_off(vehicle: Vehicle, trace: Trace) -> float:
                                                    and trace.altitude(s) > 0.8 * TAKEOFF_ALT), 60.0, "takeoff")
         await trace.until(trace.now + 3.0)
     finally:
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task  # a refused takeoff raises here
+        await cancel_and_wait(task)  # a refused takeoff raises here
     return t0
 
 

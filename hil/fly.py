@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bridges.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
 from hil.monitor import hazard
 from hil.param_journal import JournalRestoreRefused, keep_journal
@@ -232,9 +233,7 @@ async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
             if progress.finished:
                 break
     finally:
-        reached_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reached_task
+        await cancel_and_wait(reached_task)
 
 
 async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
@@ -329,9 +328,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             finally:
                 for task in (telemetry_task, status_task):
                     if task is not None:
-                        task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await task
+                        await cancel_and_wait(task)
                 if not land_on_close:
                     await vehicle.release()
                 speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)

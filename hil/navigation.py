@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from bridges.tasks import cancel_and_wait
 from bridges.vehicle import Vehicle, VehicleError
 from hil.agent_client import (
     LOST_AFTER_S,
@@ -132,9 +133,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         verdict = monitor.lost(str(exc)) if lost else monitor.fail(str(exc))
     finally:
         if telemetry is not None:
-            telemetry.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await telemetry
+            await cancel_and_wait(telemetry)
     recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
     # Not in `finally`: a cancelled flight (Ctrl-C) must not wait for a landing; closing the vehicle
     # leaves it landing or disarmed anyway (the Vehicle.close contract).

@@ -11,9 +11,9 @@ link and no echo.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
+from bridges.tasks import cancel_and_wait
 from onboard.timing import StageProfiler
 
 # Positions are compared at this resolution (m): MAVLink carries float32, ~1e-6 relative.
@@ -61,7 +61,5 @@ class LinkTimer:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import psutil
 
+from bridges.tasks import cancel_and_wait
+
 DEFAULT_INTERVAL_S = 0.5
 
 
@@ -80,9 +82,7 @@ class ResourceSampler:
 
     async def __aexit__(self, *exc) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         if self._jtop is not None:
             with contextlib.suppress(Exception):
                 self._jtop.close()

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from bridges.tasks import cancel_and_wait
 from missions.sensors import Pose
 from onboard.ros2 import frames
 from onboard.ros2.messages import FLOAT32
@@ -128,9 +129,7 @@ class Ros2Bridge:
         self._closing = True
         self._new_setpoint.set()
         for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         await self.backend.close()
         if self._offboard:
             # Hold, as the onboard runtime leaves it; a vehicle gone mid-flight must not hide why the bridge closed.

@@ -15,7 +15,6 @@ Subscriptions are polled from the asyncio loop (every `POLL_S`), so callbacks ru
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, Callable
 
 from cyclonedds.core import Policy, Qos
@@ -26,6 +25,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
+from bridges.tasks import cancel_and_wait
 from onboard.ros2 import messages
 
 POLL_S = 0.002
@@ -95,7 +95,5 @@ class DdsBackend:
 
     async def close(self) -> None:
         if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
+            await cancel_and_wait(self._poller)
         self._readers.clear()

@@ -9,9 +9,10 @@ node joins the DDS domain it was given whatever else the process has initialized
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 from typing import Any, Callable
+
+from bridges.tasks import cancel_and_wait
 
 SPIN_S = 0.002
 
@@ -73,9 +74,7 @@ class RclpyBackend:
 
     async def close(self) -> None:
         if self._spinner is not None:
-            self._spinner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._spinner
+            await cancel_and_wait(self._spinner)
         self._executor.shutdown()
         self.node.destroy_node()
         self._context.try_shutdown()
