@@ -128,8 +128,10 @@ class LinkProxy:
 
     # ------------------------------------------------------------------ data path
     def _arrived(self, side: _Side, data: bytes) -> None:
-        now = time.monotonic()
+        # One clock read for both: the release is planned from `now`, the delay applied is measured from
+        # `arrival_ns`, and a pre-emption between two reads would show as a frame sent early.
         arrival_ns = time.monotonic_ns()
+        now = arrival_ns / 1e9
         direction, out = ("to_onboard", self.onboard) if side is self.fc else ("to_vehicle", self.fc)
         model = self._models[direction]
         for frame in side.split(data):

@@ -88,9 +88,9 @@ async def test_offboard_flight_through_40ms_5pct_link_records_delays_that_match(
         assert stats.kstest(sent.drawn_ms, stats.uniform(30, 20).cdf).pvalue > 0.001
         # ... and the delays applied (arrival to send, measured) are the ones asked for.
         error = sent.applied_ms - sent.planned_ms
-        # Never sent before its time, up to the stamping: arrival and send are stamped around the
-        # model's own clock read, which the speed factor scales (a 0.1 ms wall gap is 0.4 vehicle ms).
-        assert error.min() >= -1.0, error.describe()
+        # Never sent before its time: the release is planned from the arrival stamp itself, so only
+        # float rounding (far below a microsecond) may show as early.
+        assert error.min() >= -0.001, error.describe()
         assert error.median() < 1.0 and error.quantile(0.9) < 5.0, error.describe()
         # So what the link really did has the configured centre (40 ms): the median of n draws from
         # uniform 30..50 lies within 4 standard errors (20 / (2 sqrt n) ms) of 40, plus the 1 ms the
