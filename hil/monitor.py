@@ -163,12 +163,10 @@ class TrialMonitor:
     async def watch(self, vehicle: Vehicle, stop: asyncio.Event) -> Verdict:
         """Check every snapshot until decided, then set `stop` so the planner ends."""
         try:
-            async for state in vehicle.telemetry():
-                if self.update(state) is not None:
-                    return self.verdict
+            await vehicle.each_snapshot(lambda state: self.update(state) is not None)
         finally:
             stop.set()
-        return self.fail("telemetry ended")
+        return self.verdict
 
     def _decide(self, outcome: str, reason: str, t_s: float) -> Verdict:
         self.verdict = Verdict(outcome, reason, t_s)

@@ -15,7 +15,7 @@ import contextlib
 import struct
 
 from bridges.mavlink_frames import frame_header
-from bridges.vehicle import Vehicle
+from bridges.vehicle import Vehicle, VehicleState
 from records.record import TrialRecorder
 
 TLOG_NAME = "telemetry.tlog"
@@ -28,11 +28,13 @@ async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list
     every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
     tlog = asyncio.create_task(record_tlog(vehicle, recorder))
     try:
-        async for state in vehicle.telemetry():
+        def record(state: VehicleState) -> None:
             row = state.as_row()
             if keep is not None:
                 keep.append(row)
             recorder.append("telemetry", row)
+
+        await vehicle.each_snapshot(record)
     finally:
         # A trial torn down by a signal may have this coroutine finalized after its loop closed: nothing
         # left to stop then. Otherwise record_tlog raises nothing but its cancellation, and a SystemExit or

@@ -76,6 +76,37 @@ async def test_lockstep_deadline_and_sleep_are_in_simulated_time():
         assert vehicle.ap.time_s - t0 == pytest.approx(3.5, abs=0.05)
 
 
+async def test_each_snapshot_hands_over_every_snapshot_until_the_consumer_is_done_and_raises_its_error():
+    import asyncio
+
+    async with lockstep() as vehicle:
+        times: list[int] = []
+
+        def until_100(state) -> bool:
+            times.append(state.t_ns)
+            return len(times) == 100
+
+        await vehicle.each_snapshot(until_100)
+        # Every snapshot, none twice and none skipped: one telemetry period (whole 2 ms steps) apart.
+        gaps = {round(gap / 1e6) for gap in (b - a for a, b in zip(times, times[1:]))}
+        assert len(times) == 100 and gaps <= {32, 34}, gaps
+        assert not vehicle._observers, "a consumer that is done is no longer called"
+
+        def broken(state) -> None:
+            raise ValueError(f"no use for {state.t_ns}")
+
+        with pytest.raises(ValueError, match="no use for"):
+            await vehicle.each_snapshot(broken)
+        # The publisher carried on: the vehicle still hands over snapshots, and a cancelled consumer leaves.
+        seen: list[int] = []
+        consumer = asyncio.create_task(vehicle.each_snapshot(lambda state: seen.append(state.t_ns)))
+        await vehicle.sleep(1.0)
+        consumer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+        assert 28 <= len(seen) <= 32 and not vehicle._observers
+
+
 async def test_lockstep_refusals_carry_the_reason():
     async with lockstep(SIM_GPS_USED=0, COM_ARM_WO_GPS=0) as vehicle:
         await vehicle.sleep(1.0)
