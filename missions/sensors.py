@@ -79,9 +79,8 @@ class DepthCamera:
         origin = np.asarray(pose.position, dtype=float)
         rotation = pose.rotation()
         directions = self.rays() @ rotation.T
-        # The longest ray in metres (the norm written out: numpy reduces a length-3 axis slowly).
-        reach = self.max_range * float(np.sqrt(directions[:, 0] ** 2 + directions[:, 1] ** 2
-                                               + directions[:, 2] ** 2).max())
+        # The longest ray in metres; a rotation keeps the rays' lengths, so it is the camera's own.
+        reach = self.max_range * _longest_ray(self.width, self.height, self.hfov_deg, self.vfov_deg)
         depth = np.full(len(directions), np.inf)
         forward = np.ascontiguousarray(rotation[:, 0])
         cylinders, boxes = scene.cylinders, scene.boxes
@@ -155,3 +154,9 @@ def _pixel_rays(width: int, height: int, hfov_deg: float, vfov_deg: float) -> np
     rays = np.column_stack([np.ones(uu.size), uu.ravel(), vv.ravel()])
     rays.flags.writeable = False  # shared between calls
     return rays
+
+
+@lru_cache(maxsize=8)
+def _longest_ray(width: int, height: int, hfov_deg: float, vfov_deg: float) -> float:
+    """Length of the longest pixel ray ``(1, u, v)`` (a corner's)."""
+    return float(np.linalg.norm(_pixel_rays(width, height, hfov_deg, vfov_deg), axis=1).max())

@@ -98,6 +98,27 @@ def test_column_types_stay_stable_across_parts(tmp_path: Path) -> None:
     assert table["mode"].isna().tolist() == [True, False]  # a column that appears later is null before
 
 
+def test_rows_alike_to_earlier_ones_are_checked_as_strictly(tmp_path: Path) -> None:
+    # Rows shaped like one already taken skip the column-by-column check (recorder._conform): those
+    # that differ in any column's type are still converted or refused.
+    import numpy as np
+
+    with recorder(tmp_path / "trial") as rec:
+        for k in range(3):
+            rec.append("telemetry", {"north": 0.5 * k, "count": k, "mode": "hold"})
+        rec.append("telemetry", {"north": 7, "count": np.int64(8), "mode": None})  # converted, null
+        with pytest.raises(TypeError, match="count"):
+            rec.append("telemetry", {"north": 1.0, "count": 2.5, "mode": "hold"})
+        with pytest.raises(TypeError, match="mode"):
+            rec.append("telemetry", {"north": 1.0, "count": 2, "mode": 3})
+        rec.append("telemetry", {"north": 9.0, "count": 10, "mode": "land"})
+        rec.finish("success")
+    table = read_table(tmp_path / "trial", "telemetry")
+    assert table["north"].tolist() == [0.0, 0.5, 1.0, 7.0, 9.0]
+    assert table["count"].tolist() == [0, 1, 2, 8, 10] and str(table["count"].dtype) == "int64"
+    assert table["mode"].tolist()[:3] == ["hold"] * 3 and table["mode"].isna().tolist()[3]
+
+
 def test_caller_timestamps_are_kept_and_missing_ones_filled(tmp_path: Path) -> None:
     before = time.monotonic_ns()
     with recorder(tmp_path / "trial") as rec:
