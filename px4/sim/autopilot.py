@@ -155,9 +155,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self._rtl_alt = 0.0
         # Load the compiled loop now (or, in a fresh checkout, compile it): in the first step of a
         # real-time flight it would put the vehicle half a second behind its clock.
-        dyn, ctrl = self.dyn, self.ctrl
-        run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state, ctrl.constants, ctrl.limits,
-                  kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, self._motors, 0.0, 0.0, 0.0, 0)
+        self._run_steps(kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, 0.0, 0.0, 0)
 
     # ------------------------------------------------------------------ state a client sees
     @property
@@ -383,13 +381,20 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         """Step for a span of simulation time."""
         self.advance(math.inf, steps=int(round(seconds / self.dt)))
 
+    def _run_steps(self, kind: int, sp_array: np.ndarray, drive: int, working: np.ndarray, until: float, due: float,
+                   steps: int) -> tuple[int, float]:
+        """Controllers and physics for up to `steps` steps in the compiled loop; (steps taken, time after)."""
+        dyn, ctrl = self.dyn, self.ctrl
+        return run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state, ctrl.constants,
+                         ctrl.limits, kind, sp_array, drive, working, self._motors, self.time_s, until, due, steps)
+
     def advance(self, until: float, due: float = math.inf, steps: int | None = None) -> int:
         """Step while ``time_s + dt / 2 < until``, at most `steps` steps, and stop after the step that
         brings `time_s` to `due` or past it (a caller's next event). Returns the steps taken.
 
         The navigator runs every NAV_PERIOD_S; between its runs the controllers and the physics run
         as one compiled loop (`px4.sim.inner_loop`)."""
-        ctrl, dyn, faults = self.ctrl, self.dyn, self.faults
+        ctrl, faults = self.ctrl, self.faults
         left = steps if steps is not None else _UNLIMITED
         taken = 0
         while left > 0 and self.time_s + 0.5 * self.dt < until:
@@ -413,9 +418,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
                 ctrl.sync_params()
             working = _ALL_WORKING if not faults.motors_off else np.array(
                 [0.0 if i in faults.motors_off else 1.0 for i in range(4)])
-            done, self.time_s = run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned,
-                                          ctrl.state, ctrl.constants, ctrl.limits, kind, sp_array,
-                                          drive, working, self._motors, self.time_s, until, due, chunk)
+            done, self.time_s = self._run_steps(kind, sp_array, drive, working, until, due, chunk)
             self._step_count += done
             taken += done
             left -= done

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from profiles.airframe import GRAVITY
-from px4.sim.dynamics import GROUND, OMEGA, POS, VEL, Q
+from px4.sim.dynamics import GROUND, OMEGA, POS, VEL, Q, yaw_of
 
 POSITION_PERIOD = 0.010  # s
 ATTITUDE_PERIOD = 0.004  # s
@@ -154,13 +154,6 @@ def _constrain_xy(a0: float, a1: float, b0: float, b1: float, limit: float) -> t
 
 
 @numba.njit(cache=True)
-def yaw_of(s: np.ndarray) -> float:
-    """Heading (rad) of physics state `s`."""
-    w, x, y, z = s[Q], s[Q + 1], s[Q + 2], s[Q + 3]
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-@numba.njit(cache=True)
 def enter_mode(c: np.ndarray, s: np.ndarray, mode: int) -> None:
     """A new kind of setpoint starts its loops afresh from the current state."""
     c[C_MODE] = mode
@@ -177,7 +170,7 @@ def enter_mode(c: np.ndarray, s: np.ndarray, mode: int) -> None:
 
 
 @numba.njit(cache=True)
-def _thrust_vector(c: np.ndarray, k: np.ndarray, ax: float, ay: float, az: float,
+def _thrust_vector(k: np.ndarray, ax: float, ay: float, az: float,
                    thr_min: float, tilt_limit: float) -> tuple[float, float, float]:
     # Normalized NED thrust vector for an acceleration setpoint (PX4's _accelerationControl). The tilt
     # comes from the horizontal acceleration against gravity alone (PX4's default decoupling of
@@ -255,7 +248,7 @@ def position_control(c: np.ndarray, k: np.ndarray, lim: np.ndarray, s: np.ndarra
     else:  # PX4 slews the tilt limit at 0.2 rad/s
         step = 0.2 * dt
         c[C_TILT_LIMIT] += _min(_max(tilt_target - c[C_TILT_LIMIT], -step), step)
-    t0, t1, t2 = _thrust_vector(c, k, acc[0], acc[1], acc[2], thr_min, c[C_TILT_LIMIT])
+    t0, t1, t2 = _thrust_vector(k, acc[0], acc[1], acc[2], thr_min, c[C_TILT_LIMIT])
 
     # Anti-windup, as PX4: vertically no integration against a saturated thrust; vertical thrust
     # first, keeping a horizontal margin; horizontally the integrator is pulled back by what the

@@ -57,6 +57,13 @@ def rotor_geometry(phys: PhysicalParams) -> tuple[tuple[tuple[float, float], ...
 
 
 @numba.njit(cache=True)
+def yaw_of(s: np.ndarray) -> float:
+    """Heading (rad, 0 = north, positive towards east) of physics state `s`."""
+    w, x, y, z = s[Q], s[Q + 1], s[Q + 2], s[Q + 3]
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+@numba.njit(cache=True)
 def physics_step(s: np.ndarray, m: np.ndarray, efficiency: np.ndarray, wind: np.ndarray,
                  u0: float, u1: float, u2: float, u3: float) -> None:
     """Advance state `s` one step of model `m` with rotor commands u0..u3 (clipped to [0, 1])."""
@@ -272,8 +279,7 @@ class QuadrotorDynamics:
     @property
     def yaw(self) -> float:
         """Heading (rad, 0 = north, positive towards east)."""
-        w, x, y, z = self.q
-        return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        return yaw_of(self.state)
 
     def euler(self) -> tuple[float, float, float]:
         """Roll, pitch, yaw (rad), PX4's ZYX convention."""
