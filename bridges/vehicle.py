@@ -296,8 +296,8 @@ class VehicleBase:
         raises is raised here. Runs until then or until cancelled.
 
         For consumers that only look at each snapshot (record it, judge it): `callback` runs inside the
-        publisher, so no task wakes per snapshot (at 100 Hz in lockstep, two `telemetry()` readers cost
-        about a tenth of a trial), and none is missed, however busy the loop.
+        publisher, so no task wakes per snapshot (at 100 Hz in lockstep, the judge and the recorder as
+        `telemetry()` readers cost a few percent of a trial), and none is missed, however busy the loop.
         """
         done = asyncio.get_running_loop().create_future()
 
