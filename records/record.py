@@ -229,7 +229,9 @@ class TrialRecorder:
         if shape in known_good:
             return row
         conformed = self._conform_each(table, row)
-        if conformed == row and all(type(conformed[column]) is type(value) for column, value in row.items()):
+        # Only conversions change a value (numpy scalar, int into float, None dropped), and each changes
+        # the shape: a row that keeps its shape was kept as it came.
+        if (tuple(conformed), tuple(map(type, conformed.values()))) == shape:
             known_good.add(shape)
         return conformed
 
