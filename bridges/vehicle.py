@@ -273,7 +273,7 @@ class VehicleBase:
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
         self._sample_count += 1
-        for observe in tuple(self._observers):
+        for observe in self._observers:  # observers come and go only in their own tasks, never during this loop
             observe(state)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

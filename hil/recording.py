@@ -26,14 +26,14 @@ _HEARTBEAT = 0  # MAVLink message id
 async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list[dict] | None = None) -> None:
     """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics), and
     every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
+    def record(state: VehicleState) -> None:
+        row = state.as_row()
+        if keep is not None:
+            keep.append(row)
+        recorder.append("telemetry", row)
+
     tlog = asyncio.create_task(record_tlog(vehicle, recorder))
     try:
-        def record(state: VehicleState) -> None:
-            row = state.as_row()
-            if keep is not None:
-                keep.append(row)
-            recorder.append("telemetry", row)
-
         await vehicle.each_snapshot(record)
     finally:
         # A trial torn down by a signal may have this coroutine finalized after its loop closed: nothing
