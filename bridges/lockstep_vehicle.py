@@ -31,6 +31,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from aio.tasks import cancel_and_wait
 from bridges.failure import failure_result
 from bridges.sim_link import (
     LOCAL_POSITION_NED,
@@ -38,7 +39,6 @@ from bridges.sim_link import (
     SET_POSITION_TARGET_LOCAL_NED,
     SimulatedLink,
 )
-from bridges.tasks import cancel_and_wait
 from bridges.timeout import timeout
 from bridges.vehicle import (
     CommandDenied,

@@ -48,9 +48,9 @@ from mavsdk.plugins.offboard import (
 )
 from mavsdk.plugins.param import ParamError, ParamResult
 
+from aio.tasks import cancel_and_wait
 from bridges.failure import failure_result
 from bridges.mavlink_frames import whole_frame
-from bridges.tasks import cancel_and_wait
 from bridges.timeout import timeout
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (

@@ -36,7 +36,7 @@ from typing import AsyncContextManager
 
 import numpy as np
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from records.record import TrialRecorder
 from reports.fidelity import (

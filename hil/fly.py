@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
 from hil.monitor import hazard
 from hil.param_journal import JournalRestoreRefused, keep_journal

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from bridges.vehicle import Vehicle, VehicleError
 from hil.agent_client import (
     LOST_AFTER_S,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from onboard.timing import StageProfiler
 
 # Positions are compared at this resolution (m): MAVLink carries float32, ~1e-6 relative.

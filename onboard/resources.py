@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 
 DEFAULT_INTERVAL_S = 0.5
 

@@ -1,4 +1,4 @@
-"""Stopping a helper task (bridges.tasks.cancel_and_wait), with real asyncio tasks."""
+"""Stopping a helper task (aio.tasks.cancel_and_wait), with real asyncio tasks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 
 
 async def test_a_caller_cancelled_while_it_stops_a_helper_stays_cancelled():

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from missions.sensors import Pose
 from onboard.ros2 import frames
 from onboard.ros2.messages import FLOAT32

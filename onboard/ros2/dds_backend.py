@@ -25,7 +25,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 from onboard.ros2 import messages
 
 POLL_S = 0.002

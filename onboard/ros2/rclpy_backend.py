@@ -12,7 +12,7 @@ import asyncio
 import importlib
 from typing import Any, Callable
 
-from bridges.tasks import cancel_and_wait
+from aio.tasks import cancel_and_wait
 
 SPIN_S = 0.002
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator
 
+from aio.tasks import cancel_and_wait
 from px4.external_physics.links import SimulatorLinkError, accept_px4
 from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.records import RecordSink
@@ -97,7 +98,7 @@ async def px4_on_harness_physics(simulator: SimulatorOptions, sitl: SitlOptions 
         loop = SimulatorLoop(sim, link, simulator.speed, lockstep=True, reply_timeout_s=simulator.reply_timeout_s)
         loops.append(loop)
         drainer = asyncio.create_task(_drain(sim, sink))
-        stack.push_async_callback(_cancel, drainer)
+        stack.push_async_callback(cancel_and_wait, drainer)
         loop.start()
         try:
             yield HarnessSitlRun(proc, sim, loop, hint)
@@ -111,11 +112,6 @@ async def _finish(loops: list[SimulatorLoop], sim: HarnessSimulator, sink: Recor
         loop.link.close()
     sim.records.drain(sink)
 
-
-async def _cancel(task: asyncio.Task) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 async def _drain(sim: HarnessSimulator, sink: RecordSink | None) -> None:
     while True:

@@ -1,0 +1,1 @@
+"""asyncio helpers every layer may use (bottom layer): stopping a helper task without losing a cancellation."""
