@@ -193,9 +193,14 @@ class MavsdkVehicle(VehicleBase):
 
     async def _follow(self, stream, handle) -> None:
         async for value in stream:
-            pending = handle(value)
-            if pending is not None:
-                await pending
+            # A handler's error costs one message, not the stream: a stream that ended here would leave
+            # its part of the state (or the vehicle's clock) frozen for the rest of the connection.
+            try:
+                pending = handle(value)
+                if pending is not None:
+                    await pending
+            except Exception:
+                logging.getLogger(__name__).exception("%s: handling %s failed", self.url, type(value).__name__)
 
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
@@ -250,6 +255,10 @@ class MavsdkVehicle(VehicleBase):
             block.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
 
             def follow() -> None:
+                # An expired block (its stamp came, or the grace ran out) ends at the task's next turn; a
+                # stamp that arrives before that turn must leave it alone (asyncio refuses to move it then).
+                if block.expired():
+                    return
                 remaining = target - clock.vehicle_s
                 block.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
                                                 if remaining > 0 else 0.0))

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
@@ -54,6 +55,55 @@ async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_
     # Never short; late by at most a poll of the wait loop, which at this rate is up to a vehicle second.
     assert 2.9 <= waited_vehicle <= 4.5, f"{waited_vehicle:.2f} vehicle s"
     assert waited_wall > 1.5 * 3.0 / speed, "the simulator was behind, so the wait took longer than 3 s / 2000"
+
+
+async def test_a_stamp_that_arrives_while_a_wait_expires_leaves_the_vehicle_clock_running():
+    # On a loaded machine a stamp can arrive after a wait's block has expired and before the waiting
+    # task resumes. asyncio refuses to move an expiring block; that error used to end the stamp stream,
+    # and from then on every wait took the 1 s link-lost grace: a planner tracking at 30 Hz steered
+    # once a second and hit a tree. MAVSDK's thread hands stamps over in an order no test can force,
+    # so this test hands over the two stamps of that moment itself, a millisecond after the vehicle's.
+    async with builtin_vehicle(SimProcessOptions(speed=2.0)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=2.0)
+        try:
+            await vehicle.sleep(0.1)  # the vehicle's clock is running
+            waiting = asyncio.create_task(vehicle.sleep(1e-6))
+            await asyncio.sleep(0)  # the wait is in its block
+            stamp_us = int(vehicle._clock.vehicle_s * 1e6)
+            vehicle._on_odometry(SimpleNamespace(time_usec=stamp_us + 1000))  # the block expires at the next turn
+            await asyncio.sleep(0)  # that turn: the block is expiring; the waiting task has not resumed
+            vehicle._on_odometry(SimpleNamespace(time_usec=stamp_us + 2000))
+            await waiting
+            before = vehicle._clock.vehicle_s
+            await asyncio.sleep(0.3)
+            advanced = vehicle._clock.vehicle_s - before
+            ended = [task for task in vehicle._tasks if task.done()]
+        finally:
+            await vehicle.close()
+    assert not ended, f"telemetry streams ended: {ended}"
+    assert advanced > 0, "the vehicle's clock stopped"
+
+
+async def test_a_telemetry_handler_that_fails_costs_one_message_not_the_stream(caplog):
+    async with builtin_vehicle(SimProcessOptions(speed=2.0)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=2.0)
+        try:
+            await vehicle.sleep(0.1)
+            failed_at = []
+
+            def fail_once() -> None:
+                if not failed_at:
+                    failed_at.append(vehicle._clock.vehicle_s)
+                    raise ValueError("a broken clock watcher")
+
+            vehicle._clock.watchers.add(fail_once)
+            await vehicle.sleep(0.5)
+            vehicle._clock.watchers.discard(fail_once)
+            latest = vehicle._clock.vehicle_s
+        finally:
+            await vehicle.close()
+    assert failed_at and latest > failed_at[0] + 0.3, "the clock's stream ended with its handler's error"
+    assert "handling Odometry failed" in caplog.text and "a broken clock watcher" in caplog.text
 
 
 def test_hil_sim_caps_each_stream_in_wall_time_so_fast_runs_keep_their_speed():
