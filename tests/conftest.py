@@ -28,8 +28,8 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# PX4 SITL flies in real time at a speed factor, on the same two cores as the other test worker's
-# processes: a stall of either now and then puts PX4 outside a bound that holds its measured spread
+# PX4 SITL flies in real time at a speed factor, on the same two cores as the other test workers'
+# processes: a stall of any of them now and then puts PX4 outside a bound that holds its measured spread
 # (each test names the spread it measured). A test that flies real PX4 runs at most twice
 # (pytest-rerunfailures): a rerun is printed (R) and counted in the summary and the JUnit XML, so a
 # test that fails twice fails, and one that needs reruns often shows it. Built-in vehicle tests never rerun.
