@@ -22,8 +22,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from profiles.sensors import SensorProfile
 from missions.geo import GeoOrigin
+from profiles.sensors import SensorProfile
+from px4.sim.dynamics import rotation_matrix
 
 # PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
 DEFAULT_HOME = GeoOrigin(47.397742, 8.545594, 488.0)
@@ -43,18 +44,9 @@ def pressure_hpa(altitude_amsl_m: float) -> float:
 
 def body_from_world(q: list[float], v: tuple[float, float, float]) -> tuple[float, float, float]:
     """A world (NED) vector in body (FRD) axes, for the attitude quaternion q = (w, x, y, z)."""
-    w, x, y, z = q
-    # Transpose of the body-to-world rotation matrix.
-    r00 = 1.0 - 2.0 * (y * y + z * z)
-    r01 = 2.0 * (x * y - w * z)
-    r02 = 2.0 * (x * z + w * y)
-    r10 = 2.0 * (x * y + w * z)
-    r11 = 1.0 - 2.0 * (x * x + z * z)
-    r12 = 2.0 * (y * z - w * x)
-    r20 = 2.0 * (x * z - w * y)
-    r21 = 2.0 * (y * z + w * x)
-    r22 = 1.0 - 2.0 * (x * x + y * y)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation_matrix(*q)
     a, b, c = v
+    # The transpose of the body-to-world rotation.
     return (r00 * a + r10 * b + r20 * c, r01 * a + r11 * b + r21 * c, r02 * a + r12 * b + r22 * c)
 
 

@@ -64,6 +64,14 @@ def yaw_of(s: np.ndarray) -> float:
 
 
 @numba.njit(cache=True)
+def rotation_matrix(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
+    """Body-to-world rotation of the unit quaternion (w, x, y, z), row by row (r00, r01, ..., r22)."""
+    return (1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy - qw * qz), 2.0 * (qx * qz + qw * qy),
+            2.0 * (qx * qy + qw * qz), 1.0 - 2.0 * (qx * qx + qz * qz), 2.0 * (qy * qz - qw * qx),
+            2.0 * (qx * qz - qw * qy), 2.0 * (qy * qz + qw * qx), 1.0 - 2.0 * (qx * qx + qy * qy))
+
+
+@numba.njit(cache=True)
 def physics_step(s: np.ndarray, m: np.ndarray, efficiency: np.ndarray, wind: np.ndarray,
                  u0: float, u1: float, u2: float, u3: float) -> None:
     """Advance state `s` one step of model `m` with rotor commands u0..u3 (clipped to [0, 1])."""
@@ -131,16 +139,8 @@ def physics_step(s: np.ndarray, m: np.ndarray, efficiency: np.ndarray, wind: np.
     s[Q + 2] = qy
     s[Q + 3] = qz
 
-    # Body-to-world rotation; the thrust acts along body -z, i.e. minus the third column.
-    r00 = 1.0 - 2.0 * (qy * qy + qz * qz)
-    r01 = 2.0 * (qx * qy - qw * qz)
-    r02 = 2.0 * (qx * qz + qw * qy)
-    r10 = 2.0 * (qx * qy + qw * qz)
-    r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
-    r12 = 2.0 * (qy * qz - qw * qx)
-    r20 = 2.0 * (qx * qz - qw * qy)
-    r21 = 2.0 * (qy * qz + qw * qx)
-    r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+    # The thrust acts along body -z, i.e. minus the rotation's third column.
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation_matrix(qw, qx, qy, qz)
 
     kdv = m[M_KDV]
     inv_m = 1.0 / mass
