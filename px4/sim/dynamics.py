@@ -159,7 +159,7 @@ def physics_step(s: np.ndarray, m: np.ndarray, efficiency: np.ndarray, wind: np.
         pz = 0.0
         if thrust * r22 <= mass * GRAVITY:
             # Touched down without the thrust to climb: settle level, static friction holds it.
-            yaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+            yaw = yaw_of(s)  # s holds the attitude just integrated
             s[Q] = math.cos(0.5 * yaw)
             s[Q + 1] = 0.0
             s[Q + 2] = 0.0
