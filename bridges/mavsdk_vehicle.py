@@ -93,7 +93,8 @@ _ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMESPEC.size)
 _MAX_FRAME = 280  # MAVLink 2: 10-byte header, 255-byte payload, CRC, 13-byte signature
 
 
-_LOG = logging.getLogger("mavsdk")
+_LOG = logging.getLogger("mavsdk")  # MAVSDK's own log lines, routed (route_mavsdk_logs)
+_OWN_LOG = logging.getLogger(__name__)  # this module's errors
 _LOG_LEVELS = {LogLevel.DEBUG: logging.DEBUG, LogLevel.INFO: logging.INFO, LogLevel.WARN: logging.WARNING,
                LogLevel.ERROR: logging.ERROR}
 _logs_routed = False
@@ -200,7 +201,7 @@ class MavsdkVehicle(VehicleBase):
                 if pending is not None:
                     await pending
             except Exception:
-                logging.getLogger(__name__).exception("%s: handling %s failed", self.url, type(value).__name__)
+                _OWN_LOG.exception("%s: handling %s failed", self.url, type(value).__name__)
 
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
