@@ -59,6 +59,20 @@ async def test_message_rates_match_px4_sitl():
     assert rate_differences(measured, reference, 4.0) == []
 
 
+async def test_rates_are_counted_in_the_vehicles_time_when_it_runs_slower_than_asked():
+    """A PX4 that falls behind its speed factor (a busy machine) streams fewer messages per wall second but
+    as many per vehicle second; measure_rates reads the vehicle's clock. Here the vehicle runs at 2x and
+    the count is told 4x: a count in wall time would halve every rate."""
+    mavlink_extra.register(mavlink_all)
+    async with builtin_vehicle(SimProcessOptions(speed=2.0)) as sim:
+        client = Client(sim.url, dialect="all")
+        client.collect(0.5, set())
+        measured = measure_rates(client.conn, 4.0, speed=4.0, min_count=1)
+        client.close()
+    reference = json.loads(REFERENCE.read_text())["rates_hz"]
+    assert rate_differences(measured, reference, 4.0) == []
+
+
 async def test_set_message_interval_changes_a_stream(client):
     msg_id = mavlink.MAVLINK_MSG_ID_ALTITUDE
     assert client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 1e6 / 50.0) == mavlink.MAV_RESULT_ACCEPTED
