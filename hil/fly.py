@@ -156,31 +156,45 @@ class RouteJudge:
     async def watch(self, vehicle: Vehicle) -> tuple[str, str]:
         """Follow telemetry while armed until the vehicle leaves the airspace or touches the scene."""
         scale = clock_scale(vehicle.speed_factor)
-        home, airspace = self.mission.home_in_mission, self.mission.airspace
         async for state in vehicle.telemetry():
-            if not state.armed:
-                continue
-            self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
-            self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * scale
-            position = np.array([state.north, state.east, state.down]) + home
-            if self.scene is not None:
-                self.clearance_m = float(self.scene.distance(position)[0])
-            # The altitude band's floor holds once the vehicle has climbed into the band, until it lands.
-            self._in_band = self._in_band or (state.in_air and state.altitude >= airspace.alt_min)
-            floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
-            found = hazard(position, self.scene, airspace, self.radius, floor=floor)
-            self.judged_at = state
-            if found is None:
-                continue
-            if self._stops[found[0]]:
+            found = self.judge(state, scale)
+            if found is not None:
                 return found
-            if self.carried_on is None or self.carried_on[0] != found[0]:  # each kind recorded once
-                self.recorder.event(found[0], reason=found[1], north=state.north, east=state.east,
-                                    altitude=state.altitude, stopped=False)
-                self.carried_on = self.carried_on or found
         raise VehicleError("telemetry ended")
 
+    def judge(self, state: VehicleState, scale: float = 1.0) -> tuple[str, str] | None:
+        """One snapshot judged: the (outcome, reason) that ends the flight, or None to fly on. A finding the
+        mission's termination lets the flight go on after is recorded once per kind and kept in `carried_on`.
+        `scale` turns telemetry stamps into vehicle seconds."""
+        if not state.armed:
+            return None
+        airspace = self.mission.airspace
+        self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
+        self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * scale
+        position = np.array([state.north, state.east, state.down]) + self.mission.home_in_mission
+        if self.scene is not None:
+            self.clearance_m = float(self.scene.distance(position)[0])
+        # The altitude band's floor holds once the vehicle has climbed into the band, until it lands. Into
+        # it means clear of the floor: PX4 reports TAKING_OFF while its estimate still wanders a millimetre
+        # either side of the ground, so a band from 0 m would otherwise be left at the first step.
+        entered = airspace.alt_min + min(BAND_ENTRY_M, (airspace.alt_max - airspace.alt_min) / 2)
+        self._in_band = self._in_band or (state.in_air and state.altitude >= entered)
+        floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
+        found = hazard(position, self.scene, airspace, self.radius, floor=floor)
+        self.judged_at = state
+        if found is None:
+            return None
+        if self._stops[found[0]]:
+            return found
+        if self.carried_on is None or self.carried_on[0] != found[0]:  # each kind recorded once
+            self.recorder.event(found[0], reason=found[1], north=state.north, east=state.east,
+                                altitude=state.altitude, stopped=False)
+            self.carried_on = self.carried_on or found
+        return None
 
+
+# How far above the altitude band's floor the vehicle must climb before the floor holds (m).
+BAND_ENTRY_M = 0.5
 # Modes in which the vehicle is on its way down to the ground, below any altitude band's floor.
 LANDING_MODES = ("LAND", "RETURN_TO_LAUNCH")
 

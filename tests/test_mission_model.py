@@ -3,6 +3,7 @@ airspace and scene, with its stages, process metrics, lat/lon points and comms-l
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -274,6 +275,37 @@ def test_dropping_below_the_altitude_floor_in_flight_is_a_breach(tmp_path):
     manifest = read_manifest(record)
     assert manifest["outcome"] == "breach", manifest["summary"]["reason"]
     assert "altitude within the band 2.5-10 m" in manifest["summary"]["reason"]
+
+
+# PX4 v1.16.1 over the harness physics, from a clean-clone CI record (hil fly demo_square --target px4-sitl
+# --physics harness --speed 4): its local position's down (m) at the last samples on the ground and the
+# first ones it reported TAKING_OFF (in air), a millimetre either side of the ground.
+PX4_TAKEOFF_DOWN_M = [(-0.001038, False), (-0.000458, False), (-0.000031, True), (0.000336, True), (0.000885, True),
+                      (0.000122, True), (-0.000549, True), (-0.001007, True), (-0.000031, True), (0.000854, True)]
+
+
+def test_a_band_from_the_ground_is_not_left_by_px4s_takeoff_and_its_floor_holds_once_climbed(tmp_path):
+    from bridges.vehicle import VehicleState
+    from hil.fly import RouteJudge
+    from missions.schema import load_benchmark_mission
+    from records.record import TrialRecorder
+
+    mission = load_benchmark_mission(EXAMPLES / "demo_square.yaml")
+    assert (mission.airspace.alt_min, mission.airspace.alt_max) == (0.0, 120.0)
+
+    def state(t: int, down: float, in_air: bool = True, mode: str = "MISSION") -> VehicleState:
+        return VehicleState(t * 10**7, 0.0, 0.0, down, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.nan, math.nan, math.nan,
+                            True, in_air, mode, "IN_AIR" if in_air else "ON_GROUND", 100.0)
+
+    with TrialRecorder(tmp_path / "rec", config={}, target="test") as recorder:
+        judge = RouteJudge(mission, 0.2, recorder)
+        takeoff = [judge.judge(state(t, down, in_air)) for t, (down, in_air) in enumerate(PX4_TAKEOFF_DOWN_M)]
+        assert takeoff == [None] * len(PX4_TAKEOFF_DOWN_M)
+        assert judge.judge(state(20, -5.0)) is None
+        # Climbed into the band, the floor holds: in the air below home (a fall into a pit) is a breach...
+        assert judge.judge(state(30, 0.3))[0] == "breach"
+        # ...but not while landing, the vehicle on its way down through the floor.
+        assert judge.judge(state(31, 0.3, mode="LAND")) is None
 
 
 @needs_px4
