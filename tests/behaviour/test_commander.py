@@ -9,8 +9,6 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from px4.modes import FlightMode, decode_custom_mode
 
-from .conftest import SPEED
-
 ARMED = mavlink.MAV_MODE_FLAG_SAFETY_ARMED
 
 
@@ -46,17 +44,17 @@ async def test_arm_then_disarm_on_the_ground(gcs):
     assert gcs.recv("HEARTBEAT", 3.0, lambda m: not m.base_mode & ARMED) is not None
 
 
-async def test_an_armed_vehicle_left_on_the_ground_disarms_itself(gcs):
+async def test_an_armed_vehicle_left_on_the_ground_disarms_itself(autopilot, gcs):
     # COM_DISARM_PRFLT: 10 s by default; it disarms with a text saying why.
     gcs.wait_armable(30.0)
     assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
     armed_at = time.monotonic()
-    assert gcs.recv("HEARTBEAT", 20.0 / SPEED + 3, lambda m: not m.base_mode & ARMED) is not None
-    assert time.monotonic() - armed_at >= 8.0 / SPEED
+    assert gcs.recv("HEARTBEAT", 20.0 / autopilot.speed + 3, lambda m: not m.base_mode & ARMED) is not None
+    assert time.monotonic() - armed_at >= 8.0 / autopilot.speed
     assert any("disarm" in text.lower() for text in gcs.texts), gcs.texts
 
 
-async def test_takeoff_climbs_then_holds_and_land_disarms(gcs):
+async def test_takeoff_climbs_then_holds_and_land_disarms(autopilot, gcs):
     gcs.wait_armable(30.0)
     assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
     assert gcs.command(mavlink.MAV_CMD_REQUEST_MESSAGE, mavlink.MAVLINK_MSG_ID_HOME_POSITION) == mavlink.MAV_RESULT_ACCEPTED
@@ -66,26 +64,26 @@ async def test_takeoff_climbs_then_holds_and_land_disarms(gcs):
                        home.altitude / 1000.0 + 5.0) == mavlink.MAV_RESULT_ACCEPTED
     assert gcs.wait_mode(FlightMode.TAKEOFF, 2.0)
     assert gcs.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_TAKEOFF)
-    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / SPEED + 3), "PX4 switches to Hold once at takeoff altitude"
+    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / autopilot.speed + 3), "PX4 switches to Hold once at takeoff altitude"
     # Takeoff is done within NAV_MC_ALT_RAD (0.8 m) of the target; the vehicle then holds where it is.
-    time.sleep(6.0 / SPEED)
+    time.sleep(6.0 / autopilot.speed)
     settled = gcs.recv("LOCAL_POSITION_NED", 1.0)
     assert settled is not None and 4.0 <= -settled.z <= 5.2, f"settled at {-settled.z:.2f} m"
     assert gcs.recv("EXTENDED_SYS_STATE", 2.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_IN_AIR)
 
     assert gcs.set_mode(FlightMode.LAND) == mavlink.MAV_RESULT_ACCEPTED
     assert gcs.recv("EXTENDED_SYS_STATE", 5.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_LANDING)
-    assert gcs.recv("HEARTBEAT", 60.0 / SPEED + 5, lambda m: not m.base_mode & ARMED) is not None
+    assert gcs.recv("HEARTBEAT", 60.0 / autopilot.speed + 5, lambda m: not m.base_mode & ARMED) is not None
     # Not the estimated altitude: PX4's drifts 0.3-1 m over a flight (SIH's barometer), on the ground too.
     assert gcs.recv("EXTENDED_SYS_STATE", 2.0, lambda m: m.landed_state == mavlink.MAV_LANDED_STATE_ON_GROUND)
 
 
-async def test_a_mode_the_vehicle_cannot_fly_is_not_entered_in_the_air(gcs):
+async def test_a_mode_the_vehicle_cannot_fly_is_not_entered_in_the_air(autopilot, gcs):
     gcs.wait_armable(30.0)
     assert gcs.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
     assert gcs.command(mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"), float("nan"),
                        float("nan")) == mavlink.MAV_RESULT_ACCEPTED
-    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / SPEED + 3) and gcs.recv(
+    assert gcs.wait_mode(FlightMode.HOLD, 30.0 / autopilot.speed + 3) and gcs.recv(
         "HEARTBEAT", 1.0, lambda m: m.base_mode & ARMED and decode_custom_mode(m.custom_mode) == FlightMode.HOLD)
     # v1.16 acknowledges the request and stays where it is, saying why (v1.14 refused it outright).
     assert gcs.set_mode(FlightMode.POSCTL) == mavlink.MAV_RESULT_ACCEPTED
