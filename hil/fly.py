@@ -150,6 +150,11 @@ class RouteJudge:
         self._stops = {"collision": mission.termination.stop_on_collision,
                        "breach": mission.termination.stop_on_geofence}
         self._t0_ns: int | None = None
+        # The altitude at which the vehicle has climbed into the band and its floor starts to hold: clear of
+        # the floor, as PX4 reports TAKING_OFF while its estimate still wanders a millimetre either side of
+        # the ground (a band from 0 m would otherwise be left at the first step).
+        air = mission.airspace
+        self._band_entry_alt = air.alt_min + min(BAND_ENTRY_M, (air.alt_max - air.alt_min) / 2)
         self._in_band = False
         self.judged_at: VehicleState | None = None
 
@@ -168,19 +173,15 @@ class RouteJudge:
         `scale` turns telemetry stamps into vehicle seconds."""
         if not state.armed:
             return None
-        airspace = self.mission.airspace
         self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
         self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * scale
         position = np.array([state.north, state.east, state.down]) + self.mission.home_in_mission
         if self.scene is not None:
             self.clearance_m = float(self.scene.distance(position)[0])
-        # The altitude band's floor holds once the vehicle has climbed into the band, until it lands. Into
-        # it means clear of the floor: PX4 reports TAKING_OFF while its estimate still wanders a millimetre
-        # either side of the ground, so a band from 0 m would otherwise be left at the first step.
-        entered = airspace.alt_min + min(BAND_ENTRY_M, (airspace.alt_max - airspace.alt_min) / 2)
-        self._in_band = self._in_band or (state.in_air and state.altitude >= entered)
+        # The altitude band's floor holds once the vehicle has climbed into the band, until it lands.
+        self._in_band = self._in_band or (state.in_air and state.altitude >= self._band_entry_alt)
         floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
-        found = hazard(position, self.scene, airspace, self.radius, floor=floor)
+        found = hazard(position, self.scene, self.mission.airspace, self.radius, floor=floor)
         self.judged_at = state
         if found is None:
             return None
