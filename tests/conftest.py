@@ -19,7 +19,12 @@ from .px4_builds import NO_PX4
 
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest sessions of its own
 
+# PX4 SITL flies at 4x: it takes about 45 % of a core idle there (v1.16.1), and more would only make it fall
+# behind on the CI machine's two shared cores. The fixtures below use the same factor, because tests that
+# count streams per wall second or compare with lockstep use them. A test that starts its own built-in
+# vehicle and judges in vehicle time flies it at BUILTIN_SPEED (about 35 % of a core idle), in half the time.
 SPEED = 4.0
+BUILTIN_SPEED = 8.0
 
 # A shell that starts `make test` in the background (`cmd &` without job control) ignores SIGINT,
 # and every process it starts inherits that: the Ctrl-C tests' `hil` processes would never see their

@@ -13,7 +13,7 @@ from pathlib import Path
 from records.record import read_events, read_manifest
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
-from .conftest import SPEED
+from .conftest import BUILTIN_SPEED
 
 ROOT = Path(__file__).resolve().parents[1]
 MISSION = ROOT / "missions" / "examples" / "offboard_square.yaml"
@@ -35,7 +35,7 @@ def read_until(fd: int, needle: bytes, timeout: float, seen: bytearray) -> bool:
 
 
 async def test_abort_key_lands_the_vehicle_and_the_status_line_shows_the_flight(tmp_path):
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
+    async with builtin_vehicle(SimProcessOptions(speed=BUILTIN_SPEED, params=FENCED)) as sim:
         controller, terminal = pty.openpty()  # hil fly runs in a real terminal, as at the field
         record = tmp_path / "r"
         harness = subprocess.Popen([sys.executable, "-m", "hil", "fly", str(MISSION), "--target", sim.url, "--arm",

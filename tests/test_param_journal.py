@@ -16,7 +16,7 @@ from hil.param_journal import JournalError, ParamJournal
 from records.record import read_events
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
-from .conftest import SPEED
+from .conftest import BUILTIN_SPEED
 
 # A flight controller set up for a field trial: its own geofence on (the checklist requires it on hardware).
 FENCED = {"GF_MAX_HOR_DIST": 200.0, "GF_MAX_VER_DIST": 60.0}
@@ -57,8 +57,8 @@ def test_an_untrustworthy_journal_is_an_error_naming_the_file_and_the_entry(tmp_
 @pytest.mark.parametrize("broken", ["unknown-name", "corrupt"])
 async def test_a_journal_the_harness_cannot_use_stops_hil_fly_naming_the_journal(tmp_path, monkeypatch, broken):
     monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path))
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
-        vehicle = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+    async with builtin_vehicle(SimProcessOptions(speed=BUILTIN_SPEED, params=FENCED)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=BUILTIN_SPEED)
         try:
             journal = ParamJournal.for_vehicle(await vehicle.identity())
             if broken == "corrupt":
@@ -102,7 +102,7 @@ CRASHING_HARNESS = textwrap.dedent("""
 
 async def test_params_left_changed_by_a_killed_harness_are_restored_at_the_next_start(tmp_path, monkeypatch):
     monkeypatch.setenv("HIL_STATE_DIR", str(tmp_path / "state"))
-    async with builtin_vehicle(SimProcessOptions(speed=SPEED, params=FENCED)) as sim:
+    async with builtin_vehicle(SimProcessOptions(speed=BUILTIN_SPEED, params=FENCED)) as sim:
         script = CRASHING_HARNESS.format(root=str(ROOT), url=sim.url)
         crashed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                                  env={**os.environ, "HIL_STATE_DIR": str(tmp_path / "state")})
@@ -111,7 +111,7 @@ async def test_params_left_changed_by_a_killed_harness_are_restored_at_the_next_
         journals = list((tmp_path / "state" / "param-journals").glob("*.json"))
         assert len(journals) == 1
         assert json.loads(journals[0].read_text())["originals"] == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0}
-        probe = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        probe = await connect(sim.url, timeout=10.0, speed_factor=BUILTIN_SPEED)
         try:
             assert await probe.get_param("MPC_XY_CRUISE") == pytest.approx(9.0), "the crash left it changed"
         finally:
@@ -126,7 +126,7 @@ async def test_params_left_changed_by_a_killed_harness_are_restored_at_the_next_
         restored = [e for e in read_events(record) if e["kind"] == "params_restored_after_crash"]
         assert restored and restored[0]["params"] == {"MPC_XY_CRUISE": 5.0, "COM_OBL_RC_ACT": 0.0}
         assert not journals[0].exists(), "nothing left to restore"
-        probe = await connect(sim.url, timeout=10.0, speed_factor=SPEED)
+        probe = await connect(sim.url, timeout=10.0, speed_factor=BUILTIN_SPEED)
         try:
             assert await probe.get_param("MPC_XY_CRUISE") == pytest.approx(5.0)
             assert await probe.get_param("COM_OBL_RC_ACT") == 0

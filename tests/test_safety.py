@@ -23,7 +23,7 @@ from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4.process import free_udp_port
 from px4.modes import FlightMode
 
-from .conftest import SPEED
+from .conftest import BUILTIN_SPEED
 from .mavlink_client import Client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ async def field(transport: str = "udp", **params):
         if transport == "serial":
             cable = stack.enter_context(PtyPair())
             extra.append(f"serial://{cable.a}:921600")
-        async with builtin_vehicle(SimProcessOptions(speed=SPEED, params={**FENCED, **params}, extra_links=extra)) as sim:
+        async with builtin_vehicle(SimProcessOptions(speed=BUILTIN_SPEED, params={**FENCED, **params}, extra_links=extra)) as sim:
             pilot = Client(f"udpin://127.0.0.1:{pilot_port}")
             try:
                 yield (f"serial://{cable.b}:921600" if transport == "serial" else sim.url), pilot
@@ -186,8 +186,8 @@ async def test_a_vehicle_someone_else_is_flying_gets_no_command_at_all(tmp_path,
         # The pilot takes off in Takeoff mode: up to MIS_TAKEOFF_ALT (2.5 m), then Hold.
         assert pilot.set_mode(FlightMode.TAKEOFF) == mavlink.MAV_RESULT_ACCEPTED
         assert pilot.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
-        assert pilot.wait_altitude(2.5, 0.5, 30.0 / SPEED + 5), "the pilot's takeoff"
-        assert pilot.wait_mode(FlightMode.HOLD, 20.0 / SPEED + 3)
+        assert pilot.wait_altitude(2.5, 0.5, 30.0 / BUILTIN_SPEED + 5), "the pilot's takeoff"
+        assert pilot.wait_mode(FlightMode.HOLD, 20.0 / BUILTIN_SPEED + 3)
         record = tmp_path / "record"
         code, out = finish(start_harness(url, "demo_square.yaml", record, *extra), pilot)
         assert code == 3 and "already flying" in out, out
