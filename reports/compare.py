@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from reports.stats import bootstrap_mean, significant
 from reports.tracks import dtw_distance, navigation_track
@@ -62,6 +61,8 @@ def paired_p_value(differences: np.ndarray) -> float:
     data = differences[~np.isnan(differences)]
     if len(data) == 0 or not np.any(data):
         return 1.0
+    from scipy import stats  # here, not at the top: its ~0.5 s import delayed `hil report` for every record
+
     return float(stats.wilcoxon(data).pvalue)
 
 

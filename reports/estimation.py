@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from px4.external_physics.simulator import TRUTH_TABLE
 from px4.ulog import read_topic
@@ -82,6 +81,8 @@ def summarize(t_us: np.ndarray, errors: np.ndarray, block_s: float = BLOCK_S) ->
     blocks = pd.Series(errors).groupby((t_us - t_us[0]) // int(block_s * 1e6)).mean().to_numpy()
     mean = float(errors.mean())
     if len(blocks) > 1:
+        from scipy import stats  # here, not at the top: its ~0.5 s import delayed every `hil fly` start
+
         half = stats.t.ppf(0.5 + LEVEL / 2, len(blocks) - 1) * blocks.std(ddof=1) / math.sqrt(len(blocks))
     else:
         half = math.nan  # one block: no spread to estimate an interval from

@@ -18,7 +18,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 RESAMPLES = 1000
 LEVEL = 0.95
@@ -65,6 +64,8 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, *, resamples: int = RES
     value = float(data.mean())
     if np.ptp(data) == 0:  # one value, or all alike: nothing to resample
         return Estimate(value, value, value, n)
+    from scipy import stats  # here, not at the top: its ~0.5 s import delayed every `hil` command that imports this
+
     result = stats.bootstrap((data,), _mean, n_resamples=resamples, confidence_level=level, method="BCa",
                              vectorized=True, random_state=_rng(seed, label))
     low, high = result.confidence_interval
@@ -83,6 +84,8 @@ def wilson_rate(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -
     if n == 0:
         return Estimate(math.nan, math.nan, math.nan, 0)
     p = float(data.mean())
+    from scipy import stats
+
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
