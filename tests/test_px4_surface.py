@@ -16,7 +16,7 @@ import lzma
 import shutil
 import struct
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -55,11 +55,30 @@ mavlink_extra.register(mavlink_all)  # decode PROTOCOL_VERSION, COMPONENT_METADA
 
 @dataclass
 class Target:
-    """A running vehicle: what it is and where a client connects."""
+    """The module's running vehicle: what it is and where a client connects. `restart` replaces a dead one
+    in place, so that every test holding this object reaches the new process."""
 
     name: str
-    url: str
-    process: object  # SimProcess or SitlProcess: failure() says whether and how it died
+    url: str = ""
+    process: object = None  # SimProcess or SitlProcess: failure() says whether and how it died
+    _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+
+    def restart(self) -> None:
+        """Stop the current process (if any) and start a fresh, armable one."""
+        self._stack.close()
+        if self.name == "builtin":
+            manager = builtin_vehicle(SimProcessOptions(speed=SPEED))
+        else:
+            manager = px4_sitl(SitlOptions(speed=SPEED, px4_dir=MAIN_BUILD))
+        self.process = self._stack.enter_context(_running(manager))
+        self.url = self.process.url
+        client = Client(self.url, dialect="all")
+        # Armable (PX4 v1.16 at 4x: ~1.5 s): the tests below expect a settled vehicle.
+        client.wait_armable(timeout=20.0)
+        client.close()
+
+    def close(self) -> None:
+        self._stack.close()
 
     def state(self) -> str:
         """What a test that lost the vehicle should know: did the process die, what did PX4 last say, and
@@ -91,16 +110,28 @@ def _running(manager):
 @pytest.fixture(scope="module", params=["builtin", pytest.param("px4-sitl", marks=needs_px4)])
 def target(request):
     """One vehicle for the module: the built-in vehicle or PX4 v1.16.1 SITL, both at SPEED."""
-    if request.param == "builtin":
-        manager = builtin_vehicle(SimProcessOptions(speed=SPEED))
-    else:
-        manager = px4_sitl(SitlOptions(speed=SPEED, px4_dir=MAIN_BUILD))
-    with _running(manager) as proc:
-        client = Client(proc.url, dialect="all")
-        # Armable (PX4 v1.16 at 4x: ~1.5 s): the tests below expect a settled vehicle.
-        client.wait_armable(timeout=20.0)
-        client.close()
-        yield Target(request.param, proc.url, proc)
+    target = Target(request.param)
+    try:
+        target.restart()
+        yield target
+    finally:
+        target.close()
+
+
+@pytest.fixture(autouse=True)
+def _vehicle_outlives_the_test(request):
+    """A test after which the module's vehicle is dead fails at teardown with what became of it, and the
+    next test gets a fresh vehicle instead of a dead one. PX4 v1.16.1 SITL aborted once in CI just after
+    a level calibration ("pure virtual method called", exit -6), and every later test of the module errored."""
+    if "target" not in request.fixturenames:
+        yield
+        return
+    target = request.getfixturevalue("target")
+    if target.process.failure() is not None:
+        target.restart()
+    yield
+    if target.process.failure() is not None:
+        pytest.fail(f"the vehicle died during this test: {target.state()}", pytrace=False)
 
 
 def _ground_station(target: Target) -> Client:
