@@ -29,7 +29,8 @@ run: $(STAMP)
 
 # Two workers (one per core of the CI machine), whole test files per worker. PX4 instances and built-in
 # vehicles claim their own ports, so files run side by side. Two workers leave the CPU about a quarter
-# idle, and three run the suite in 13.5-15.5 min instead of 17.5, but with three one clean-clone run of
+# idle, and three ran the suite in 13.5-15.5 min instead of 17.5 (two take about 16 since the built-in
+# vehicle's tests fly at 8x), but with three one clean-clone run of
 # two failed (a built-in vehicle sent no HEARTBEAT within 10 s) and PX4 tests needed reruns: faster,
 # not yet dependable. `make test TEST_WORKERS=3` runs three. -rfER lists failures, errors and PX4
 # reruns by name (a test that needs reruns often shows it).
