@@ -41,6 +41,7 @@ from bridges.sim_link import (
 )
 from bridges.timeout import timeout
 from bridges.vehicle import (
+    GCS_HEARTBEAT_S,
     CommandDenied,
     MissionProgress,
     MissionWaypoint,
@@ -427,6 +428,12 @@ class LockstepVehicle(VehicleBase):
                                wind: tuple[float, float, float]) -> str:
         answer = self.ap.faults.inject_sim(kind, instance, severity, wind, enabled=self.ap.params["SYS_FAILURE_EN"] != 0)
         return failure_result(answer.result)
+
+    async def ground_station_heartbeats(self) -> None:
+        """The built-in autopilot hears a ground station every GCS_HEARTBEAT_S of simulated time."""
+        while True:
+            self.ap.gcs_heartbeat()
+            await self.sleep(GCS_HEARTBEAT_S)
 
     async def download_newest_log(self, dest: Path) -> Path | None:
         """None: a lockstep run keeps its telemetry in the trial record, not as a flight log."""

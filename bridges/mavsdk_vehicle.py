@@ -47,6 +47,7 @@ from mavsdk.plugins.offboard import (
     VelocityNedYaw,
 )
 from mavsdk.plugins.param import ParamError, ParamResult
+from pymavlink.dialects.v20 import common as mavlink
 
 from aio.tasks import cancel_and_wait
 from bridges.failure import failure_result
@@ -54,6 +55,7 @@ from bridges.mavlink_frames import whole_frame
 from bridges.timeout import timeout
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (
+    GCS_HEARTBEAT_S,
     CommandDenied,
     MissionProgress,
     MissionWaypoint,
@@ -593,6 +595,23 @@ class MavsdkVehicle(VehicleBase):
         except MavlinkDirectError:
             return None
         return int(json.loads(ack.fields_json)["result"])
+
+    async def ground_station_heartbeats(self) -> None:
+        """HEARTBEATs of a ground station (the protocol's docstring), through MAVSDK's MavlinkDirect.
+
+        MAVSDK itself beats as a companion computer, which PX4 does not count as a ground station: its
+        data-link-loss failsafe watches GCS heartbeats only (measured on v1.16.1 SIH: with NAV_DLL_ACT set,
+        stopping these landed it; tests/test_stop.py). Another ground station on the vehicle
+        (QGroundControl) keeps the link alive after the harness is gone, and its operator is then in charge.
+        """
+        fields = {"type": mavlink.MAV_TYPE_GCS, "autopilot": mavlink.MAV_AUTOPILOT_INVALID, "base_mode": 0,
+                  "custom_mode": 0, "system_status": mavlink.MAV_STATE_ACTIVE, "mavlink_version": 3}
+        message = MavlinkMessage(message_name="HEARTBEAT", system_id=0, component_id=0, target_system_id=0,
+                                 target_component_id=0, fields_json=json.dumps(fields))
+        while True:
+            with contextlib.suppress(MavlinkDirectError):  # a lost link: the next beat tries again
+                await self.mavlink.send_message(message)
+            await self.sleep(GCS_HEARTBEAT_S)
 
     async def download_newest_log(self, dest: Path) -> Path | None:
         """The newest ULog the autopilot lists (MAVSDK's log files plugin), into `dest`; None if it lists none."""

@@ -19,6 +19,10 @@ from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
 
 from missions.geo import GeoOrigin
 
+# A ground station's heartbeat period (vehicle seconds; Vehicle.ground_station_heartbeats): twice PX4's
+# 1 Hz, so that one datagram lost on a radio is far from COM_DL_LOSS_T.
+GCS_HEARTBEAT_S = 0.5
+
 
 class VehicleError(RuntimeError):
     """A flight controller refused or failed a request; the message says what and why."""
@@ -226,6 +230,12 @@ class Vehicle(Protocol):
                                wind: tuple[float, float, float]) -> str:
         """A fault in the built-in vehicle's simulation (`px4.sim.faults.SimFault`; severity 0 clears),
         answered as `inject_failure` is; PX4 answers UNSUPPORTED."""
+
+    async def ground_station_heartbeats(self) -> None:
+        """Beat as a ground station (HEARTBEAT, MAV_TYPE_GCS) twice a vehicle second until cancelled: while it
+        runs, the flight controller's data-link-loss failsafe (NAV_DLL_ACT after COM_DL_LOSS_T) watches this
+        harness, and brings the vehicle down by itself if the harness falls silent."""
+        ...
 
     async def download_newest_log(self, dest: Path) -> Path | None:
         """The flight controller's newest flight log (ULog), downloaded into `dest`; None where it keeps none."""

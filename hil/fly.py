@@ -28,10 +28,11 @@ import pandas as pd
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
 from hil.monitor import hazard
-from hil.param_journal import JournalRestoreRefused, keep_journal
+from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
+from hil.stop import RETURN_GRACE_S, FlightPhase, Interrupts, SafeEnd, make_safe
 from missions.geo import GeoOrigin
 from missions.schema import BenchmarkMission
 from missions.waypoint import WaypointMission
@@ -46,19 +47,23 @@ from targets import TargetOptions, TargetSpec, open_target
 
 # Horizontal speed (m/s) under which an offboard flight counts as stopped over its landing point.
 LAND_SETTLE_SPEED = 0.3
-# How long after the time budget the landing may still take before the trial is abandoned.
-LANDING_GRACE_S = 60.0
+# PX4's NAV_DLL_ACT values for the dead-man's switch (FlightOptions.link_loss_action).
+LINK_LOSS_ACTIONS = {"return": 2, "land": 3}
+# Vehicle seconds a flight controller found flying after a harness run died on it gets to come down by its
+# own failsafe (COM_DL_LOSS_T, the hold, a return) before the next run gives up restoring its journal.
+JOURNAL_LANDING_WAIT_S = 300.0
 
 
 @dataclass(frozen=True)
 class TrialResult:
     """What one flight came to."""
 
-    outcome: str  # success | timeout | refused | error
+    outcome: str  # success | timeout | refused | aborted | error | ...
     reason: str
     record_dir: Path
     summary: TrialSummary | None
     estimation: dict[str, float] = field(default_factory=dict)  # on the harness's physics: PX4's estimate vs truth
+    left: SafeEnd | None = None  # how the vehicle was left (hil.stop); None: never commanded
 
 
 def default_record_dir(mission: BenchmarkMission | WaypointMission, root: Path = Path("runs")) -> Path:
@@ -277,14 +282,13 @@ async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
 
 
 async def land_and_wait(vehicle: Vehicle, recorder: TrialRecorder | None = None) -> None:
-    """Land if airborne and wait for the disarm (LANDING_GRACE_S of vehicle time); events go to `recorder` if given."""
-    if vehicle.state.in_air:
-        await vehicle.land()
-        if recorder is not None:
-            recorder.event("landing")
-    await vehicle.wait_until(lambda s: not s.armed, timeout=LANDING_GRACE_S, what="landing and disarm")
-    if recorder is not None:
-        recorder.event("landed")
+    """Land and wait for the disarm, by the stop policy (hil.stop: land again, then return, if the land does not
+    take); VehicleError saying where the vehicle was left if it did not land. Events go to `recorder` if given."""
+    event = recorder.event if recorder is not None else lambda kind, **fields: None
+    stopped = await make_safe(vehicle, event=event)
+    if stopped.end is not SafeEnd.LANDED:
+        raise VehicleError(stopped.detail)
+    event("landed")
 
 
 @dataclass(frozen=True)
@@ -300,17 +304,35 @@ class FlightOptions:
     params: Mapping[str, float] = field(default_factory=dict)
     vehicle_radius: float = 0.0  # m: the vehicle's collision sphere, for the judge in a mission's scene
     inject_faults: bool = False  # apply the mission's fault schedule (simulators; hardware only when asked)
+    # The dead-man's switch on hardware: what the flight controller does by itself when the harness falls
+    # silent (NAV_DLL_ACT: "return" or "land"), and after how long (COM_DL_LOSS_T; None keeps the vehicle's).
+    link_loss_action: str = "return"
+    link_loss_timeout_s: float | None = None
+
+    def dead_mans_switch(self) -> dict[str, float]:
+        """The parameters that arm the flight controller's own data-link-loss failsafe for a flight on hardware
+        (journaled and restored like every change): kill -9 of the harness, a dead laptop or a cut cable
+        cannot be handled by the harness, so the vehicle must bring itself down when the harness goes quiet."""
+        if not self.hardware or self.dry_run:
+            return {}
+        timeout = {} if self.link_loss_timeout_s is None else {"COM_DL_LOSS_T": self.link_loss_timeout_s}
+        return {"NAV_DLL_ACT": float(LINK_LOSS_ACTIONS[self.link_loss_action]), **timeout}
 
 
 async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: BenchmarkMission,
                     record_dir: Path, *, config: dict, options: FlightOptions,
                     say: Callable[[str], None] = lambda text: None,
-                    show: Callable[[Vehicle, TrialRecorder], Awaitable[None]] | None = None) -> TrialResult:
+                    show: Callable[[Vehicle, TrialRecorder], Awaitable[None]] | None = None,
+                    interrupts: Interrupts | None = None) -> TrialResult:
     """Bring the target up, check, fly and record one trial. A flight that went wrong is reported, never raised.
 
     On a flight controller that outlives the run (hardware, a SITL someone else started) every
-    parameter change is journaled and what a crashed run left changed is restored first. The
-    mission races the safety watch (hil.safety); Ctrl-C (cancellation) aborts: the vehicle lands.
+    parameter change is journaled and what a crashed run left changed is restored first, and the
+    flight controller's own data-link-loss failsafe is armed for the flight (the dead-man's switch).
+    The mission races the safety watch (hil.safety). Cancellation at any phase (Ctrl-C, SIGTERM, SIGHUP,
+    the abort key: `interrupts`, which is told the vehicle once connected) ends the trial as `aborted`,
+    naming the phase, once the vehicle is safe by the stop policy (hil.stop.make_safe); `TrialResult.left`
+    says how it was left.
     `say` receives the lines a person at the field wants to read (the checklist, what happened);
     `show(vehicle, recorder)`, if given, runs for the whole flight (a live status line). PX4's console and
     ULogs (and the harness physics' truth) go into the record; ULogs are aligned with the telemetry.
@@ -318,21 +340,33 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
     spec = target if isinstance(target, TargetSpec) else TargetSpec.parse(target)
     rows: list[dict] = []
     with TrialRecorder(record_dir, config=config, target=spec.name) as recorder:
+        phase = FlightPhase()
+        recorder.listeners.append(phase)
         opened = open_target(spec, replace(target_options, keep_in=record_dir, sink=recorder.append))
         try:
             target_up = await opened.__aenter__()
         except (VehicleError, SitlError, SimulatorLinkError) as exc:
             recorder.finish("error", {"reason": str(exc)})
             return TrialResult("error", str(exc), record_dir, None)
+        except asyncio.CancelledError as stop:
+            _uncancel()
+            reason = f"stopped ({_stopped_by(stop)}) while connecting; nothing was commanded"
+            say(f"aborted: {reason}")
+            recorder.finish("aborted", {"reason": reason, "phase": phase.current, "stopped_by": _stopped_by(stop)})
+            return TrialResult("aborted", reason, record_dir, None)
+        stop_fields: dict = {}
+        left: SafeEnd | None = None
         try:
             vehicle = target_up.vehicle
+            if interrupts is not None:
+                interrupts.watch(vehicle)
             recorder.event("connected", url=vehicle.url, target=target_up.name)
             telemetry_task = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
             status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
-            land_on_close = True
             start = mark(vehicle.clock_s)
             try:
-                outcome, reason, land_on_close = await _checked_flight(vehicle, mission, recorder, options, say)
+                outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options, say,
+                                                                           phase)
                 keep_plan(mission, vehicle, record_dir, recorder)
                 if options.hardware and not options.dry_run:
                     await _keep_ulog(vehicle, record_dir, rows, recorder, say)
@@ -340,26 +374,53 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                 refused = isinstance(exc, JournalRestoreRefused) or "refused" in str(exc)
                 outcome, reason = ("refused" if refused else "error"), str(exc)
                 recorder.event("failed", reason=reason)
+            except asyncio.CancelledError as stop:
+                # Stopped before the vehicle was the harness's to command (connected, not yet found on the
+                # ground), or a third interrupt let go of it while the stop policy was bringing it down.
+                _uncancel()
+                outcome = "aborted"
+                s = vehicle.state
+                left = SafeEnd.LET_GO if s.armed else None
+                reason = (f"stopped ({_stopped_by(stop)}) during {phase.current}; "
+                          + (f"the harness let go of the vehicle ARMED at {s.altitude:.1f} m in {s.flight_mode}: its own "
+                             "failsafe is in charge" if s.armed else "nothing was armed"))
+                stop_fields = {"phase": phase.current, "stopped_by": _stopped_by(stop)}
+                recorder.event("aborted", reason=reason, **stop_fields)
+                say(f"aborted: {reason}")
             finally:
                 for task in (telemetry_task, status_task):
                     if task is not None:
                         await cancel_and_wait(task)
-                if not land_on_close:
-                    await vehicle.release()
+                if left is None or left in (SafeEnd.PILOT, SafeEnd.LET_GO):
+                    await vehicle.release()  # not ours to command, or no longer: not one more setpoint
                 speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
         finally:
-            await opened.__aexit__(None, None, None)
+            await asyncio.shield(opened.__aexit__(None, None, None))
         if not options.hardware:  # a simulator's logs arrived in the record as it stopped
             _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
                                   mission.to_waypoint_mission().reference_path()) if rows else None
         estimation = trial_estimation(record_dir)
         recorder.flush()
+        ended = {**stop_fields, "left": left.value} if outcome == "aborted" and left is not None else stop_fields
         # The figures hil fly prints (the trial summary) win over the process metrics' of the same name.
-        recorder.finish(outcome, {"reason": reason, **mission_summary(rows, speed, mission, outcome,
-                                                                      read_events(record_dir)),
+        recorder.finish(outcome, {"reason": reason, **ended,
+                                  **mission_summary(rows, speed, mission, outcome, read_events(record_dir)),
                                   **(summary.as_dict() if summary else {}), **estimation})
-    return TrialResult(outcome, reason, record_dir, summary, estimation)
+    return TrialResult(outcome, reason, record_dir, summary, estimation, left)
+
+
+def _uncancel() -> None:
+    """A stop request was handled here: the task runs on (to make the vehicle safe and finish the record),
+    and a later timeout in it must not be taken for the request again."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+def _stopped_by(cancellation: asyncio.CancelledError) -> str:
+    """What stopped the run: the cancellation's message (hil.stop.Interrupts names the signal)."""
+    return str(cancellation.args[0]) if cancellation.args and cancellation.args[0] else "cancelled"
 
 
 def keep_plan(mission: BenchmarkMission, vehicle: Vehicle, record_dir: Path, recorder: TrialRecorder) -> None:
@@ -412,26 +473,69 @@ def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, record
 
 
 async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder, options: FlightOptions,
-                          say: Callable[[str], None]) -> tuple[str, str, bool]:
-    """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, may land on close)."""
+                          say: Callable[[str], None], phase: FlightPhase) -> tuple[str, str, SafeEnd | None, dict]:
+    """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, how the vehicle
+    was left, what an abort adds to the summary). A stop request (cancellation) from here on is met by the stop
+    policy while the flight's parameters, the dead-man's switch among them, are still set."""
     try:
-        await require_on_ground(vehicle)
+        await _found_on_ground(vehicle, options, say, recorder)
     except UnexpectedVehicleState as exc:
         recorder.event("refused", reason=str(exc))
-        return "refused", str(exc), False  # not ours: it must not be landed either
+        return "refused", str(exc), None, {}  # not ours: it must not be landed either
     if options.hardware:
         restored = await keep_journal(vehicle, recorder)
         if restored:
             say(f"restored parameters an interrupted run left changed: {restored}")
-    if not options.params:
-        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
-    async with vehicle.params_changed(options.params) as originals:
-        recorder.event("params_set", params=dict(options.params), originals=originals)
-        return await _checklist_and_flight(vehicle, mission, recorder, options, say)
+    dead_man = options.dead_mans_switch()
+    # The vehicle hears the harness as a ground station before its data-link-loss failsafe is armed (PX4
+    # refuses to arm without one once NAV_DLL_ACT is set), and until that failsafe is restored.
+    heartbeats = asyncio.create_task(vehicle.ground_station_heartbeats()) if dead_man else None
+    try:
+        async with vehicle.params_changed({**dead_man, **options.params}) as originals:
+            if options.params or dead_man:
+                recorder.event("params_set", params={**dead_man, **options.params}, originals=originals)
+            try:
+                outcome, reason, left = await _checklist_and_flight(vehicle, mission, recorder, options, say)
+                return outcome, reason, left, {}
+            except asyncio.CancelledError as stop:
+                _uncancel()
+                at = phase.current
+                fields = {"phase": at, "stopped_by": _stopped_by(stop)}
+                recorder.event("aborted", **fields)
+                ended = await make_safe(vehicle, say, recorder.event)
+                if ended.end is SafeEnd.LANDED:
+                    recorder.event("landed")
+                reason = f"stopped ({fields['stopped_by']}) during {at}; {ended.detail}"
+                say(f"aborted: {reason}")
+                return "aborted", reason, ended.end, fields
+    finally:
+        if heartbeats is not None:
+            await cancel_and_wait(heartbeats)
+
+
+async def _found_on_ground(vehicle: Vehicle, options: FlightOptions, say: Callable[[str], None],
+                           recorder: TrialRecorder) -> None:
+    """`require_on_ground`, except for a flight controller still coming down after a harness run died on it
+    (its journal lists parameters left changed): that one is waited for, never commanded, until it has landed
+    and disarmed by its own failsafe, so that the journal can be restored."""
+    try:
+        await require_on_ground(vehicle)
+        return
+    except UnexpectedVehicleState as exc:
+        if not (options.hardware and ParamJournal.for_vehicle(await vehicle.identity()).pending()):
+            raise
+        say(f"{exc}. A harness run that died left parameters changed on it: waiting (up to {JOURNAL_LANDING_WAIT_S:g} s) "
+            "for it to land and disarm by its own failsafe, then restoring them")
+        recorder.event("waiting_to_restore", reason=str(exc))
+    try:
+        await vehicle.wait_until(lambda s: not s.armed, JOURNAL_LANDING_WAIT_S, "the vehicle to land and disarm")
+    except VehicleError as exc:
+        raise UnexpectedVehicleState(f"refused: {exc}; its parameter journal is kept for the next run") from None
+    await require_on_ground(vehicle)
 
 
 async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder,
-                                options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, bool]:
+                                options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, SafeEnd | None]:
     with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
         await vehicle.wait_armable(timeout=30.0)
     plan = mission.to_waypoint_mission()
@@ -440,33 +544,29 @@ async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, rec
     say(checklist.text())
     recorder.event("preflight", passed=checklist.passed, checks=[asdict(c) for c in checklist.checks])
     if not checklist.passed:
-        return "preflight_failed", "; ".join(f"{c.name}: {c.detail}" for c in checklist.failures()), True
+        return "preflight_failed", "; ".join(f"{c.name}: {c.detail}" for c in checklist.failures()), SafeEnd.LANDED
     if options.dry_run:
         if plan.mode == "mission":
             await vehicle.upload_mission(_mission_waypoints(plan))
             recorder.event("mission_uploaded", items=len(plan.waypoints))
         recorder.event("dry_run_complete")
-        return "dry_run", "checks passed; nothing armed (--dry-run)", True
+        return "dry_run", "checks passed; nothing armed (--dry-run)", SafeEnd.LANDED
 
     flight = asyncio.create_task(fly_mission(vehicle, mission, recorder, options.vehicle_radius,
                                              options.inject_faults))
     guard = asyncio.create_task(watch(vehicle, options.limits))
     try:
         await asyncio.wait({flight, guard}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        # Ctrl-C or an abort key: stop the mission and bring the vehicle down (Ctrl-C again: stop waiting).
+    except asyncio.CancelledError:  # a stop request: the caller makes the vehicle safe once these have stopped
         for task in (flight, guard):
             task.cancel()
         await asyncio.gather(flight, guard, return_exceptions=True)
-        say("aborted: landing")
-        recorder.event("aborted")
-        await land_and_wait(vehicle, recorder)
-        return "aborted", "stopped by the operator; landed", True
+        raise
     if flight.done():
         guard.cancel()
         await asyncio.gather(guard, return_exceptions=True)
         outcome, reason = flight.result()
-        return outcome, reason, True
+        return outcome, reason, SafeEnd.LANDED
     stop = guard.result()
     flight.cancel()
     await asyncio.gather(flight, return_exceptions=True)
@@ -474,14 +574,21 @@ async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, rec
     recorder.event(stop.kind, detail=stop.detail, north=stop.state.north, east=stop.state.east,
                    altitude=stop.state.altitude, mode=stop.state.flight_mode)
     if stop.kind == "pilot_takeover":
-        await vehicle.release()  # not one more command: the pilot flies now
-        return "pilot_takeover", stop.detail, False
+        return "pilot_takeover", stop.detail, SafeEnd.PILOT  # not one more command: the pilot flies now
     if stop.kind == "link_lost":
-        return "link_lost", stop.detail, False
+        return "link_lost", stop.detail, None
+    return "breach", stop.detail, await _after_breach(vehicle, options, say, recorder)
+
+
+async def _after_breach(vehicle: Vehicle, options: FlightOptions, say: Callable[[str], None],
+                        recorder: TrialRecorder) -> SafeEnd:
+    """The harness's fence was left: land by the stop policy, or return as configured."""
+    if options.limits.breach_action == "land":
+        return (await make_safe(vehicle, say, recorder.event)).end
     await vehicle.release()
-    await (vehicle.land() if options.limits.breach_action == "land" else vehicle.return_to_launch())
-    await vehicle.wait_until(lambda s: not s.armed, LANDING_GRACE_S * 2, "landing after the breach")
-    return "breach", stop.detail, True
+    await vehicle.return_to_launch()
+    await vehicle.wait_until(lambda s: not s.armed, RETURN_GRACE_S, "landing after the breach")
+    return SafeEnd.LANDED
 
 
 async def _keep_ulog(vehicle: Vehicle, record_dir: Path, rows: list[dict], recorder: TrialRecorder,

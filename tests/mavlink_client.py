@@ -18,8 +18,11 @@ BEAT_S = 0.2
 class Client:
     """A blocking pymavlink connection with the few helpers these tests need."""
 
-    def __init__(self, url: str, dialect: str = "common"):
-        """`url`: udpin://HOST:PORT (listen; the vehicle sends here) or udpout:HOST:PORT (the vehicle listens)."""
+    def __init__(self, url: str, dialect: str = "common", beat_type: int = mavlink.MAV_TYPE_GCS):
+        """`url`: udpin://HOST:PORT (listen; the vehicle sends here) or udpout:HOST:PORT (the vehicle listens).
+        `beat_type`: what this client's HEARTBEATs say it is; a ground station (the default) keeps the
+        vehicle's data link alive for its data-link-loss failsafe, an onboard controller does not."""
+        self.beat_type = beat_type
         self.conn = mavutil.mavlink_connection(url.replace("udpin://", "udpin:").replace("udpout://", "udpout:"),
                                                source_system=245, source_component=190, dialect=dialect)
         self.texts: list[str] = []
@@ -82,7 +85,7 @@ class Client:
 
     def _beat(self) -> None:
         if time.monotonic() - self._beat_sent > BEAT_S:
-            self.conn.mav.heartbeat_send(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
+            self.conn.mav.heartbeat_send(self.beat_type, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 0)
             self._beat_sent = time.monotonic()
 
     def _send_sticks(self) -> None:

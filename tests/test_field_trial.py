@@ -57,7 +57,7 @@ async def test_abort_key_lands_the_vehicle_and_the_status_line_shows_the_flight(
     # The live line starts once armed (after the whole checklist) and says where the flight is.
     assert out.index("pre-flight checks passed") < out.index("[a: abort]")
     assert "waypoint 0/4" in out and "/90 s" in out
-    assert harness.returncode == 1 and "aborted" in out
+    assert harness.returncode == 130 and "aborted: stopped (abort key)" in out
     assert read_manifest(record)["outcome"] == "aborted"
     kinds = [e["kind"] for e in read_events(record)]
     assert "aborted" in kinds and "landed" in kinds

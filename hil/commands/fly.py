@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import os
+import signal
 import sys
 from pathlib import Path
 
 from hil.commands.args import param_assignment, percent, positive_float
-from hil.exit_codes import for_outcome
+from hil.exit_codes import ERROR, INTERRUPTED, for_outcome
 
 
 def add_parser(verbs) -> None:
@@ -30,7 +32,15 @@ def add_parser(verbs) -> None:
                "  hil fly missions/examples/qgc/field_square.plan --target lockstep  # planned in QGroundControl\n"
                "  hil fly demo_square --target px4-sitl --speed 4   # a packaged mission by name; needs PX4_DIR\n"
                "  hil fly MISSION.yaml --target udpin://127.0.0.1:14540 --arm   # an autopilot already running\n"
-               "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.")
+               "\nsafety: a target other than 'sim' is treated as a real aircraft: nothing arms without --arm.\n"
+               "\nstopping: Ctrl-C, SIGTERM (systemd, timeout, a cancelled CI job, docker stop), SIGHUP (the terminal\n"
+               "closed) or the 'a' key at any phase ends the flight the same way: the vehicle lands; if the land\n"
+               "does not take it is commanded again, then Return, then Hold (the last line says so); parameters\n"
+               "are restored; exit 130 (4 if the vehicle could not be made safe). A second Ctrl-C while it is\n"
+               "airborne only warns; a third lets go. On a flight controller (a connection string) the harness\n"
+               "also arms the vehicle's own data-link-loss failsafe for the flight (NAV_DLL_ACT, journaled and\n"
+               "restored): after kill -9, a dead laptop or a cut cable the vehicle returns or lands by itself\n"
+               "within COM_DL_LOSS_T, and the next hil fly restores its parameters once it has landed.")
     parser.add_argument("mission", type=Path,
                         help="mission file (.yaml, QGroundControl .plan, QGC WPL .waypoints) or a packaged "
                              "mission's name (demo_square)")
@@ -71,6 +81,12 @@ def add_parser(verbs) -> None:
                         help="what the harness commands when the vehicle leaves its fence (default: land)")
     safety.add_argument("--min-battery", type=percent, default=50.0, metavar="PCT",
                         help="battery needed to start (default: 50)")
+    safety.add_argument("--link-loss-action", choices=("return", "land"), default="return",
+                        help="on a flight controller: what it does by itself if the harness falls silent (kill -9, "
+                             "a dead laptop, a cut cable): NAV_DLL_ACT for the flight (default: %(default)s)")
+    safety.add_argument("--link-loss-timeout", type=positive_float, metavar="S",
+                        help="on a flight controller: seconds of silence before that (COM_DL_LOSS_T for the flight; "
+                             "default: the vehicle's own, PX4's default is 10)")
     parser.add_argument("--arm", action="store_true",
                      help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
@@ -78,10 +94,15 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Until the flight's own handling is in place, SIGTERM and SIGHUP stop the verb as Ctrl-C does (exit 130):
+    # nothing has been commanded yet.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
     from config.errors import ConfigError
     from hil.field import abort_key, interactive, show_status
     from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
+    from hil.stop import Interrupts
     from missions.load import load
     from profiles.library import load_vehicle_profile
     from profiles.link import load_link_profile
@@ -124,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
                                  max_altitude_m=args.max_altitude)
     flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
                            min_battery_pct=args.min_battery, params=params if not target.simulated else {},
-                           vehicle_radius=radius, inject_faults=target.simulated)
+                           vehicle_radius=radius, inject_faults=target.simulated,
+                           link_loss_action=args.link_loss_action, link_loss_timeout_s=args.link_loss_timeout)
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=options.speed, params=params,
                             physics=args.physics, link=args.link,
@@ -132,14 +154,17 @@ def run(args: argparse.Namespace) -> int:
     show = functools.partial(show_status, mission=plan) if interactive() else None
 
     async def go():
-        flight_ = run_trial(target, options, mission, record_dir, config=config, options=flight, say=print, show=show)
+        # Every stop request (a signal, the abort key) cancels the flight; hil.fly turns that into "land now".
+        interrupts = Interrupts(asyncio.current_task(), say)
+        interrupts.install(asyncio.get_running_loop())
+        flight_ = run_trial(target, options, mission, record_dir, config=config, options=flight, say=say, show=show,
+                            interrupts=interrupts)
         if not interactive():
             return await flight_
-        # The abort key cancels the flight; hil.fly turns that into "land now", as for Ctrl-C.
-        with abort_key(asyncio.current_task().cancel):
+        with abort_key(lambda: interrupts.request("abort key")):
             return await flight_
 
-    print(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...", flush=True)
+    say(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...")
     try:
         result = asyncio.run(go())
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal
@@ -150,12 +175,23 @@ def run(args: argparse.Namespace) -> int:
                    "summary": result.summary.as_dict() if result.summary is not None else None,
                    "estimation": result.estimation}
     if result.summary is not None:
-        print(format_summary(result.outcome, result.summary))
+        say(format_summary(result.outcome, result.summary))
     else:
-        print(f"outcome  {result.outcome}")
+        say(f"outcome  {result.outcome}")
     if result.estimation:
-        print(format_estimation(result.estimation))
+        say(format_estimation(result.estimation))
     if result.reason:
-        print(f"reason   {result.reason}")
-    print(f"record   {result.record_dir}")
+        say(f"reason   {result.reason}")
+    say(f"record   {result.record_dir}")
+    if result.outcome == "aborted":  # 130 once the vehicle is safe; 4 when it was left armed in the air
+        return INTERRUPTED if result.left is None or result.left.safe else ERROR
     return for_outcome(result.outcome)
+
+
+def say(text: str) -> None:
+    """A line for the person running the flight, who may be gone (SIGHUP: the terminal closed): once a write
+    fails, the rest goes to /dev/null, and the flight carries on making the vehicle safe."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stands in for stdout until the process ends

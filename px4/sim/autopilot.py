@@ -117,6 +117,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.manual = ManualControl()
         self._failsafes = FailsafeFramework()
         self._rc_loss_handled = False  # the current RC loss has had its failsafe
+        self._gcs_heard_s: float | None = None  # the last ground-station HEARTBEAT; None: none ever
+        self._gcs_lost = False
         self._stick_hold: tuple[float, float, float] | None = None
         self._altitude_hold: float | None = None
         self._geofence_breached = False
@@ -254,6 +256,10 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
     @property
     def rc_available(self) -> bool:
         return not self.faults.rc_lost and self.manual.available(self.time_s, self.params["COM_RC_LOSS_T"])
+
+    def gcs_heartbeat(self) -> None:
+        """A ground station's HEARTBEAT arrived (MAV_TYPE_GCS): the data link is alive."""
+        self._gcs_heard_s = self.time_s
 
     def manual_input(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
         """MANUAL_CONTROL arrived: the pilot's sticks (RC)."""

@@ -16,6 +16,8 @@ from px4.modes import FlightMode
 
 # NAV_RCL_ACT / GF_ACTION value -> what the vehicle does after the hold (None: nothing more).
 RC_LOSS_ACTIONS = {0: None, 1: FlightMode.HOLD, 2: FlightMode.RTL, 3: FlightMode.LAND, 5: "disarm", 6: "disarm"}
+# NAV_DLL_ACT: 0 disabled, 1 Hold, 2 Return, 3 Land, 5 Terminate, 6 Disarm (PX4 v1.14 and v1.16).
+DATALINK_LOSS_ACTIONS = {0: None, 1: FlightMode.HOLD, 2: FlightMode.RTL, 3: FlightMode.LAND, 5: "terminate", 6: "disarm"}
 GEOFENCE_ACTIONS = {0: None, 1: None, 2: FlightMode.HOLD, 3: FlightMode.RTL, 4: "terminate", 5: FlightMode.LAND}
 # COM_OBL_RC_ACT -> the offboard-loss fallback; 0-2 (Position, Altitude, Manual) need a pilot.
 OFFBOARD_LOSS_ACTIONS = {0: FlightMode.POSCTL, 1: FlightMode.ALTCTL, 2: FlightMode.MANUAL, 3: FlightMode.RTL,

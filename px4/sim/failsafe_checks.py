@@ -1,5 +1,6 @@
 """The checks that trigger PX4's failsafes on the built-in vehicle: the geofence (GF_*), RC loss
-(NAV_RCL_ACT), the position estimate (GPS loss) and offboard loss (COM_OBL_RC_ACT), acted on
+(NAV_RCL_ACT), ground-station link loss (NAV_DLL_ACT), the position estimate (GPS loss) and offboard
+loss (COM_OBL_RC_ACT), acted on
 through the failsafe framework of px4/sim/failsafe.py (hold COM_FAIL_ACT_T, then act).
 """
 
@@ -12,6 +13,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from px4.modes import FlightMode
 from px4.sim.autopilot_types import POSITION_MODES
 from px4.sim.failsafe import (
+    DATALINK_LOSS_ACTIONS,
     GEOFENCE_ACTIONS,
     RC_LOSS_ACTIONS,
     activated,
@@ -71,6 +73,30 @@ class FailsafeChecks:
         if action is not None:
             self._hold_then(action, ("No manual control input",))
 
+    def _check_datalink_loss(self) -> None:
+        """A ground station was heard (HEARTBEAT of MAV_TYPE_GCS) and has been silent for COM_DL_LOSS_T:
+        "Connection to ground station lost", then NAV_DLL_ACT after the hold, in every mode COM_DLL_EXCEPT
+        does not exempt (bit 0 Mission, 1 Hold, 2 Offboard); "GCS connection regained" when it is back.
+        PX4 v1.16.1 SIH does the same (tests/test_stop.py flies both)."""
+        if self._gcs_heard_s is None:
+            return
+        if self.time_s - self._gcs_heard_s <= self.params["COM_DL_LOSS_T"]:
+            if self._gcs_lost:
+                self._gcs_lost = False
+                self.say(mavlink.MAV_SEVERITY_INFO, "GCS connection regained")
+            return
+        if self._gcs_lost:
+            return
+        self._gcs_lost = True
+        self.say(mavlink.MAV_SEVERITY_CRITICAL, "Connection to ground station lost")
+        exempt = int(self.params["COM_DLL_EXCEPT"])
+        if not self.armed or self.landed or (self.mode == FlightMode.MISSION and exempt & 1) \
+                or (self.mode == FlightMode.HOLD and exempt & 2) or (self.mode == FlightMode.OFFBOARD and exempt & 4):
+            return
+        action = DATALINK_LOSS_ACTIONS.get(int(self.params["NAV_DLL_ACT"]))
+        if action is not None:
+            self._hold_then(action, ("No connection to the ground control station",))
+
     def _hold_then(self, action: FlightMode | str, reasons: tuple[str, ...]) -> None:
         """Hold for COM_FAIL_ACT_T, then `action` (a Hold is entered at once); the first failsafe wins."""
         if self._failsafes.pending is not None:
@@ -120,6 +146,7 @@ class FailsafeChecks:
             self._failsafe_act(action)
         self._check_geofence()
         self._check_rc_loss()
+        self._check_datalink_loss()
         if self.mode == FlightMode.OFFBOARD and not self.offboard_signal:
             # No delay for offboard loss: its fallback (COM_OBL_RC_ACT) at once; without RC the
             # position fallbacks end in a landing where the vehicle is.

@@ -235,6 +235,10 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self._next_reached_s = now + REACHED_REPEAT_S
         return [mavlink.MAVLink_mission_item_reached_message(self._last_reached)]
 
+    def _on_heartbeat(self, link: Link, msg) -> None:
+        if msg.type == mavlink.MAV_TYPE_GCS:  # PX4's data-link-loss failsafe watches ground stations only
+            self.ap.gcs_heartbeat()
+
     # ---- time
     def _on_ping(self, link: Link, msg) -> None:
         if msg.target_system == 0:  # a request: answer it so the client can measure the round trip
