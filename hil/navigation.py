@@ -11,7 +11,8 @@ one verdict, whichever way it was started. The flight:
    towards the goal in the onboard runtime (stage timing recorded) while the fault profile is applied,
    until the one judge, `hil.monitor.TrialMonitor`, decides (success, collision, timeout, failsafe)
    or something breaks (error);
-4. land, when asked (a lockstep vehicle is simply dropped; one in real time must come down).
+4. land, when asked (a lockstep vehicle is simply dropped; one in real time must come down), by the
+   stop policy (`hil.stop`), which also brings it down when the flight is cancelled.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from hil.param_journal import keep_journal
 from hil.recording import record_telemetry
 from hil.rules import SuccessRule
 from hil.safety import require_on_ground
+from hil.stop import make_safe
 from missions.faults import FaultSpec
 from missions.geometry import Scene
 from missions.schema import BenchmarkMission
@@ -131,12 +133,17 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         lost = isinstance(exc, OnboardLost)
         recorder.event("onboard_lost" if lost else "failed", reason=str(exc))
         verdict = monitor.lost(str(exc)) if lost else monitor.fail(str(exc))
+    except asyncio.CancelledError:
+        # A stop request (Ctrl-C of hil onboard, SIGTERM to a campaign's worker): a vehicle in real time is
+        # brought down by the stop policy before the cancellation goes on; a lockstep one is simply dropped.
+        if land:
+            recorder.event("aborted")
+            await make_safe(vehicle, event=recorder.event)
+        raise
     finally:
         if telemetry is not None:
             await cancel_and_wait(telemetry)
     recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
-    # Not in `finally`: a cancelled flight (Ctrl-C) must not wait for a landing; closing the vehicle
-    # leaves it landing or disarmed anyway (the Vehicle.close contract).
     if land:
         with contextlib.suppress(VehicleError):
             await land_and_wait(vehicle, recorder)

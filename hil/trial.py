@@ -29,6 +29,7 @@ from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_
 from hil.recording import record_telemetry
 from hil.rules import RULES, SuccessRule
 from hil.safety import require_on_ground
+from hil.stop import make_safe
 from missions.difficulty import scene_difficulty
 from missions.geometry import Scene, polyline_length
 from missions.paths import NoPathError, guide_path
@@ -157,6 +158,11 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
                     await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
                     outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
                     keep_plan(mission, vehicle, record_dir, recorder)
+                except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
+                    if spec.target != LOCKSTEP:
+                        recorder.event("aborted")
+                        await make_safe(vehicle, event=recorder.event)
+                    raise
                 finally:
                     telemetry.cancel()
                     await asyncio.gather(telemetry, return_exceptions=True)

@@ -23,10 +23,10 @@ from hil.pytest_plugin.target import (
     SIMULATOR,
     LinkUnderTest,
     bring_up,
-    make_safe,
 )
 from hil.recording import record_telemetry
 from hil.safety import require_on_ground
+from hil.stop import make_safe
 from records.record import TrialRecorder
 
 
@@ -122,7 +122,8 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                         telemetry.cancel()
                         with contextlib.suppress(BaseException):
                             await telemetry
-                        await make_safe(vehicle)
+                        # Whatever the test did, the vehicle ends landed and disarmed, by the harness's one stop policy.
+                        await make_safe(vehicle, event=recorder.event)
         finally:
             # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
             passed = getattr(request.node, "_hil_call_passed", None)

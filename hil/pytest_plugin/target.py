@@ -34,17 +34,6 @@ ONBOARD = pytest.StashKey[object]()
 SIMULATOR = pytest.StashKey[object]()
 
 
-async def make_safe(vehicle) -> None:
-    """Whatever the test did, the vehicle ends on the ground and disarmed (or landing, if it will not finish)."""
-    from bridges.vehicle import VehicleError
-
-    with contextlib.suppress(VehicleError, TimeoutError):
-        if vehicle.state.in_air:
-            await vehicle.release()
-            await vehicle.land()
-            await vehicle.wait_until(lambda s: not s.armed, 120.0, "landing after the test")
-
-
 @contextlib.asynccontextmanager
 async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
                    request, bench: BenchConnections):

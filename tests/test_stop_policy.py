@@ -1,0 +1,91 @@
+"""The stop policy (hil.stop.make_safe) against a vehicle that does not do as it is told: a command that
+arrives late and switches it out of Land, a flight controller that will neither land nor return.
+
+The built-in autopilot flies in lockstep; the late command is a second client's mode change, made on the
+autopilot the moment telemetry shows the mode the policy asked for, as a retried MAVSDK command would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from bridges.lockstep_vehicle import LockstepVehicle
+from hil.stop import SafeEnd, make_safe
+from profiles.library import load_vehicle_profile
+from px4.modes import FlightMode
+from px4.sim.autopilot import Autopilot
+
+
+@contextlib.asynccontextmanager
+async def airborne():
+    async with LockstepVehicle(Autopilot(load_vehicle_profile("default"))) as vehicle:
+        await vehicle.wait_armable()
+        await vehicle.arm()
+        await vehicle.takeoff(5.0)
+        yield vehicle
+
+
+@contextlib.asynccontextmanager
+async def undoing(vehicle: LockstepVehicle, modes: set[str], times: int):
+    """Switch the vehicle to Hold, `times` times, whenever it shows one of `modes`."""
+    undone = []
+
+    async def undo() -> None:
+        async for state in vehicle.telemetry():
+            if state.flight_mode in modes and len(undone) < times:
+                undone.append(state.flight_mode)
+                vehicle.ap.set_mode(FlightMode.HOLD)
+
+    task = asyncio.create_task(undo())
+    try:
+        yield undone
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def recorder() -> tuple[list[str], Callable[..., None]]:
+    kinds: list[str] = []
+    return kinds, lambda kind, **fields: kinds.append(kind)
+
+
+async def test_a_land_undone_by_a_late_command_is_commanded_again_and_lands():
+    async with airborne() as vehicle, undoing(vehicle, {"LAND"}, times=1) as undone:
+        kinds, event = recorder()
+        stopped = await make_safe(vehicle, event=event)
+        assert undone == ["LAND"]
+        assert stopped.end is SafeEnd.LANDED and not vehicle.state.armed
+        assert kinds == ["landing", "land_reissued"]
+
+
+async def test_a_vehicle_that_will_not_land_is_returned_and_lands_at_home():
+    async with airborne() as vehicle:
+        await vehicle.goto(8.0, 0.0, -5.0)
+        await vehicle.wait_until(lambda s: abs(s.north - 8.0) < 0.5, 30.0, "away from home")
+        async with undoing(vehicle, {"LAND"}, times=100):
+            kinds, event = recorder()
+            stopped = await make_safe(vehicle, event=event)
+        assert kinds == ["landing", "land_reissued", "return_commanded"]
+        assert stopped.end is SafeEnd.LANDED and stopped.detail == "returned and landed"
+        assert abs(vehicle.state.north) < 1.0, "Return brought it home before landing"
+
+
+async def test_a_vehicle_that_will_neither_land_nor_return_is_held_and_the_person_told():
+    async with airborne() as vehicle, undoing(vehicle, {"LAND", "RETURN_TO_LAUNCH"}, times=100):
+        kinds, event = recorder()
+        said: list[str] = []
+        stopped = await make_safe(vehicle, said.append, event)
+        assert stopped.end is SafeEnd.HOLDING and not stopped.end.safe
+        assert kinds[-2:] == ["return_commanded", "hold_commanded"]
+        assert vehicle.state.armed and vehicle.state.flight_mode == "HOLD"
+        assert "ARMED in the air" in said[-1] and "Take over" in said[-1]
+
+
+async def test_a_disarmed_vehicle_gets_no_command():
+    async with LockstepVehicle(Autopilot(load_vehicle_profile("default"))) as vehicle:
+        await vehicle.wait_armable()
+        kinds, event = recorder()
+        stopped = await make_safe(vehicle, event=event)
+        assert stopped.end is SafeEnd.LANDED and kinds == []
