@@ -1,7 +1,7 @@
 """The harness's side of an onboard agent: one trial's session (protocol: `onboard.agent.protocol`).
 
-`agent_session` opens it before the vehicle is armed: it connects (waiting up to `CONNECT_WAIT_S` for
-an agent that is rebooting), presents the token, measures the board's clock (`onboard.agent.clock`),
+`agent_session` opens it before the vehicle is armed: it connects and presents the token (waiting up to
+`CONNECT_WAIT_S` for an agent that is rebooting, or busy: every place taken, by strangers perhaps), measures the board's clock (`onboard.agent.clock`),
 sends the job and waits until the board is connected to the flight controller. `AgentSession.run` is
 then the navigation phase: ``go``, signs of life every half second, ``stop`` once the judge has
 decided, and the board's result, merged into the trial record on the harness's clock:
@@ -103,19 +103,7 @@ class AgentSession:
     async def open(self, job: dict[str, Any]) -> None:
         """Connect, authenticate, measure the clock, send the job; returns once the board is ready."""
         address = self.remote.address
-        deadline = time.monotonic() + CONNECT_WAIT_S
-        while True:
-            try:
-                self._reader, self._writer = await asyncio.wait_for(open_stream(address.host, address.port),
-                                                                    REPLY_TIMEOUT_S)
-                break
-            except (OSError, asyncio.TimeoutError) as exc:
-                if time.monotonic() > deadline:
-                    raise OnboardLost(f"agent {address} not reachable for {CONNECT_WAIT_S:g} s: {exc}") from None
-                await asyncio.sleep(0.5)
-        await self._send({"op": "hello", "token": self.remote.token, "version": VERSION})
-        hello = await self._reply(REPLY_TIMEOUT_S, "hello")
-        self._before = await self._exchange()
+        hello = await self.connect()
         started = time.monotonic()
         await self._send({"op": "trial", "job": job})
         await self._reply(REPLY_TIMEOUT_S, "queued")
@@ -150,6 +138,31 @@ class AgentSession:
             return merge_result(message, alignment, self.recorder)
         except (KeyError, TypeError, ValueError) as exc:
             raise AgentError(f"agent {self.remote.address} sent a result outside the protocol: {exc}") from None
+
+    async def connect(self) -> dict[str, Any]:
+        """Connect, present the token and measure the board's clock; the agent's hello. An agent that is not
+        up, or answers busy or closes before its hello (a busy agent closes at once, and its answer may be lost
+        with the connection), is tried again for `CONNECT_WAIT_S`. Records nothing (`open` does)."""
+        address = self.remote.address
+        deadline = time.monotonic() + CONNECT_WAIT_S
+        while True:
+            try:
+                self._reader, self._writer = await asyncio.wait_for(open_stream(address.host, address.port),
+                                                                    REPLY_TIMEOUT_S)
+                await self._send({"op": "hello", "token": self.remote.token, "version": VERSION})
+                message = await self._next(REPLY_TIMEOUT_S, "hello answer")
+                if message["op"] != "busy":
+                    break
+                why = message.get("error")
+            except (OSError, asyncio.TimeoutError, OnboardLost) as exc:
+                why = exc
+            await self.close()
+            if time.monotonic() > deadline:
+                raise OnboardLost(f"agent {address} not reachable for {CONNECT_WAIT_S:g} s: {why}") from None
+            await asyncio.sleep(0.5)
+        hello = _expected(message, "hello", address)
+        self._before = await self._exchange()
+        return hello
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -195,12 +208,16 @@ class AgentSession:
         return message
 
     async def _reply(self, timeout: float, op: str) -> dict[str, Any]:
-        message = await self._next(timeout, f"{op} answer")
-        if message["op"] == "error":
-            raise AgentError(f"agent {self.remote.address}: {message.get('error')}")
-        if message["op"] != op:
-            raise AgentError(f"agent {self.remote.address}: expected {op}, got {message['op']!r:.40}")
-        return message
+        return _expected(await self._next(timeout, f"{op} answer"), op, self.remote.address)
+
+
+def _expected(message: dict[str, Any], op: str, address: AgentAddress) -> dict[str, Any]:
+    """`message` if it is the answer `op`; raises AgentError with the agent's error or what came instead."""
+    if message["op"] == "error":
+        raise AgentError(f"agent {address}: {message.get('error')}")
+    if message["op"] != op:
+        raise AgentError(f"agent {address}: expected {op}, got {message['op']!r:.40}")
+    return message
 
 
 @contextlib.asynccontextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ from px4.process import free_udp_port
 from records.record import read_events, read_table
 from targets.builtin import SimProcessOptions, builtin_vehicle
 
-from .agent_process import ROOT, TOKEN, agent_env, running_agent
+from .agent_process import ROOT, TOKEN, agent_env, exchange, hello, running_agent
 
 OFFSET_MS = 1234.567  # the stand-in board's clock, ahead of the harness's
 
@@ -116,34 +115,18 @@ def check_board_record(record, offset_ms: float) -> None:
     assert events["landed"]["t_ns"] > verdict
 
 
-def _session(port: int, *lines: bytes) -> list[dict]:
-    """Send raw lines to the agent; every answer until it closes or goes quiet."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
-        for line in lines:
-            connection.sendall(line)
-        connection.shutdown(socket.SHUT_WR)
-        data = b""
-        while chunk := connection.recv(65536):
-            data += chunk
-    return [json.loads(line) for line in data.splitlines()]
-
-
-def hello(token: str = TOKEN) -> bytes:
-    return json.dumps({"op": "hello", "token": token, "version": 1}).encode() + b"\n"
-
-
 def test_strangers_and_broken_jobs_are_refused_and_the_agent_keeps_serving(tmp_path):
     with running_agent() as (agent, port):
-        [refused] = _session(port, hello("wrong"), b'{"op": "ping", "t1": 1}\n')
+        [refused] = exchange(port, hello("wrong"), b'{"op": "ping", "t1": 1}\n')
         assert refused["op"] == "error" and "token" in refused["error"]  # and nothing else: closed
-        [answer] = _session(port, b"\xff\xfe not json\n")
+        [answer] = exchange(port, b"\xff\xfe not json\n")
         assert answer["op"] == "error" and "JSON" in answer["error"]
-        [_, answer] = _session(port, hello(), b'{"op": "ping", "t1": NaN}\n', b'{"op": "ping", "t1": 1}\n')
+        [_, answer] = exchange(port, hello(), b'{"op": "ping", "t1": NaN}\n', b'{"op": "ping", "t1": 1}\n')
         assert answer["op"] == "error" and "NaN is not JSON" in answer["error"]  # after hello's answer: closed
         job = {"trial_id": "x", "planner": "straight", "sensor": "yes", "rate_hz": -5, "scene": "forest",
                "config": 0, "vehicle_url": "udpin://127.0.0.1:1", "speed": 1, "connect_timeout_s": 5,
                "task": {"name": "t", "start": [0, 0, "down"]}}
-        replies = _session(port, hello(), json.dumps({"op": "trial", "job": job}).encode() + b"\n",
+        replies = exchange(port, hello(), json.dumps({"op": "trial", "job": job}).encode() + b"\n",
                            b'{"op": "trial", "job": [1, 2]}\n', b'{"op": "fly"}\n', b'{"op": "ping", "t1": 7}\n')
         assert [r["op"] for r in replies] == ["hello", "error", "error", "error", "pong"]
         refusal = replies[1]["error"]

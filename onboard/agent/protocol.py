@@ -1,4 +1,5 @@
-"""The agent's wire format: one JSON object per line over TCP, each at most `MAX_MESSAGE_BYTES`.
+"""The agent's wire format: one JSON object per line over TCP; the harness reads lines of up to
+`MAX_MESSAGE_BYTES` (a result), the agent of up to `REQUEST_MAX_BYTES` (a hello, a ping, a job).
 
 A session, harness -> agent (every message has an ``op``)::
 
@@ -11,7 +12,13 @@ A session, harness -> agent (every message has an ``op``)::
     {"op": "stop"}                                   the verdict is in: the planner stops, holds, reports
 
 Anything else, a wrong token or a job that does not validate is answered with ``{"op": "error",
-"error": TEXT}``; after a refused hello the agent closes the connection and keeps serving others.
+"error": TEXT}``; after a refused hello the agent closes the connection and keeps serving others. A
+connection beyond the agent's cap is answered ``{"op": "busy", "error": TEXT}`` and closed at once: the
+harness connects again (so is one from an address already holding half the places before its hello). The
+agent's deadlines (`Limits`), each answered with an error, then closed: the
+hello within a few seconds of connecting, something (a message, or reading what the agent sends) at
+least every idle timeout, ``go`` within the go timeout of ``ready``, ``stop`` within the idle timeout of
+the result.
 Times are the agent's monotonic clock in nanoseconds (the board's clock), never the harness's.
 """
 
@@ -28,12 +35,35 @@ from typing import Any, Mapping
 VERSION = 1
 DEFAULT_PORT = 7780
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a long trial's timing spans are a few MB
+# What the agent reads per line, the hello included: a job is under 1 KiB. The hello is read before its
+# token is checked, so this (twice over, asyncio's read-ahead) is what a stranger can make the agent hold.
+REQUEST_MAX_BYTES = 8 * 1024
 ALIVE_S = 0.5  # wall seconds between the agent's signs of life during a trial
+MAX_CONNECTIONS = 8  # at once, strangers included: each campaign worker on the board holds one
+AUTH_TIMEOUT_S = 3.0  # a harness sends its hello as it connects; a stranger gets this long
+IDLE_TIMEOUT_S = 30.0  # a harness's messages come a round trip apart, a trial's run aside
+GO_TIMEOUT_S = 120.0  # between ready and go the harness arms (30 s to armable at most), takes off and climbs
 TOKEN_ENV = "HIL_ONBOARD_TOKEN"
 
 
 class ProtocolError(Exception):
     """A message that is not what the protocol says: its text says what was expected."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the agent gives a connection, in wall seconds (`hil agent` options change them)."""
+
+    max_connections: int = MAX_CONNECTIONS
+    auth_timeout_s: float = AUTH_TIMEOUT_S
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    go_timeout_s: float = GO_TIMEOUT_S
+
+    @property
+    def strangers_per_address(self) -> int:
+        """Places one address may hold before its hello: half of them, so that strangers on one machine
+        always leave a harness on another room to present its token."""
+        return max(1, self.max_connections // 2)
 
 
 @dataclass(frozen=True)
@@ -111,9 +141,10 @@ def token_matches(expected: str, given: Any) -> bool:
     return isinstance(given, str) and hmac.compare_digest(expected.encode(), given.encode())
 
 
-async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+async def read_message(reader: asyncio.StreamReader, limit: int = MAX_MESSAGE_BYTES) -> dict[str, Any] | None:
     """The next message, or None at the end of the stream; raises ProtocolError for a line that is too
-    long, not UTF-8, not JSON, or not an object with a string ``op``."""
+    long, not UTF-8, not JSON, or not an object with a string ``op``. `limit`: the line limit `reader` was
+    opened with (`open_stream`'s, or the agent's `REQUEST_MAX_BYTES`), for the error to name."""
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
@@ -121,7 +152,7 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
             raise ProtocolError("connection closed in the middle of a message") from None
         return None
     except asyncio.LimitOverrunError:
-        raise ProtocolError(f"message longer than {MAX_MESSAGE_BYTES} bytes") from None
+        raise ProtocolError(f"message longer than {limit} bytes") from None
     try:
         message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
