@@ -12,6 +12,8 @@ import math
 import sys
 
 from hil import exit_codes, version
+from records.atomic import refusal
+from records.claim import DirectoryTaken
 
 # Verbs, in the order `hil --help` lists them.
 COMMAND_MODULES = (
@@ -105,6 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before a verb's own handling (connecting, starting PX4...)
         print(f"hil {args.verb}: interrupted", file=sys.stderr)
         return exit_codes.INTERRUPTED
+    except DirectoryTaken as exc:  # a record directory that is another writer's, or holds a record already
+        print(f"hil {args.verb}: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
+    except OSError as exc:  # a full disk, a read-only one: the machine, not the flight or the command line
+        refused = refusal(exc)
+        if refused is None:
+            raise
+        print(f"hil {args.verb}: {refused}", file=sys.stderr)
+        return exit_codes.ERROR
 
 
 def _json_safe(value):

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hil.campaign import TrialSpec
-from records.atomic import publish_directory
+from records.atomic import WriteRefused, publish_directory, writing
 from records.record import read_manifest
 from reports.results import TRIALS_DIR
 
@@ -76,6 +76,7 @@ class TrialDone:
     trial_id: str
     summary: dict[str, Any] | None
     error: str | None = None
+    refused: bool = False  # the error is the machine refusing a write (records.atomic.WriteRefused)
 
 
 class Executor(Protocol):
@@ -89,7 +90,8 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
     from hil.trial import run_trial_spec
 
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
-    summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR)
+    with writing(f"the record of trial {spec.trial_id}", partial):
+        summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR)
     final = campaign_dir / TRIALS_DIR / spec.trial_id
     try:
         publish_directory(partial, final)
@@ -139,6 +141,8 @@ def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, re
     while (spec := tasks.get()) is not None:
         try:
             results.put((slot, TrialDone(spec.trial_id, complete_trial(spec, campaign_dir))))
+        except WriteRefused as refused:
+            results.put((slot, TrialDone(spec.trial_id, None, str(refused), refused=True)))
         except Exception:  # a harness bug in one trial must not stop the campaign
             results.put((slot, TrialDone(spec.trial_id, None, traceback.format_exc(limit=5))))
 
@@ -318,7 +322,8 @@ class RayExecutor:
             except Exception as exc:  # the task failed remotely; the trial stays to be run again
                 yield TrialDone(trial_id, None, f"{type(exc).__name__}: {exc}")
                 continue
-            unpack(archive, campaign_dir, trial_id)
+            with writing(f"the record of trial {trial_id}", campaign_dir):
+                unpack(archive, campaign_dir, trial_id)
             yield TrialDone(trial_id, summary)
 
     def stop(self) -> None:

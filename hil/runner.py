@@ -7,7 +7,7 @@ Layout of a campaign directory::
     DIR/.partial/              records in flight; whatever is here at start-up was interrupted
     DIR/scenes/                per-scene difficulty and shortest-path facts, computed once
     DIR/results.parquet, .csv  the results table, rebuilt from the manifests at the end of a run
-    DIR/.lock                  held (flock) by the run in progress; a second run is refused, naming it
+    DIR/.lock                  claimed by the run in progress (records.claim); a second run is refused, naming it
 
 Resuming is the same command again: finished trials (directories in `trials/`) are skipped,
 interrupted ones (in `.partial/`) are discarded and run again. A kill -9 therefore loses at most the
@@ -16,13 +16,8 @@ trials that were in flight.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import shutil
-import socket
 import time
-from collections.abc import Iterator
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +26,11 @@ from tqdm import tqdm
 
 from hil.campaign import Campaign
 from hil.executors import PARTIAL_DIR, Executor
+from records.atomic import WriteRefused, writing
+from records.claim import claim_directory
 from reports.results import TRIALS_DIR, write_results
 
 CAMPAIGN_FILE = "campaign.yaml"
-LOCK_FILE = ".lock"
 
 
 @dataclass
@@ -64,39 +60,14 @@ def finished_trials(campaign_dir: Path) -> set[str]:
     return {path.name for path in (campaign_dir / TRIALS_DIR).iterdir() if (path / "manifest.json").exists()}
 
 
-class CampaignBusy(RuntimeError):
-    """Another `hil run` holds the campaign directory; the message says which."""
-
-
-@contextlib.contextmanager
-def directory_lock(campaign_dir: Path) -> Iterator[None]:
-    """Hold DIR/.lock for the whole run, so two runs never fly the same trials; it says who holds it.
-
-    An flock, not a marker file: the kernel drops it when its holder dies, however it dies.
-    """
-    campaign_dir.mkdir(parents=True, exist_ok=True)
-    with open(campaign_dir / LOCK_FILE, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read(200).strip() or "another process"
-            raise CampaignBusy(f"{campaign_dir} is being run by {holder}; wait for it to finish or stop it "
-                               "(its finished trials are kept, and running this again resumes)") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"hil run (pid {os.getpid()} on {socket.gethostname()}, since "
-                     f"{time.strftime('%Y-%m-%d %H:%M:%S')})")
-        handle.flush()
-        yield
-
-
 def run_campaign(campaign: Campaign, campaign_dir: Path, executor: Executor, *, progress: bool = True) -> RunSummary:
     """Run every trial not finished yet; Ctrl-C stops cleanly (in-flight trials are dropped).
 
-    CampaignBusy if another run holds the directory.
+    DirectoryTaken if another run holds the directory. WriteRefused if the machine refuses a write (a
+    full disk, a read-only one): the campaign stops at the first, its finished trials kept, and running
+    it again once it can write resumes it.
     """
-    with directory_lock(campaign_dir):
+    with writing("the campaign directory", campaign_dir), claim_directory(campaign_dir, "hil run"):
         return _run_locked(campaign, campaign_dir, executor, progress)
 
 
@@ -109,8 +80,12 @@ def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, prog
     started = time.monotonic()
     bar = tqdm(total=len(trials), initial=summary.skipped, unit="trial", disable=not progress, dynamic_ncols=True,
                desc=campaign.name)
+    stored = True
     try:
         for done in executor.run(todo, campaign_dir):
+            if done.refused:
+                # Every trial after it would be refused too: stop now. What finished was published whole.
+                raise WriteRefused(done.error)
             summary.ran += 1
             if done.error is not None:
                 summary.harness_errors.append(f"{done.trial_id}: {done.error}")
@@ -121,11 +96,15 @@ def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, prog
             bar.set_postfix_str(_counts(summary.outcomes), refresh=False)
     except KeyboardInterrupt:
         summary.interrupted = True
+    except WriteRefused:
+        stored = False
+        raise
     finally:
         executor.stop()
         bar.close()
         shutil.rmtree(campaign_dir / PARTIAL_DIR, ignore_errors=True)
-        write_results(campaign_dir)
+        if stored:  # else the table would be refused too; reports read the finished trials' manifests anyway
+            write_results(campaign_dir)
         summary.seconds = time.monotonic() - started
     return summary
 

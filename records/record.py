@@ -8,6 +8,10 @@ Layout::
       tables/telemetry/part-000001.parquet   while running: one part per flush (about one per second)
       tables/telemetry.parquet           after finish(): the parts merged, parts removed
       telemetry.tlog                     side files: binary logs a writer appends to (`side_file`)
+      .lock                              while a recorder writes: its claim on the directory (records.claim)
+
+One writer per directory: a recorder claims its directory and starts only in a new or empty one
+(DirectoryTaken otherwise), so two trials never interleave their files and no record is overwritten.
 
 Durability: every file is written to a temporary name, fsynced and renamed into place, so a reader
 (or a trial killed at any instant) sees either a complete file or none. A killed trial loses at most
@@ -18,10 +22,14 @@ most a flush interval early, possibly in a torn last record, and a finished tria
 
 Every row and event carries `t_ns` from `records.clock.now_ns()`, this process's one clock,
 unless the caller supplies its own.
+
+Reading (`read_manifest`, `read_events`, `read_table`) takes a record as hostile input: what it reads is
+bounded in size and nesting, and a file no recorder would have written is one `UnreadableRecord` naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.metadata
@@ -40,7 +48,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from records.atomic import write_atomically
+from records.atomic import write_atomically, writing
+from records.claim import LOCK_FILE, DirectoryTaken, claim_directory
 from records.clock import now_ns
 
 MANIFEST_NAME = "manifest.json"
@@ -54,11 +63,23 @@ _ARROW_TYPES: dict[type, pa.DataType] = {
     float: pa.float64(),
     str: pa.string(),
 }
+# Reading a record is reading hostile input (another machine's, a crash's, a full disk's, an editor's):
+# bounded in size and nesting, and whatever the recorder would not have written is one UnreadableRecord.
+MAX_MANIFEST_BYTES = 8 << 20  # a manifest is kilobytes: a configuration and a summary
+MAX_EVENTS_BYTES = 256 << 20  # some two million events
+MAX_TABLE_BYTES = 1 << 30  # per file, uncompressed: some twelve hours of telemetry at 100 Hz
+MAX_DEPTH = 64  # a manifest nests a handful of levels (a mission's airspace, its polygons, their points)
+MAX_INT = 2**63
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _SIDE_FILE_NAME = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9]+")
 # Distributions whose versions explain a record's behaviour. Looked up in package metadata rather
 # than imported, so recording never pays for (or fails on) importing mavsdk.
 _VERSIONED_PACKAGES = ("quad-hil", "mavsdk", "pymavlink", "numpy", "pandas", "pyarrow")
+
+
+class UnreadableRecord(ValueError):
+    """A record's file that is not what a recorder writes: too big, not UTF-8, not JSON, nested too deep, not
+    a flat parquet table. The message names the file and what was wrong with it."""
 
 
 class TrialRecorder:
@@ -99,12 +120,22 @@ class TrialRecorder:
         self._side_files: list[BinaryIO] = []
         self._last_flush_ns = 0
         self._running = False
+        self._claim = contextlib.ExitStack()  # the record directory's claim (records.claim), taken on entering
 
     def __enter__(self) -> TrialRecorder:
-        manifest_path = self.record_dir / MANIFEST_NAME
-        if manifest_path.exists():
-            raise FileExistsError(f"{self.record_dir} already holds a trial record; refusing to overwrite it")
-        (self.record_dir / TABLES_DIR).mkdir(parents=True, exist_ok=True)
+        with writing("a trial record", self.record_dir), contextlib.ExitStack() as claim:
+            claim.enter_context(claim_directory(self.record_dir, "a trial recorder"))
+            self._start()
+            self._claim = claim.pop_all()  # held from here until the record is closed
+        return self
+
+    def _start(self) -> None:
+        # Checked while holding the claim: a recorder that held it before has written its manifest by then.
+        found = sorted(path.name for path in self.record_dir.iterdir() if path.name != LOCK_FILE)
+        if found:
+            raise DirectoryTaken(f"{self.record_dir} is not empty (it holds {', '.join(found[:3])}"
+                                 f"{', ...' if len(found) > 3 else ''}); a trial record needs a directory of its own")
+        (self.record_dir / TABLES_DIR).mkdir()
         self._manifest = {
             "format_version": FORMAT_VERSION,
             "status": "running",
@@ -125,7 +156,6 @@ class TrialRecorder:
         self._running = True
         self._last_flush_ns = now_ns()
         self.event("trial_started", target=self._target, seed=self._seed)
-        return self
 
     def __exit__(
         self,
@@ -133,15 +163,17 @@ class TrialRecorder:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not self._running:
-            return  # finished normally; a later exception must not un-finish a complete record
-        if exc is None:
-            error = "the trial ended without finish() being called"
-        else:
-            error = "".join(traceback.format_exception_only(exc)).strip()
-        self.flush()
-        self.event("trial_crashed", error=error)
-        self._close(status="crashed", error=error)
+        # The claim goes whatever happens here: the disk that failed the trial may fail these writes too.
+        with self._claim:
+            if not self._running:
+                return  # finished normally; a later exception must not un-finish a complete record
+            if exc is None:
+                error = "the trial ended without finish() being called"
+            else:
+                error = "".join(traceback.format_exception_only(exc)).strip()
+            self.flush()
+            self.event("trial_crashed", error=error)
+            self._close(status="crashed", error=error)
 
     def append(self, table: str, row: Mapping[str, Any]) -> None:
         """Buffer one flat row for `table`; flushes all tables once the flush interval has passed."""
@@ -277,6 +309,9 @@ class TrialRecorder:
             side.close()
         self._manifest.update(status=status, ended=_now(), **fields)
         self._write_manifest()
+        # Safe to drop while held: whoever claims the directory next finds this record in it and stops.
+        (self.record_dir / LOCK_FILE).unlink()
+        self._claim.close()
 
     def _write_manifest(self) -> None:
         text = json.dumps(self._manifest, indent=2, default=_jsonable) + "\n"
@@ -284,16 +319,20 @@ class TrialRecorder:
 
 
 def read_manifest(record_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The record's manifest as a dict."""
-    return json.loads((Path(record_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
+    """The record's manifest as a dict; UnreadableRecord if the file is not one (FileNotFoundError if missing)."""
+    path = Path(record_dir) / MANIFEST_NAME
+    manifest = _parse_json(_read_text(path, MAX_MANIFEST_BYTES), path)
+    if not isinstance(manifest, dict):
+        raise UnreadableRecord(f"{path}: expected a JSON object, got a {type(manifest).__name__}")
+    return manifest
 
 
 def read_events(record_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every event in the order written. A torn last line (killed mid-write) is skipped."""
-    text = (Path(record_dir) / EVENTS_NAME).read_text(encoding="utf-8")
+    path = Path(record_dir) / EVENTS_NAME
     # Only newline-terminated lines were completely written.
-    complete = text.split("\n")[:-1]
-    return [json.loads(line) for line in complete if line]
+    complete = _read_text(path, MAX_EVENTS_BYTES).split("\n")[:-1]
+    return [_parse_json(line, f"{path} line {number}") for number, line in enumerate(complete, 1) if line]
 
 
 def read_table(record_dir: str | os.PathLike[str], name: str) -> pd.DataFrame:
@@ -301,7 +340,7 @@ def read_table(record_dir: str | os.PathLike[str], name: str) -> pd.DataFrame:
     tables_dir = Path(record_dir) / TABLES_DIR
     merged = tables_dir / f"{name}.parquet"
     if merged.exists():
-        return pq.read_table(merged).to_pandas()
+        return _read_parquet(merged).to_pandas()
     parts = sorted((tables_dir / name).glob("part-*.parquet"))
     if not parts:
         raise FileNotFoundError(f"{record_dir} has no table {name!r}")
@@ -310,7 +349,66 @@ def read_table(record_dir: str | os.PathLike[str], name: str) -> pd.DataFrame:
 
 def _concat_parts(parts: list[Path]) -> pa.Table:
     # Columns first seen in a later part are null in earlier ones; types never differ (see _conform).
-    return pa.concat_tables([pq.read_table(part) for part in parts], promote_options="default")
+    return pa.concat_tables([_read_parquet(part) for part in parts], promote_options="default")
+
+
+def _read_text(path: Path, limit: int) -> str:
+    with open(path, "rb") as file:
+        raw = file.read(limit + 1)
+    if len(raw) > limit:
+        raise UnreadableRecord(f"{path}: expected at most {limit >> 20} MB, got a larger file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnreadableRecord(f"{path}: expected UTF-8 text, got byte 0x{raw[error.start]:02x} at offset "
+                               f"{error.start} (a binary file?)") from None
+
+
+def _parse_json(text: str, source: str | Path) -> Any:
+    try:
+        value = json.loads(text, parse_int=_int64)
+    except RecursionError:  # the parser recursed as deep as Python allows before MAX_DEPTH could be checked
+        raise UnreadableRecord(f"{source}: expected at most {MAX_DEPTH} levels of nesting, got deeper") from None
+    except ValueError as error:
+        raise UnreadableRecord(f"{source}: expected JSON, got {error}") from None
+    containers = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(MAX_DEPTH):  # level by level, not recursively: deep nesting is what is guarded against
+        containers = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)
+                      if isinstance(child, (dict, list))]
+        if not containers:
+            return value
+    raise UnreadableRecord(f"{source}: expected at most {MAX_DEPTH} levels of nesting, got deeper")
+
+
+def _int64(text: str) -> int:
+    # Beyond 64 bits an integer overflows wherever a table or an array is made of it.
+    number = int(text)
+    if not -MAX_INT <= number < MAX_INT:
+        raise ValueError(f"an integer outside 64 bits ({text[:24]}...)")
+    return number
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    """One parquet file of a table; UnreadableRecord unless it is a flat table of at most MAX_TABLE_BYTES."""
+    try:
+        with pq.ParquetFile(path) as file:
+            metadata = file.metadata
+            size = max(path.stat().st_size, sum(metadata.row_group(i).total_byte_size  # uncompressed
+                                                for i in range(metadata.num_row_groups)))
+            if size > MAX_TABLE_BYTES:
+                raise UnreadableRecord(f"{path}: expected a table of at most {MAX_TABLE_BYTES >> 20} MB, got "
+                                       f"{size >> 20} MB")
+            nested = [field.name for field in file.schema_arrow if pa.types.is_nested(field.type)]
+            if nested:
+                raise UnreadableRecord(f"{path}: expected a flat table, got nested column {nested[0]!r}")
+            return file.read()
+    except UnreadableRecord:
+        raise
+    except (ValueError, OSError) as error:
+        if isinstance(error, OSError) and error.errno is not None:  # the machine's error, not the file's bytes
+            raise
+        # pyarrow says "corrupt" with an ArrowInvalid (a ValueError) or an OSError of no errno.
+        raise UnreadableRecord(f"{path}: expected a parquet table, got {str(error).splitlines()[0]}") from None
 
 
 def _now() -> dict[str, Any]:

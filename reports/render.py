@@ -87,19 +87,21 @@ Block = Heading | Paragraph | Table | Figure | Html
 
 # ----------------------------------------------------------------------------------------- assembling
 def build_report(results: pd.DataFrame, title: str = "Campaign report",
-                 pages: TrialPages | None = None) -> list[Block]:
+                 pages: TrialPages | None = None, unreadable: dict[str, str] | None = None) -> list[Block]:
     """Every block of the report, from a results table (one or more runs concatenated); `pages` are
-    the trial pages written for it (`reports.trial_pages`): their links, and the timing they read."""
+    the trial pages written for it (`reports.trial_pages`): their links, and the timing they read;
+    `unreadable` the trial records that could not be read, with why (RUN/TRIAL -> reason)."""
     # Fidelity runs fly the manoeuvre suite, not a mission: a table of their own, after the rest.
     fidelity = results["kind"] == FIDELITY_KIND if "kind" in results else pd.Series(False, index=results.index)
     if fidelity.any():
         missions = results[~fidelity]
         rest = build_report(missions, title, pages)[1:] if not missions.empty else []
-        return [Heading(title, 1), *rest, *_fidelity_section(results[fidelity])]
+        return [Heading(title, 1), *_unreadable_section(unreadable or {}), *rest,
+                *_fidelity_section(results[fidelity])]
     results = _with_derived_columns(results)
     pages = pages or TrialPages()
     links = pages.links
-    blocks: list[Block] = [Heading(title, 1), *_overview(results)]
+    blocks: list[Block] = [Heading(title, 1), *_overview(results), *_unreadable_section(unreadable or {})]
     if results.empty:
         return blocks
     blocks += _failed_section(results, links)
@@ -139,6 +141,18 @@ def _trial_rows(rows: pd.DataFrame, links: dict[str, str]) -> Html:
     markdown = "\n".join(f"- [{row['trial_id']}]({links.get(str(row['trial_id']), '')}) {row['outcome']}: "
                           f"{_cell(row.get('reason', ''))}" for _, row in rows.iterrows())
     return Html(f"<table class='trials'><tr>{head}</tr>{''.join(body)}</table>", markdown)
+
+
+def _unreadable_section(unreadable: dict[str, str]) -> list[Block]:
+    """The trial records that could not be read, each with why: a broken record is never left out silently."""
+    if not unreadable:
+        return []
+    return [Heading("Unreadable trial records"),
+            Paragraph(f"{len(unreadable)} trial records could not be read (a manifest, an event log or a table "
+                      "that is missing, truncated, not text, nested too deep, or not a parquet table). One whose "
+                      "manifest could not be read is in no table or figure of this report; one whose event log or "
+                      "tables could not be read is counted by its manifest but has no page."),
+            Table(pd.DataFrame({"trial": list(unreadable), "why": list(unreadable.values())}))]
 
 
 def _failed_section(results: pd.DataFrame, links: dict[str, str]) -> list[Block]:
@@ -548,16 +562,21 @@ def to_html(blocks: list[Block], title: str) -> str:
     return "".join(parts)
 
 
-def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report") -> tuple[Path, Path]:
+def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report",
+                 unreadable: dict[str, str] | None = None) -> tuple[Path, Path]:
     """Write report.md (+ report_files/*.png), report.html (one file: figures and Plotly inline, no CDN)
     and a page per trial (trials/, Plotly from report_files/) into `out_dir`; returns the paths of
-    report.md and report.html."""
+    report.md and report.html. `unreadable` (RUN/TRIAL -> why) lists the trial records that could not be
+    read; the records whose event log or tables turn out unreadable while their pages are written are
+    added to it."""
+    unreadable = {} if unreadable is None else unreadable
     out_dir.mkdir(parents=True, exist_ok=True)
     figures_dir = out_dir / "report_files"
     write_plotly_js(figures_dir)
     missions = results[results["kind"] != FIDELITY_KIND] if "kind" in results else results
     pages = write_trial_pages(missions, out_dir) if "run_dir" in results and not missions.empty else TrialPages()
-    blocks = build_report(results, title, pages)
+    unreadable.update(pages.unreadable)
+    blocks = build_report(results, title, pages, unreadable)
     for block in blocks:
         if isinstance(block, Figure):
             (figures_dir / f"{block.name}.png").write_bytes(block.png)

@@ -9,33 +9,53 @@ them, so it can never disagree with the records.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from records.atomic import write_file_atomically
+from records.record import MANIFEST_NAME, UnreadableRecord, read_manifest
 
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 TRIALS_DIR = "trials"
 
 
-def results_row(manifest: dict) -> dict:
-    """One row from one finished trial manifest."""
-    config = {k: v for k, v in manifest["config"].items() if not isinstance(v, (dict, list))}
-    summary = {k: v for k, v in (manifest.get("summary") or {}).items() if not isinstance(v, (dict, list))}
-    return {**config, **summary, "outcome": manifest.get("outcome"), "started": manifest["started"]["wall_clock"]}
+def results_row(record: Path) -> dict:
+    """The row of one finished trial record; UnreadableRecord (or OSError) saying why it has none."""
+    manifest = read_manifest(record)
+    config, summary, started = manifest.get("config"), manifest.get("summary") or {}, manifest.get("started")
+    if manifest.get("status") != "finished":
+        raise UnreadableRecord(f"{record / MANIFEST_NAME}: expected a finished trial, got status "
+                               f"{str(manifest.get('status'))[:40]!r}")
+    if not (isinstance(config, dict) and isinstance(summary, dict) and isinstance(started, dict)):
+        raise UnreadableRecord(f"{record / MANIFEST_NAME}: expected 'config', 'summary' and 'started' objects")
+    config = {k: v for k, v in config.items() if not isinstance(v, (dict, list))}
+    summary = {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
+    # The trial id is the directory's name, whatever the manifest says: reports make paths of it.
+    return {**config, **summary, "trial_id": record.name, "outcome": manifest.get("outcome"),
+            "started": started.get("wall_clock")}
+
+
+def read_trials(campaign_dir: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Every finished trial of a campaign directory, sorted by trial id, and every trial directory that
+    could not be read as one, with why (keyed RUN/TRIAL: the campaign directory's name, the trial's)."""
+    rows, unreadable = [], {}
+    for record in sorted(path for path in (Path(campaign_dir) / TRIALS_DIR).iterdir() if path.is_dir()):
+        key = f"{Path(campaign_dir).name}/{record.name}"
+        try:
+            rows.append(results_row(record))
+        except FileNotFoundError:
+            unreadable[key] = f"{record}: no {MANIFEST_NAME}"
+        except (OSError, UnreadableRecord) as exc:
+            unreadable[key] = str(exc)
+    return pd.DataFrame(rows), unreadable
 
 
 def collect_results(campaign_dir: Path) -> pd.DataFrame:
-    """Every finished trial of a campaign directory, sorted by trial id."""
-    rows = []
-    for manifest_path in sorted((Path(campaign_dir) / TRIALS_DIR).glob("*/manifest.json")):
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("status") == "finished":
-            rows.append(results_row(manifest))
-    return pd.DataFrame(rows)
+    """Every finished trial of a campaign directory, sorted by trial id (`read_trials` also says which
+    trial directories could not be read)."""
+    return read_trials(campaign_dir)[0]
 
 
 def write_results(campaign_dir: Path) -> pd.DataFrame:
@@ -56,15 +76,17 @@ def _read_table_file(path: Path) -> pd.DataFrame:
                                 f"got an unreadable file ({str(exc).splitlines()[0][:120]})") from None
 
 
-def load_results(run: Path) -> pd.DataFrame:
-    """A run's results: a campaign directory (read from its finished trials' manifests, so a run that
-    was killed before it rebuilt its table is reported in full) or a results table file."""
+def read_run(run: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A run's results, and the trials that could not be read, with why (see `read_trials`): a campaign
+    directory (read from its finished trials' manifests, so a run that was killed before it rebuilt its
+    table is reported in full) or a results table file."""
     run = Path(run)
+    unreadable: dict[str, str] = {}
     if run.is_file():
         table = _read_table_file(run)
         campaign_dir = run.parent
     elif (run / TRIALS_DIR).is_dir():
-        table = collect_results(run)
+        table, unreadable = read_trials(run)
         campaign_dir = run
     elif (run / RESULTS_PARQUET).exists():
         table = _read_table_file(run / RESULTS_PARQUET)
@@ -75,4 +97,9 @@ def load_results(run: Path) -> pd.DataFrame:
     table = table.copy()
     table["run"] = campaign_dir.name
     table["run_dir"] = str(campaign_dir)
-    return table
+    return table, unreadable
+
+
+def load_results(run: Path) -> pd.DataFrame:
+    """A run's results (see `read_run`)."""
+    return read_run(run)[0]

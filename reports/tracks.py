@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from records.record import read_table
+from records.record import UnreadableRecord, read_table
 from reports.results import TRIALS_DIR
 
 DTW_POINTS = 150  # tracks are resampled to at most this many points before DTW (cost is quadratic)
@@ -23,7 +23,7 @@ def navigation_track(row: pd.Series) -> np.ndarray | None:
     record = Path(row["run_dir"]) / TRIALS_DIR / row["trial_id"]
     try:
         telemetry = read_table(record, "telemetry")
-    except FileNotFoundError:
+    except (OSError, UnreadableRecord):  # an unreadable one is listed by the report's trial pages
         return None
     start, end = row.get("nav_start_ns"), row.get("nav_end_ns")
     if pd.notna(start):

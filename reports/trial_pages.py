@@ -18,7 +18,7 @@ import pandas as pd
 
 from onboard.timing import TOTAL, per_cycle
 from records.clock import clock_scale
-from records.record import read_events, read_manifest, read_table
+from records.record import UnreadableRecord, read_events, read_manifest, read_table
 from reports.interactive import PLOTLY_JS, div, timeseries, timing_histogram
 from reports.results import TRIALS_DIR
 
@@ -60,10 +60,11 @@ class TrialPages:
 
     links: dict[str, str] = field(default_factory=dict)
     cycle_totals_ms: dict[str, np.ndarray] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # RUN/TRIAL -> why its record could not be read
 
 
 def write_trial_pages(results: pd.DataFrame, out_dir: Path) -> TrialPages:
-    """A page for every trial of `results` whose record can be read."""
+    """A page for every trial of `results` whose record can be read; the others are in `unreadable`."""
     folder = out_dir / PAGES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     pages = TrialPages()
@@ -72,9 +73,16 @@ def write_trial_pages(results: pd.DataFrame, out_dir: Path) -> TrialPages:
         if not (record / "manifest.json").exists():
             continue
         trial_id = str(row["trial_id"])
-        totals = pages.cycle_totals_ms[trial_id] = cycle_totals_ms(record)
-        (folder / f"{trial_id}.html").write_text(trial_page(record, totals), encoding="utf-8")
-        pages.links[trial_id] = page_href(trial_id)
+        try:
+            totals = cycle_totals_ms(record)
+            page = trial_page(record, totals)
+        except (OSError, UnreadableRecord) as exc:  # reading only: writing the page is below
+            pages.unreadable[f"{row['run']}/{trial_id}"] = str(exc)
+            totals, page = np.array([]), None  # not read again for the histograms
+        pages.cycle_totals_ms[trial_id] = totals
+        if page is not None:
+            (folder / f"{trial_id}.html").write_text(page, encoding="utf-8")
+            pages.links[trial_id] = page_href(trial_id)
     return pages
 
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+SHOWN_UNREADABLE = 10  # unreadable trial records named on stderr; the report lists them all
+
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
@@ -28,11 +30,17 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from records.atomic import writing
     from reports.render import write_report
-    from reports.results import load_results
+    from reports.results import read_run
 
+    unreadable: dict[str, str] = {}
+    tables = []
     try:
-        tables = [load_results(path) for path in args.runs]
+        for path in args.runs:
+            table, unread = read_run(path)
+            tables.append(table)
+            unreadable.update(unread)
     except FileNotFoundError as exc:
         print(f"hil report: {exc}", file=sys.stderr)
         return 2
@@ -40,9 +48,16 @@ def run(args: argparse.Namespace) -> int:
     first = args.runs[0]
     out = args.out or (first if first.is_dir() else first.parent)
     title = args.title or "Report: " + ", ".join(p.name for p in args.runs)
-    markdown, page = write_report(results, out, title)
+    with writing("the report", out):
+        markdown, page = write_report(results, out, title, unreadable)
+    for why in list(unreadable.values())[:SHOWN_UNREADABLE]:
+        print(f"hil report: warning: an unreadable trial record, listed in the report: {why}", file=sys.stderr)
+    if len(unreadable) > SHOWN_UNREADABLE:
+        print(f"hil report: warning: {len(unreadable) - SHOWN_UNREADABLE} more trial records could not be read "
+              "(all listed in the report)", file=sys.stderr)
     print(f"report   {page}")
     print(f"markdown {markdown}")
     args.result = {"verb": "report", "html": str(page), "markdown": str(markdown), "trials": len(results),
-                   "outcomes": results["outcome"].value_counts().to_dict() if "outcome" in results else {}}
+                   "outcomes": results["outcome"].value_counts().to_dict() if "outcome" in results else {},
+                   "unreadable": unreadable}
     return 0

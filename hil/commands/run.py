@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from hil import exit_codes
 from hil.commands.args import bounded_int
 
 
@@ -43,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import load_campaign
     from hil.executors import STOP, LocalPool, RayExecutor
-    from hil.runner import CAMPAIGN_FILE, CampaignBusy, run_campaign
+    from hil.runner import CAMPAIGN_FILE, run_campaign
+    from records.atomic import WriteRefused
+    from records.claim import DirectoryTaken
     from targets.spec import TargetSpec
 
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
@@ -67,9 +70,14 @@ def run(args: argparse.Namespace) -> int:
           f"({args.executor} executor{'' if args.executor == 'ray' else f', {workers} workers'})", flush=True)
     try:
         summary = run_campaign(campaign, campaign_dir, executor, progress=not args.no_progress)
-    except CampaignBusy as exc:
-        print(f"hil run: {exc}", file=sys.stderr)
+    except DirectoryTaken as exc:
+        print(f"hil run: {exc}; wait for it to finish or stop it (its finished trials are kept, and running this "
+              "again resumes)", file=sys.stderr)
         return 2
+    except WriteRefused as exc:
+        print(f"hil run: {exc}; the finished trials are kept, and `hil run {campaign_dir}` resumes once it can "
+              "write", file=sys.stderr)
+        return exit_codes.ERROR
     for error in summary.harness_errors[:5]:
         print(f"harness error: {error}", file=sys.stderr)
     outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or "nothing to run"
