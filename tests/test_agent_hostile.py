@@ -123,8 +123,8 @@ async def test_a_job_that_never_says_go_gives_the_trial_slot_back():
             vehicle_url = f"udpin://127.0.0.1:{board}"
             await ask(first, vehicle_url)
             assert await answer(first) == "ready", sim.failure()
-            await ask(second, vehicle_url)  # waits for the trial slot
             ready = time.monotonic()
+            await ask(second, vehicle_url)  # waits for the trial slot
             assert await answer(first) == "closed: no go after ready within 1 s (hil agent --go-timeout)"
             assert 0.9 < time.monotonic() - ready < 3.0
             assert await answer(second) == "ready"  # the old agent held the slot for 600 s
@@ -180,8 +180,7 @@ def test_a_planner_outside_the_allow_list_is_refused_before_its_module_is_import
     names = ["hostile_planner:Planner", "no_such_planner:Planner", "os:system", "onboard.planner:planner_class",
              "onboard.plannersx.avoid:OccupancyPlanner"]
     with running_agent(env=env) as (_, port):
-        replies = exchange(port, hello(), *(trial(planner=name) for name in names),
-                           trial())
+        replies = exchange(port, hello(), *(trial(planner=name) for name in names), trial())
     assert not marker.exists(), "the agent imported a module no option allowed"
     refusals = [r["error"] for r in replies[1:len(names) + 1]]
     assert len({refusal.replace(shown(name), "NAME") for name, refusal in zip(names, refusals)}) == 1, refusals
