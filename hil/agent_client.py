@@ -44,6 +44,7 @@ from onboard.agent.protocol import (
 from onboard.runtime import RuntimeResult
 from onboard.task import NavTask
 from onboard.timing import cycle_timeline, summarize
+from px4.process import free_udp_port
 from records.record import TrialRecorder
 
 CONNECT_WAIT_S = 120.0  # wall seconds a trial waits for its agent to be (back) up
@@ -78,7 +79,6 @@ def remote_onboard(entry: str) -> tuple[RemoteOnboard, tuple[str, ...]]:
     the flight controller opens to the board for it: with ``HOST:PORT via URL`` none (the board has its own),
     else a free port, which the board listens on at the address the harness reaches it by. Raises ValueError
     for a malformed entry."""
-    from px4.process import free_udp_port
 
     board = OnboardEntry.parse(entry)
     where = board.address

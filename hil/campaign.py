@@ -64,10 +64,18 @@ from config.fields import (
 )
 from config.loading import load_yaml, packaged
 from hil.rules import RULES
+from missions.faults import load_fault_profile
+from missions.load import load
 from missions.scenes import CONFIGURATIONS, SCENES
+from missions.suite import load_suite
+from onboard.agent.protocol import TOKEN_ENV, OnboardEntry, token_from_env
+from onboard.planner import PlannerLoadError, planner_class
 from onboard.ros2.topics import OPTION_FIELDS, ROS2, Ros2Endpoint, is_ros2
+from profiles.compute import ComputeProfileError, load_compute_profile
 from profiles.library import library_profiles, load_vehicle_profile
+from profiles.link import load_link_profile
 from profiles.vehicle import ProfileError
+from px4.sih import sitl_params
 from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
 
 NONE = "none"
@@ -293,9 +301,6 @@ def _missions(entries: Any, problems: Problems, base_dir: Path) -> tuple[Mission
 
 def _mission_files(path: str, entry: dict, problems: Problems, base_dir: Path) -> list[MissionSpec]:
     """A `{mission: FILE, seeds}` or `{suite: NAME, rule}` entry, each mission loaded (validated) once now."""
-    from missions.load import load
-    from missions.suite import load_suite
-
     if "suite" in entry:
         read_fields(entry, {}, f"{path}.", problems, nested=("suite", "rule"))
         try:
@@ -368,8 +373,6 @@ def _profiles(entries: Any, problems: Problems) -> tuple[str, ...]:
 
 def _check_px4_can_fly(profiles: tuple[str, ...], problems: Problems) -> None:
     """Every profile must be one PX4 SITL's SIH can reproduce (px4.sih refuses the others, saying why)."""
-    from px4.sih import sitl_params
-
     for index, name in enumerate(profiles):
         try:
             sitl_params(load_vehicle_profile(name))
@@ -406,7 +409,6 @@ def _target_problem(name: str) -> str | None:
 def _link_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from profiles.link import load_link_profile
 
     try:
         load_link_profile(name)
@@ -418,7 +420,6 @@ def _link_problem(name: str) -> str | None:
 def _fault_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from missions.faults import load_fault_profile
 
     try:
         load_fault_profile(name)
@@ -461,7 +462,6 @@ def _check_boards_can_connect(onboards: tuple[str, ...], targets: list[str], phy
     """An onboard agent needs a MAVLink link of its own to the flight controller: the harness opens one on the
     built-in vehicle and on PX4 SITL with SIH (``HOST:PORT``); on hardware the board has its own, which the entry
     names (``HOST:PORT via URL``)."""
-    from onboard.agent.protocol import OnboardEntry
 
     boarded = (SIM, PX4_SITL) if physics != "harness" else (SIM,)
     kinds = {t: TargetSpec.parse(t).kind for t in targets}
@@ -497,7 +497,6 @@ def _planner_problem(name: str) -> str | None:
         return None
     if ":" not in name:
         return f"expected {_PLANNER_EXPECTED}, got {name!r}"
-    from onboard.planner import PlannerLoadError, planner_class
 
     try:
         planner_class(name)
@@ -509,7 +508,6 @@ def _planner_problem(name: str) -> str | None:
 def _compute_problem(name: str) -> str | None:
     if name == NONE:
         return None
-    from profiles.compute import ComputeProfileError, load_compute_profile
 
     try:
         load_compute_profile(name)
@@ -521,7 +519,6 @@ def _compute_problem(name: str) -> str | None:
 def _onboard_problem(name: str) -> str | None:
     if name == LOCAL:
         return None
-    from onboard.agent.protocol import TOKEN_ENV, OnboardEntry, token_from_env
 
     try:
         OnboardEntry.parse(name)

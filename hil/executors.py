@@ -37,6 +37,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hil.campaign import TrialSpec
+from hil.stop import LAND_ACCEPT_S, LANDING_GRACE_S, RETURN_ACCEPT_S, RETURN_GRACE_S
+from hil.trial import run_trial_spec
+from px4.process import die_with_parent
 from records.atomic import WriteRefused, publish_directory, writing
 from records.record import read_manifest
 from reports.results import TRIALS_DIR
@@ -44,6 +47,9 @@ from reports.results import TRIALS_DIR
 PARTIAL_DIR = ".partial"
 SCENES_DIR = "scenes"
 STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulator and exit
+# A worker flying a vehicle that outlives it (hardware) gets this long to bring it down by the stop policy
+# (hil.stop: two land tries, then a return, in vehicle seconds at 1x) before it is killed.
+HARDWARE_STOP_GRACE_S = 2 * (LAND_ACCEPT_S + LANDING_GRACE_S) + RETURN_ACCEPT_S + RETURN_GRACE_S
 _TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
 
 
@@ -87,8 +93,6 @@ class Executor(Protocol):
 
 def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
     """Run one trial into `.partial/` and move the finished record into `trials/` in one rename."""
-    from hil.trial import run_trial_spec
-
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
     with writing(f"the record of trial {spec.trial_id}", partial):
         summary = run_trial_spec(spec, partial, campaign_dir / SCENES_DIR)
@@ -134,8 +138,6 @@ def stop_on_sigterm() -> None:
 
 
 def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
-    from px4.process import die_with_parent
-
     die_with_parent()
     stop_on_sigterm()
     while (spec := tasks.get()) is not None:
@@ -172,8 +174,10 @@ class LocalPool:
     a fresh worker, and a trial that kills its worker twice is reported as a harness error.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, stop_grace_s: float = STOP_GRACE_S) -> None:
+        """`stop_grace_s`: how long a worker gets after SIGTERM (HARDWARE_STOP_GRACE_S when it flies hardware)."""
         self.workers = max(1, workers)
+        self.stop_grace_s = stop_grace_s
         self._pool: dict[int, _Worker] = {}
 
     def run(self, trials: list[TrialSpec], campaign_dir: Path) -> Iterator[TrialDone]:
@@ -260,8 +264,11 @@ class LocalPool:
         for process in processes:
             if process.is_alive():
                 process.terminate()
+        if self.stop_grace_s > STOP_GRACE_S and any(p.is_alive() for p in processes):
+            print(f"waiting up to {self.stop_grace_s:.0f} s for the trial in flight to bring its vehicle down",
+                  file=sys.stderr, flush=True)
         for process in processes:
-            process.join(STOP_GRACE_S)
+            process.join(self.stop_grace_s)
             if process.is_alive():
                 process.kill()
                 process.join()
@@ -271,8 +278,6 @@ class LocalPool:
 # ------------------------------------------------------------------------------------------------ ray
 def run_packed(spec: TrialSpec) -> tuple[dict[str, Any], bytes]:
     """Run one trial in a temporary directory and return its summary and the record as a tar archive."""
-    from hil.trial import run_trial_spec
-
     # Scene facts are cached per machine, shared by every trial that machine runs.
     cache = Path(tempfile.gettempdir()) / "hil-scene-facts"
     with tempfile.TemporaryDirectory(prefix="hil-trial-") as scratch:

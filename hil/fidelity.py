@@ -38,6 +38,8 @@ import numpy as np
 
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from config.loading import read_text
+from hil.safety import require_on_ground
 from records.record import TrialRecorder
 from reports.fidelity import (
     CANDIDATE,
@@ -48,6 +50,7 @@ from reports.fidelity import (
     TRUTH,
 )
 from reports.results import TRIALS_DIR
+from targets import TargetOptions, open_target
 from targets.spec import TargetSpec
 
 TAKEOFF_ALT = 5.0
@@ -657,8 +660,6 @@ async def connected(target: str, speed: float, px4_dir: str | None = None) -> As
     at `speed` x real time, connected over MAVSDK: a fresh one for a simulated target. A running
     flight controller is flown only from the ground, disarmed (anything else is refused before a
     command is sent); whether it may be flown at all is the caller's to decide (`--arm`)."""
-    from hil.safety import require_on_ground
-    from targets import TargetOptions, open_target
 
     spec, physics = target_spec(target)
     options = TargetOptions(speed=speed if spec.simulated else 1.0, px4_dir=px4_dir, physics=physics,
@@ -729,12 +730,10 @@ def save_runs(path: Path, runs: dict[str, list[dict[str, float]]]) -> None:
 
 def load_runs(path: Path) -> dict[str, list[dict[str, float]]]:
     """Figures saved by `save_runs`; ValueError naming the file and the entry when it is not such a file."""
+    text = read_text(path, "fidelity runs file", MAX_RUNS_FILE_BYTES)
     try:
-        size = path.stat().st_size
-        if size > MAX_RUNS_FILE_BYTES:
-            raise ValueError(f"{size} bytes, where a runs file holds kilobytes (at most {MAX_RUNS_FILE_BYTES >> 20} MB)")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"{path}: not a fidelity runs file ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not (isinstance(data, dict) and data and all(isinstance(v, list) and v for v in data.values())):
         raise ValueError(f"{path}: expected a mapping of target -> a list of runs (as --save writes it)")

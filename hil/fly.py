@@ -28,27 +28,37 @@ import pandas as pd
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
 from hil.monitor import hazard
+from hil.navigation import apply_faults
 from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal
 from hil.preflight import run_checklist
 from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
-from hil.stop import RETURN_GRACE_S, FlightPhase, Interrupts, SafeEnd, make_safe
+from hil.stop import (
+    RETURN_GRACE_S,
+    FlightPhase,
+    Interrupts,
+    SafeEnd,
+    dead_mans_switch,
+    land_and_wait,
+    make_safe,
+)
 from missions.geo import GeoOrigin
+from missions.qgc import write_plan
 from missions.schema import BenchmarkMission
 from missions.waypoint import WaypointMission
 from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
+from px4.ulog import keep_in_record
 from records.atomic import write_file_atomically
 from records.clock import clock_scale, mark, speed_between, vehicle_time
 from records.record import TrialRecorder, read_events
 from reports.estimation import trial_estimation
+from reports.metrics import Trajectory, mission_metrics
 from reports.trial_summary import TrialSummary, summarize_trial
 from targets import TargetOptions, TargetSpec, open_target
 
 # Horizontal speed (m/s) under which an offboard flight counts as stopped over its landing point.
 LAND_SETTLE_SPEED = 0.3
-# PX4's NAV_DLL_ACT values for the dead-man's switch (FlightOptions.link_loss_action).
-LINK_LOSS_ACTIONS = {"return": 2, "land": 3}
 # Vehicle seconds a flight controller found flying after a harness run died on it gets to come down by its
 # own failsafe (COM_DL_LOSS_T, the hold, a return) before the next run gives up restoring its journal.
 JOURNAL_LANDING_WAIT_S = 300.0
@@ -108,8 +118,6 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     failure. The mission's fault schedule is applied as its triggers fire when `inject_faults` (the
     caller decides whether the target may be faulted).
     """
-    from hil.navigation import apply_faults  # navigation lands through this module
-
     stages = StageLog(recorder)
     judge = RouteJudge(mission, vehicle_radius, recorder)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
@@ -237,7 +245,6 @@ async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
 
 
 async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
-
     async def log_reached() -> None:
         async for seq in vehicle.mission_items_reached():
             recorder.event("mission_item_reached", seq=seq)
@@ -281,16 +288,6 @@ async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
     recorder.event("offboard_stopped")
 
 
-async def land_and_wait(vehicle: Vehicle, recorder: TrialRecorder | None = None) -> None:
-    """Land and wait for the disarm, by the stop policy (hil.stop: land again, then return, if the land does not
-    take); VehicleError saying where the vehicle was left if it did not land. Events go to `recorder` if given."""
-    event = recorder.event if recorder is not None else lambda kind, **fields: None
-    stopped = await make_safe(vehicle, event=event)
-    if stopped.end is not SafeEnd.LANDED:
-        raise VehicleError(stopped.detail)
-    event("landed")
-
-
 @dataclass(frozen=True)
 class FlightOptions:
     """How carefully to fly: the harness's limits, and whether the target is a real aircraft."""
@@ -304,19 +301,11 @@ class FlightOptions:
     params: Mapping[str, float] = field(default_factory=dict)
     vehicle_radius: float = 0.0  # m: the vehicle's collision sphere, for the judge in a mission's scene
     inject_faults: bool = False  # apply the mission's fault schedule (simulators; hardware only when asked)
-    # The dead-man's switch on hardware: what the flight controller does by itself when the harness falls
-    # silent (NAV_DLL_ACT: "return" or "land"), and after how long (COM_DL_LOSS_T; None keeps the vehicle's).
+    # The dead-man's switch on hardware (hil.stop.dead_mans_switch): what the flight controller does by itself
+    # when the harness falls silent (NAV_DLL_ACT: "return" or "land"), and after how long (COM_DL_LOSS_T; None
+    # keeps the vehicle's).
     link_loss_action: str = "return"
     link_loss_timeout_s: float | None = None
-
-    def dead_mans_switch(self) -> dict[str, float]:
-        """The parameters that arm the flight controller's own data-link-loss failsafe for a flight on hardware
-        (journaled and restored like every change): kill -9 of the harness, a dead laptop or a cut cable
-        cannot be handled by the harness, so the vehicle must bring itself down when the harness goes quiet."""
-        if not self.hardware or self.dry_run:
-            return {}
-        timeout = {} if self.link_loss_timeout_s is None else {"COM_DL_LOSS_T": self.link_loss_timeout_s}
-        return {"NAV_DLL_ACT": float(LINK_LOSS_ACTIONS[self.link_loss_action]), **timeout}
 
 
 async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mission: BenchmarkMission,
@@ -426,7 +415,6 @@ def _stopped_by(cancellation: asyncio.CancelledError) -> str:
 def keep_plan(mission: BenchmarkMission, vehicle: Vehicle, record_dir: Path, recorder: TrialRecorder) -> None:
     """The mission as a QGroundControl plan in the record (mission.plan), placed at the vehicle's home, so a
     flight planned in local metres opens in QGroundControl where it was flown."""
-    from missions.qgc import write_plan
 
     try:
         home = vehicle.home
@@ -444,7 +432,6 @@ def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, o
     """The mission's process metrics of a flight (`reports.metrics.mission_metrics`), from its telemetry
     in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage;
     with the record's `events`, the stages completed (HUGE-Bench's sub-tasks done, in order)."""
-    from reports.metrics import Trajectory, mission_metrics
 
     done = [e["stage"] for e in events or () if e["kind"] == "stage_ended" and e.get("completed")]
     out: dict = {"stages": ",".join(mission.stages), "stages_completed": len(done) / len(mission.stages)}
@@ -460,8 +447,6 @@ def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, o
 
 def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:
     """Each ULog the target left in the record, kept as tables on the harness clock (px4.ulog)."""
-    from px4.ulog import keep_in_record
-
     # In lockstep the record's clock is the vehicle's: the log's time stamps need no fit.
     known = 0 if not math.isfinite(speed_factor) else None
     for log in sorted((record_dir / "ulog").glob("*.ulg")):
@@ -486,14 +471,12 @@ async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder:
         restored = await keep_journal(vehicle, recorder)
         if restored:
             say(f"restored parameters an interrupted run left changed: {restored}")
-    dead_man = options.dead_mans_switch()
-    # The vehicle hears the harness as a ground station before its data-link-loss failsafe is armed (PX4
-    # refuses to arm without one once NAV_DLL_ACT is set), and until that failsafe is restored.
-    heartbeats = asyncio.create_task(vehicle.ground_station_heartbeats()) if dead_man else None
-    try:
-        async with vehicle.params_changed({**dead_man, **options.params}) as originals:
-            if options.params or dead_man:
-                recorder.event("params_set", params={**dead_man, **options.params}, originals=originals)
+    # The dead-man's switch outside the parameters and the stop policy: it stays armed while the vehicle comes down.
+    async with (dead_mans_switch(vehicle, recorder.event, options.link_loss_action, options.link_loss_timeout_s)
+                if options.hardware and not options.dry_run else contextlib.nullcontext()):
+        async with vehicle.params_changed(options.params) as originals:
+            if options.params:
+                recorder.event("params_set", params=dict(options.params), originals=originals)
             try:
                 outcome, reason, left = await _checklist_and_flight(vehicle, mission, recorder, options, say)
                 return outcome, reason, left, {}
@@ -508,9 +491,6 @@ async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder:
                 reason = f"stopped ({fields['stopped_by']}) during {at}; {ended.detail}"
                 say(f"aborted: {reason}")
                 return "aborted", reason, ended.end, fields
-    finally:
-        if heartbeats is not None:
-            await cancel_and_wait(heartbeats)
 
 
 async def _found_on_ground(vehicle: Vehicle, options: FlightOptions, say: Callable[[str], None],
@@ -594,8 +574,6 @@ async def _after_breach(vehicle: Vehicle, options: FlightOptions, say: Callable[
 async def _keep_ulog(vehicle: Vehicle, record_dir: Path, rows: list[dict], recorder: TrialRecorder,
                      say: Callable[[str], None]) -> None:
     """The flight controller's own log of the flight, in the record and aligned with the harness clock."""
-    from px4.ulog import keep_in_record
-
     path = await vehicle.download_newest_log(record_dir / "ulog")
     if path is None:
         recorder.event("ulog_unavailable", reason="the flight controller offers no log")

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aio.tasks import cancel_and_wait
+from bridges.failure import FailureInjector
 from bridges.vehicle import Vehicle, VehicleError
+from config.errors import ConfigError
 from hil.agent_client import (
     LOST_AFTER_S,
     AgentError,
@@ -35,15 +37,15 @@ from hil.agent_client import (
     agent_session,
     trial_job,
 )
-from hil.fly import land_and_wait
 from hil.monitor import TrialMonitor, Verdict
 from hil.param_journal import keep_journal
 from hil.recording import record_telemetry
 from hil.rules import SuccessRule
 from hil.safety import require_on_ground
-from hil.stop import make_safe
+from hil.stop import dead_mans_switch, land_and_wait, make_safe
 from missions.faults import FaultSpec
 from missions.geometry import Scene
+from missions.load import load
 from missions.schema import BenchmarkMission
 from onboard.planner import Planner
 from onboard.ros2.topics import Ros2Endpoint
@@ -118,7 +120,8 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         if hardware:
             await keep_journal(vehicle, recorder)
         # An onboard agent is brought to ready (its own link to the flight controller up) before arming.
-        async with _planner_host(vehicle, navigation, scene, task, recorder) as host:
+        async with (dead_mans_switch(vehicle, recorder.event) if hardware else contextlib.nullcontext()), \
+                _planner_host(vehicle, navigation, scene, task, recorder) as host:
             await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
             await vehicle.arm()
             await vehicle.takeoff(task.altitude)
@@ -153,8 +156,6 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
 def navigation_target(spec: str) -> tuple[Scene, BenchmarkMission | None]:
     """What a planner flies, from ``SCENE[:SEED]`` (the scene's task) or a mission file (any format
     `missions.load` reads) that is a point-to-point mission in a scene. Raises `ConfigError` or `SceneError`."""
-    from config.errors import ConfigError
-    from missions.load import load
 
     if not Path(spec).suffix and not Path(spec).exists():
         return scene_from_spec(spec), None
@@ -247,7 +248,6 @@ async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor:
     flight, the route judge of a mission flight), clear it when its time is up."""
     if not faults:
         return
-    from bridges.failure import FailureInjector
 
     pending = list(faults)
     active: list[tuple[float, FaultSpec]] = []

@@ -20,13 +20,16 @@ that starts this policy, and keeps a second Ctrl-C from letting go of a vehicle 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from aio.tasks import cancel_and_wait
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.safety import PILOT_MODES
+from records.record import TrialRecorder
 
 # Vehicle seconds for a land command to show: the vehicle in Land and lower than when it was
 # commanded, or on the ground. PX4 reports the mode at 1 Hz (HEARTBEAT) and starts down within 1 s.
@@ -39,6 +42,8 @@ RETURN_ACCEPT_S = 5.0
 LANDING_GRACE_S = 60.0
 RETURN_GRACE_S = 180.0
 DOWN_MODES = ("LAND", "RETURN_TO_LAUNCH")
+# PX4's NAV_DLL_ACT values the dead-man's switch may set.
+LINK_LOSS_ACTIONS = {"return": 2, "land": 3}
 
 
 class SafeEnd(str, Enum):
@@ -96,6 +101,17 @@ async def make_safe(vehicle: Vehicle, say: Callable[[str], None] = lambda text: 
               f"in mode {s.flight_mode}. Take over with the remote control or a ground station now")
     say(detail)
     return StopResult(SafeEnd.HOLDING, detail)
+
+
+async def land_and_wait(vehicle: Vehicle, recorder: TrialRecorder | None = None) -> None:
+    """The end of a flight that went as planned: land and wait for the disarm by the stop policy (`make_safe`:
+    land again, then return, if the land does not take); VehicleError saying where the vehicle was left if it
+    did not land. Events go to `recorder` if given."""
+    event = recorder.event if recorder is not None else lambda kind, **fields: None
+    stopped = await make_safe(vehicle, event=event)
+    if stopped.end is not SafeEnd.LANDED:
+        raise VehicleError(stopped.detail)
+    event("landed")
 
 
 async def _follow_down(vehicle: Vehicle, modes: tuple[str, ...], grace_s: float, accept_s: float = LAND_ACCEPT_S,
@@ -206,3 +222,26 @@ class FlightPhase:
 
     def __call__(self, kind: str, fields: dict) -> None:
         self.current = _PHASE_AFTER.get(kind, self.current)
+
+
+@contextlib.asynccontextmanager
+async def dead_mans_switch(vehicle: Vehicle, event: Callable[..., None], action: str = "return",
+                           timeout_s: float | None = None) -> AsyncIterator[None]:
+    """For a flight on a flight controller the harness did not start: its own data-link-loss failsafe armed
+    (NAV_DLL_ACT `action`, COM_DL_LOSS_T `timeout_s` if given; through `params_changed`, so journaled and
+    restored), with the harness beating as a ground station, for as long as the block runs.
+
+    kill -9 of the harness, a dead laptop or a cut cable cannot be handled by the harness: the vehicle must
+    bring itself down when the harness goes quiet. The vehicle hears the harness as a ground station before
+    the failsafe is armed (PX4 refuses to arm without one once NAV_DLL_ACT is set) and until it is restored;
+    use it outside the stop policy, so that it is still armed while the vehicle comes down.
+    """
+    changes = {"NAV_DLL_ACT": float(LINK_LOSS_ACTIONS[action]),
+               **({"COM_DL_LOSS_T": timeout_s} if timeout_s is not None else {})}
+    heartbeats = asyncio.create_task(vehicle.ground_station_heartbeats())
+    try:
+        async with vehicle.params_changed(changes) as originals:
+            event("dead_mans_switch", params=changes, originals=originals)
+            yield
+    finally:
+        await cancel_and_wait(heartbeats)

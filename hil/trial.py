@@ -12,6 +12,7 @@ SITL or hardware. On MAVLink targets a link profile puts the impairment proxy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -26,17 +27,22 @@ from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
 from hil.fly import fly_mission, keep_plan, mission_summary
 from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
+from hil.param_journal import keep_journal
 from hil.recording import record_telemetry
 from hil.rules import RULES, SuccessRule
 from hil.safety import require_on_ground
-from hil.stop import make_safe
+from hil.stop import dead_mans_switch, make_safe
 from missions.difficulty import scene_difficulty
+from missions.faults import load_fault_profile
 from missions.geometry import Scene, polyline_length
+from missions.load import load
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
+from onboard.planner import load_planner
 from onboard.ros2.node_planner import latency_columns
 from onboard.ros2.topics import is_ros2
 from onboard.task import task_for_scene
+from profiles.compute import load_compute_profile
 from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
@@ -134,8 +140,6 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
 async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]:
     """A mission file's trial: its route flown on the autopilot as `hil fly` flies it (`hil.fly.fly_mission`:
     airspace and scene judged, stages recorded, faults applied), its comms-loss windows cut on the link."""
-    from missions.faults import load_fault_profile
-    from missions.load import load
 
     mission = load(spec.mission, seed=spec.config if spec.config >= 0 else None)
     if spec.fault != NONE:
@@ -155,14 +159,19 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
                 start = mark(vehicle.clock_s)
                 try:
                     await require_on_ground(vehicle)
-                    await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
-                    outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                    if opened.hardware:  # a flight controller that outlives the run, as in hil fly
+                        await keep_journal(vehicle, recorder)
+                    async with (dead_mans_switch(vehicle, recorder.event) if opened.hardware
+                                else contextlib.nullcontext()):
+                        await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
+                        try:
+                            outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                        except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
+                            if spec.target != LOCKSTEP:
+                                recorder.event("aborted")
+                                await make_safe(vehicle, event=recorder.event)
+                            raise
                     keep_plan(mission, vehicle, record_dir, recorder)
-                except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
-                    if spec.target != LOCKSTEP:
-                        recorder.event("aborted")
-                        await make_safe(vehicle, event=recorder.event)
-                    raise
                 finally:
                     telemetry.cancel()
                     await asyncio.gather(telemetry, return_exceptions=True)
@@ -186,10 +195,6 @@ def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) 
 
 def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navigation:
     """The trial's planner and onboard conditions, from its campaign entry; `remote`: on an onboard agent."""
-    from missions.faults import load_fault_profile
-    from onboard.planner import load_planner
-    from profiles.compute import load_compute_profile
-
     choice = planner_choice(spec.planner)
     return Navigation(load_planner(choice.spec) if choice.ros2 is None else None, spec.planner, sensor=choice.sensor,
                       rate_hz=spec.rate_hz,

@@ -52,3 +52,75 @@ def test_no_package_imports_a_higher_layer():
                     wrong.append(f"{path.relative_to(ROOT)}:{line}: {package} (layer {layer}) imports "
                                  f"{imported} (layer {layers[imported]})")
     assert not wrong, "imports against the flow of data:\n" + "\n".join(wrong)
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an import statement of `path` names when it runs, with `from M import N` also as M.N (N may
+    be a module); imports for type checkers only (`if TYPE_CHECKING:`) are left out."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for n in ast.walk(block)}
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def test_no_import_circle_between_the_files_of_a_package():
+    """A circle (hil.fly and hil.navigation imported each other, inside functions) means two files are one part.
+
+    Circles of type hints alone are not counted yet: px4.sim's Link names the mission and log protocols' per-link
+    state for its annotations, and they name Link (the shape of the built-in vehicle's MAVLink side is its own
+    piece of work)."""
+    files = {_module(p): p for package in _layers() for p in (ROOT / package).rglob("*.py")}
+    edges = {m: {n for n in _imported_modules(p) if n in files and n != m and n.split(".")[0] == m.split(".")[0]}
+             for m, p in files.items()}
+    circles, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            circles.append(" -> ".join(path[path.index(module):] + [module]))
+            return
+        if module in done:
+            return
+        for imported in sorted(edges[module]):
+            visit(imported, path + [module])
+        done.add(module)
+
+    for module in sorted(edges):
+        visit(module, [])
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+# Where an import may wait until a function runs: the command line's dispatch (a verb loads its part only
+# when it runs, so `hil --version` and `--help` answer at once), the pytest plugin (it costs a project
+# nothing until a HIL option, marker or fixture is used), and optional extras that may not be installed.
+DEFERRED_IMPORTS_IN = ("hil/commands/", "hil/cli.py", "hil/pytest_plugin/")
+OPTIONAL_EXTRAS = ("ray", "onboard.ros2", "rclpy", "cyclonedds")
+
+
+def test_imports_inside_functions_only_in_the_command_line_dispatch_the_pytest_plugin_or_for_extras():
+    deferred = []
+    for path in sorted((ROOT / "hil").rglob("*.py")):
+        if str(path.relative_to(ROOT)).startswith(DEFERRED_IMPORTS_IN):
+            continue
+        for function in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                    if not (module or "").startswith(OPTIONAL_EXTRAS):
+                        deferred.append(f"{path.relative_to(ROOT)}:{node.lineno}: {module} imported in {function.name}")
+    assert not deferred, "imports that belong at the top of their module:\n" + "\n".join(deferred)

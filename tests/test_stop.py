@@ -210,3 +210,29 @@ async def test_kill_9_mid_mission_the_builtin_vehicle_returns_by_itself_and_the_
 @pytest.mark.skipif(MAIN_BUILD is None, reason=NO_PX4)
 async def test_kill_9_mid_mission_px4_returns_by_itself_and_the_next_run_restores(tmp_path):
     await kill_mid_mission_then_fly_again(px4, tmp_path)
+
+
+async def test_sigterm_to_a_campaign_on_a_flight_controller_lands_it_and_says_what_is_left(tmp_path):
+    """`hil run` on hardware, stopped as a job scheduler stops it: its worker's trial brings the vehicle down by
+    the stop policy before the worker ends, and the campaign says how many trials are left."""
+    observer_port = free_udp_port()
+    async with builtin(observer_port) as (url, _):
+        with observer(observer_port) as client:
+            client.wait_armable(30.0)
+            before = {name: read_param(client, name) for name in ("NAV_DLL_ACT", "MIS_TAKEOFF_ALT")}
+            campaign = tmp_path / "bench.yaml"
+            campaign.write_text(f"name: bench\nrepeats: 2\nmissions: [{{mission: {MISSION}}}]\ntargets: [{url}]\n"
+                                "profiles: [default]\n")
+            run = subprocess.Popen([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(tmp_path / "out"),
+                                    "--arm", "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            flying = client.recv("LOCAL_POSITION_NED", 90.0, lambda m: -m.z > 2.0)
+            assert flying is not None, run.communicate(timeout=5)[0][-3000:] if run.poll() is not None else "no climb"
+            run.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 120
+            while run.poll() is None and time.monotonic() < deadline:
+                client.recv("NONE", 0.1)
+            out, _ = run.communicate(timeout=5)
+            assert run.returncode == 130, out[-3000:]
+            assert "stopped with 2 of 2 trials left" in out and "resumes with the rest" in out, out[-3000:]
+            assert_landed_and_restored(client, before, timeout=10.0)

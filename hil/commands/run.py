@@ -43,7 +43,7 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import load_campaign
-    from hil.executors import STOP, LocalPool, RayExecutor
+    from hil.executors import HARDWARE_STOP_GRACE_S, STOP, STOP_GRACE_S, LocalPool, RayExecutor
     from hil.runner import CAMPAIGN_FILE, run_campaign
     from records.atomic import WriteRefused
     from records.claim import DirectoryTaken
@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
               "may be a real aircraft.", file=sys.stderr)
         return 2
     workers = 1 if hardware else args.workers
-    executor = RayExecutor(args.address) if args.executor == "ray" else LocalPool(workers)
+    # A worker stopped mid-trial on hardware brings its vehicle down first (hil.stop), which takes minutes.
+    executor = RayExecutor(args.address) if args.executor == "ray" else \
+        LocalPool(workers, HARDWARE_STOP_GRACE_S if hardware else STOP_GRACE_S)
     # SIGTERM (e.g. from a job scheduler) stops the campaign as Ctrl-C does.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, STOP.handler)
@@ -80,14 +82,18 @@ def run(args: argparse.Namespace) -> int:
         return exit_codes.ERROR
     for error in summary.harness_errors[:5]:
         print(f"harness error: {error}", file=sys.stderr)
-    outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or "nothing to run"
-    print(f"{summary.ran} trials run in {summary.seconds:.1f} s ({outcomes}); {summary.skipped} already finished")
+    left = summary.total - summary.ran - summary.skipped
+    outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items())) or (
+        "none finished" if summary.interrupted else "nothing to run")
+    print(f"{summary.ran} trials run in {summary.seconds:.1f} s ({outcomes}); {summary.skipped} already finished"
+          + (f"; {left} left" if summary.interrupted else ""))
     print(f"results  {campaign_dir / 'results.parquet'} (and results.csv)")
     args.result = {"verb": "run", "campaign": campaign.name, "directory": str(campaign_dir), "trials": summary.total,
                    "ran": summary.ran, "skipped": summary.skipped, "outcomes": dict(summary.outcomes),
                    "harness_errors": summary.harness_errors, "seconds": summary.seconds,
                    "interrupted": summary.interrupted, "results": str(campaign_dir / "results.parquet")}
     if summary.interrupted:
-        print(f"stopped: finished trials are kept; `hil run {campaign_dir}` resumes", file=sys.stderr)
+        print(f"stopped with {left} of {summary.total} trials left: finished trials are kept; `hil run {campaign_dir}` "
+              "resumes with the rest", file=sys.stderr)
         return 130
     return 1 if summary.harness_errors else 0

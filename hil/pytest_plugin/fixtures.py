@@ -26,7 +26,7 @@ from hil.pytest_plugin.target import (
 )
 from hil.recording import record_telemetry
 from hil.safety import require_on_ground
-from hil.stop import make_safe
+from hil.stop import dead_mans_switch, make_safe
 from records.record import TrialRecorder
 
 
@@ -133,8 +133,10 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
 
 @contextlib.asynccontextmanager
 async def _params_changed(vehicle, params: dict, recorder: TrialRecorder):
+    """A flight controller the session did not start, for one test: its journal restored, the test's parameters
+    set, and its own data-link-loss failsafe armed in case the test run dies (hil.stop.dead_mans_switch)."""
     await keep_journal(vehicle, recorder)
-    async with vehicle.params_changed(params) as originals:
+    async with dead_mans_switch(vehicle, recorder.event), vehicle.params_changed(params) as originals:
         if params:
             recorder.event("params_set", params=dict(params), originals=originals)
         yield
