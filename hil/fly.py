@@ -6,7 +6,7 @@ plan, `BenchmarkMission.to_waypoint_mission()`), in one of two ways chosen by th
 - `mission`: upload with the MAVLink mission protocol and let the autopilot fly it;
 - `offboard`: take off, then stream position setpoints from here, waypoint by waypoint.
 
-While it flies, the judge (`hil.monitor.hazard`) watches the mission's airspace (altitude band,
+While it flies, the one judge (`hil.monitor.RouteJudge`) watches the mission's airspace (altitude band,
 geofences, no-fly zones) and its scene's obstacles: leaving the one or touching the other ends the
 flight as a failure naming the zone or the obstacle, and the vehicle lands. Stage labels
 (`missions.templates`) are recorded as `stage_started` / `stage_ended` events as they are flown.
@@ -27,7 +27,7 @@ import pandas as pd
 
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
-from hil.monitor import hazard
+from hil.monitor import RouteJudge
 from hil.navigation import apply_faults
 from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal
 from hil.preflight import run_checklist
@@ -119,7 +119,7 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     caller decides whether the target may be faulted).
     """
     stages = StageLog(recorder)
-    judge = RouteJudge(mission, vehicle_radius, recorder)
+    judge = RouteJudge(mission, vehicle_radius, recorder, vehicle.speed_factor)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
     watching = asyncio.create_task(judge.watch(vehicle))
     faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder))
@@ -132,7 +132,8 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     if not flight.cancelled():  # the flight ended first: its outcome (or its error), unless it was judged
         outcome, reason = flight.result()
         return judge.carried_on or (outcome, reason)
-    outcome, reason = watching.result()
+    verdict = watching.result()
+    outcome, reason = str(verdict.outcome), verdict.reason
     stages.close(completed=False)
     # Where the judge saw it: the vehicle flies on while the flight task unwinds (on a loaded machine
     # at --speed 4, metres).
@@ -141,76 +142,6 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     await vehicle.release()
     await land_and_wait(vehicle, recorder)
     return outcome, reason
-
-
-class RouteJudge:
-    """Watches a mission flight: where it is against the airspace and the scene, and for how long.
-
-    `elapsed_s` (vehicle time since arming) and `clearance_m` (to the nearest obstacle) are what the
-    fault schedule's triggers read, as they read the trial monitor's in a navigation flight.
-    `carried_on` is the first collision or breach the mission's termination let the flight go on after;
-    `judged_at` the state in which the flight was last judged.
-    """
-
-    def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder: TrialRecorder) -> None:
-        self.mission = mission
-        self.radius = vehicle_radius
-        self.recorder = recorder
-        self.scene = mission.scene.load() if mission.scene is not None else None
-        self.elapsed_s = 0.0
-        self.clearance_m = math.inf
-        self.carried_on: tuple[str, str] | None = None
-        self._stops = {"collision": mission.termination.stop_on_collision,
-                       "breach": mission.termination.stop_on_geofence}
-        self._t0_ns: int | None = None
-        # The altitude at which the vehicle has climbed into the band and its floor starts to hold: clear of
-        # the floor, as PX4 reports TAKING_OFF while its estimate still wanders a millimetre either side of
-        # the ground (a band from 0 m would otherwise be left at the first step).
-        air = mission.airspace
-        self._band_entry_alt = air.alt_min + min(BAND_ENTRY_M, (air.alt_max - air.alt_min) / 2)
-        self._in_band = False
-        self.judged_at: VehicleState | None = None
-
-    async def watch(self, vehicle: Vehicle) -> tuple[str, str]:
-        """Follow telemetry while armed until the vehicle leaves the airspace or touches the scene."""
-        scale = clock_scale(vehicle.speed_factor)
-        async for state in vehicle.telemetry():
-            found = self.judge(state, scale)
-            if found is not None:
-                return found
-        raise VehicleError("telemetry ended")
-
-    def judge(self, state: VehicleState, scale: float = 1.0) -> tuple[str, str] | None:
-        """One snapshot judged: the (outcome, reason) that ends the flight, or None to fly on. A finding the
-        mission's termination lets the flight go on after is recorded once per kind and kept in `carried_on`.
-        `scale` turns telemetry stamps into vehicle seconds."""
-        if not state.armed:
-            return None
-        self._t0_ns = state.t_ns if self._t0_ns is None else self._t0_ns
-        self.elapsed_s = (state.t_ns - self._t0_ns) / 1e9 * scale
-        position = np.array([state.north, state.east, state.down]) + self.mission.home_in_mission
-        if self.scene is not None:
-            self.clearance_m = float(self.scene.distance(position)[0])
-        # The altitude band's floor holds once the vehicle has climbed into the band, until it lands.
-        self._in_band = self._in_band or (state.in_air and state.altitude >= self._band_entry_alt)
-        floor = self._in_band and state.in_air and state.flight_mode not in LANDING_MODES
-        found = hazard(position, self.scene, self.mission.airspace, self.radius, floor=floor)
-        self.judged_at = state
-        if found is None:
-            return None
-        if self._stops[found[0]]:
-            return found
-        if self.carried_on is None or self.carried_on[0] != found[0]:  # each kind recorded once
-            self.recorder.event(found[0], reason=found[1], north=state.north, east=state.east,
-                                altitude=state.altitude, stopped=False)
-            self.carried_on = self.carried_on or found
-        return None
-
-
-# How far above the altitude band's floor the vehicle must climb before the floor holds (m).
-BAND_ENTRY_M = 0.5
-# Modes in which the vehicle is on its way down to the ground, below any altitude band's floor.
-LANDING_MODES = ("LAND", "RETURN_TO_LAUNCH")
 
 
 async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialRecorder,

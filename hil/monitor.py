@@ -1,97 +1,104 @@
-"""The trial monitor: watches telemetry against the scene and decides how a navigation trial ended.
+"""The one judge: watches telemetry and decides how a flight ended, from end conditions composed per flight.
 
-One monitor for every target (lockstep, built-in vehicle over MAVLink, PX4 SITL, hardware), fed by
-the same `Vehicle` telemetry and the same scene geometry (`missions.geometry.Scene.distance`), so
-outcomes are comparable across targets (DESIGN.md, "How data flows through one trial", step 5).
+One judge for every target (lockstep, built-in vehicle over MAVLink, PX4 SITL, hardware) and every kind of
+flight, fed by the same `Vehicle` telemetry and the same geometry (`missions.geometry.Scene.distance`), so
+outcomes are comparable across targets and across ways of flying. Like RotorPy's exit predicates, a flight
+is judged by a list of end conditions, checked in order on each snapshot; the first that holds decides:
 
-Outcomes, first one that holds wins:
-
-* collision: the vehicle's sphere (profile radius) touches an obstacle (FLYINGTRUST: any collision
-  is a failure; FlightBench: "without crashing");
-* breach: the vehicle left a mission's airspace (altitude band, geofences, no-fly zones);
-* failsafe: the vehicle left the navigation on its own (disarmed, landed, or switched to a
+* collision (`SceneContact`): the vehicle's sphere (profile radius) touches an obstacle (FLYINGTRUST: any
+  collision is a failure; FlightBench: "without crashing") — the one collision path;
+* breach (`AirspaceLimits`): the vehicle left a mission's airspace (altitude band, geofences, no-fly zones);
+  the band's floor holds once it has climbed into the band, until it lands;
+* failsafe (`LeftOnItsOwn`): the vehicle left the navigation on its own (disarmed, landed, or switched to a
   return/land mode nobody commanded);
-* success: within the rule's goal radius, and still there after the rule's hold time;
-* timeout: the rule's time budget (mission time since the start point) ran out;
-* onboard_lost: the companion computer running the planner (an onboard agent) stopped answering;
-  told to the monitor by the trial loop (`lost`), it stands over the failsafe the loss causes.
+* success (`GoalHeld`): within the rule's goal radius, and still there after the rule's hold time;
+* timeout (`TimeBudget`): the time budget (mission time since the start) ran out.
 
-The rule is a mission setting (`SuccessRule`), FLYINGTRUST's or FlightBench's. Times are vehicle
-time: telemetry stamps are scaled by the target's speed factor (a lockstep vehicle stamps in
-simulated time already).
+Every flight has the first two (scene and airspace, where it has them); a planner's navigation adds the
+other three (`TrialMonitor`); a route flown by the autopilot adds none, its flight deciding success when
+the mission is finished (`RouteJudge`). Besides: error and onboard_lost, told to the judge by the trial
+loop (`fail`, `lost`). Times are vehicle time: telemetry stamps are scaled by the target's speed factor (a
+lockstep vehicle stamps in simulated time already).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
 
 import numpy as np
 
-from bridges.vehicle import Vehicle, VehicleState
+from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.rules import SuccessRule
 from missions.geometry import Scene
-from missions.schema import Airspace
+from missions.schema import Airspace, BenchmarkMission
 from records.clock import clock_scale
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
 FAILSAFE_MODES = ("RETURN_TO_LAUNCH", "LAND")
+# Modes in which the vehicle is on its way down to the ground, below any altitude band's floor.
+LANDING_MODES = FAILSAFE_MODES
+# How far above the altitude band's floor the vehicle must climb before the floor holds (m): PX4 reports
+# TAKING_OFF while its estimate still wanders a millimetre either side of the ground, and a band from 0 m
+# would otherwise be left at the first step.
+BAND_ENTRY_M = 0.5
+
+
+class Outcome(str, Enum):
+    """How a trial ended; a str, so records and summaries keep plain strings."""
+
+    SUCCESS = "success"
+    COLLISION = "collision"
+    BREACH = "breach"
+    FAILSAFE = "failsafe"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    ONBOARD_LOST = "onboard_lost"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # a key like its string: {"success": ...}[Outcome.SUCCESS] finds it
 
 
 @dataclass(frozen=True)
 class Verdict:
     """How the trial ended and when (s of mission time)."""
 
-    outcome: str  # success | collision | breach | timeout | failsafe | error | onboard_lost
+    outcome: Outcome
     reason: str
     t_s: float
 
 
-def hazard(position: np.ndarray, scene: Scene | None, airspace: Airspace | None, vehicle_radius: float,
-           floor: bool = True) -> tuple[str, str] | None:
-    """What ends a flight at this position (mission frame, NED): ("collision" | "breach", reason), or None.
+@dataclass
+class Snapshot:
+    """One telemetry sample as the end conditions see it: mission time, and where in the mission's frame."""
 
-    `floor`: whether the airspace's lowest altitude applies (not while taking off or landing).
-    """
-    if scene is not None:
-        clearance = float(scene.distance(position)[0])
-        if clearance < vehicle_radius:
-            return "collision", (f"obstacle within {clearance:.2f} m of the centre (vehicle radius "
-                                 f"{vehicle_radius:.2f} m) at {_fmt(position)}")
-    if airspace is not None:
-        why = airspace.violation(position, floor=floor)
-        if why is not None:
-            return "breach", f"left the mission's airspace at {_fmt(position)}: expected {why}"
-    return None
+    state: VehicleState
+    t_s: float
+    position: np.ndarray  # NED, the scene's / mission's frame
+    where: list[float]  # the same, as a list (math.dist on three floats is ten times numpy's norm's speed)
 
 
-class TrialMonitor:
-    """Feed it telemetry with `update`; it returns a `Verdict` once the trial is decided.
+class EndCondition(Protocol):
+    """Looks at each snapshot; returns (outcome, reason) when the flight ends here, else None."""
 
-    `offset` maps the vehicle's local NED frame (origin at its home) into the scene frame; `goal` (scene
-    frame) is the scene's unless given; an `airspace` (a mission's) is enforced besides the scene.
-    """
+    def __call__(self, snapshot: Snapshot) -> tuple[Outcome, str] | None: ...
 
-    def __init__(self, scene: Scene, rule: SuccessRule, vehicle_radius: float, offset: np.ndarray,
-                 speed_factor: float = 1.0, goal: np.ndarray | None = None, airspace: Airspace | None = None) -> None:
+
+class SceneContact:
+    """collision: the vehicle's sphere touches an obstacle. Keeps the smallest gap seen and the last clearance."""
+
+    def __init__(self, scene: Scene, radius: float) -> None:
         self.scene = scene
-        self.goal = np.asarray(scene.goal if goal is None else goal, dtype=float)
-        self._goal = self.goal.tolist()  # for math.dist: numpy's norm of three numbers takes ten times as long
-        self.airspace = airspace
-        self.rule = rule
-        self.radius = vehicle_radius
-        self.offset = np.asarray(offset, dtype=float)
-        self._scale = clock_scale(speed_factor)
-        self._t0_ns: int | None = None
-        self._inside_since: float | None = None
-        self.verdict: Verdict | None = None
-        self.end_ns: int | None = None  # stamp of the last snapshot checked: the deciding one once decided
-        self.elapsed_s = 0.0  # mission time of the last snapshot checked
-        self._position: np.ndarray | None = None  # of the last snapshot checked
-        self._clearance: float | None = math.inf  # its obstacle distance; None: not computed yet
+        self.radius = radius
         self.min_clearance_m = math.inf  # smallest gap between the vehicle's sphere and an obstacle so far
-        self.goal_distance_m = math.nan  # goal distance of the last snapshot checked
+        self._position: np.ndarray | None = None
+        self._clearance: float | None = math.inf  # of the last snapshot; None: not computed yet
 
     @property
     def clearance_m(self) -> float:
@@ -100,10 +107,124 @@ class TrialMonitor:
             self._clearance = float(self.scene.distance(self._position)[0])
         return self._clearance
 
+    def __call__(self, snapshot: Snapshot) -> tuple[Outcome, str] | None:
+        self._position = snapshot.position
+        # The exact obstacle distance only where it could decide a collision or lower the smallest gap
+        # so far: elsewhere a table's lower bound proves it can do neither (a tenth of a trial's time
+        # at 100 Hz telemetry went to exact distances in open space).
+        floor = self.scene.distance_floor(snapshot.where)
+        if floor >= self.radius and floor - self.radius >= self.min_clearance_m:
+            self._clearance = None
+            return None
+        clearance = self._clearance = float(self.scene.distance(snapshot.position)[0])
+        self.min_clearance_m = min(self.min_clearance_m, clearance - self.radius)
+        if clearance < self.radius:
+            return Outcome.COLLISION, (f"obstacle within {clearance:.2f} m of the centre (vehicle radius "
+                                       f"{self.radius:.2f} m) at {_fmt(snapshot.position)}")
+        return None
+
+
+class AirspaceLimits:
+    """breach: the vehicle left the airspace. The band's floor holds once the vehicle has climbed BAND_ENTRY_M
+    (or half the band, if thinner) into it, until it lands or is on its way down."""
+
+    def __init__(self, airspace: Airspace) -> None:
+        self.airspace = airspace
+        self._entry_alt = airspace.alt_min + min(BAND_ENTRY_M, (airspace.alt_max - airspace.alt_min) / 2)
+        self._in_band = False
+
+    def __call__(self, snapshot: Snapshot) -> tuple[Outcome, str] | None:
+        s = snapshot.state
+        self._in_band = self._in_band or (s.in_air and -snapshot.position[2] >= self._entry_alt)
+        floor = self._in_band and s.in_air and s.flight_mode not in LANDING_MODES
+        why = self.airspace.violation(snapshot.position, floor=floor)
+        if why is None:
+            return None
+        return Outcome.BREACH, f"left the mission's airspace at {_fmt(snapshot.position)}: expected {why}"
+
+
+def left_on_its_own(snapshot: Snapshot) -> tuple[Outcome, str] | None:
+    """failsafe: disarmed, landed, or in a return/land mode nobody commanded during navigation."""
+    s = snapshot.state
+    if not s.armed or not s.in_air:
+        return Outcome.FAILSAFE, "the vehicle disarmed or landed during navigation"
+    if s.flight_mode in FAILSAFE_MODES:
+        return Outcome.FAILSAFE, f"the vehicle switched to {s.flight_mode} by itself"
+    return None
+
+
+class GoalHeld:
+    """success: within the rule's goal radius, and still there after its hold time. Keeps the goal distance."""
+
+    def __init__(self, goal: np.ndarray, rule: SuccessRule) -> None:
+        self.goal = goal.tolist()
+        self.rule = rule
+        self.distance_m = math.nan  # of the last snapshot checked
+        self._inside_since: float | None = None
+
+    def __call__(self, snapshot: Snapshot) -> tuple[Outcome, str] | None:
+        self.distance_m = math.dist(snapshot.where, self.goal)
+        if self.distance_m > self.rule.goal_radius:
+            self._inside_since = None
+            return None
+        if self._inside_since is None:
+            self._inside_since = snapshot.t_s
+        return (Outcome.SUCCESS, "") if snapshot.t_s - self._inside_since >= self.rule.hold_s else None
+
+
+class TimeBudget:
+    """timeout: the goal not reached and held within the budget; says how far from it the flight ended."""
+
+    def __init__(self, budget_s: float, goal: GoalHeld) -> None:
+        self.budget_s = budget_s
+        self.goal = goal
+
+    def __call__(self, snapshot: Snapshot) -> tuple[Outcome, str] | None:
+        if snapshot.t_s <= self.budget_s:
+            return None
+        return Outcome.TIMEOUT, (f"goal not reached and held within {self.budget_s:g} s (ended "
+                                 f"{self.goal.distance_m:.1f} m from it)")
+
+
+class Judge:
+    """Feed it telemetry with `update`; it returns a `Verdict` once an end condition decides.
+
+    `offset` maps the vehicle's local NED frame (origin at its home) into the scene's or mission's frame.
+    `conditions` are checked in order; `contact` (also among them) tells clearances, for the reports and the
+    fault schedule's triggers. Outcomes in `carry_on` are reported to `carried_on` (once per kind) instead
+    of deciding: a mission whose termination rule flies on after a collision or breach.
+    """
+
+    def __init__(self, conditions: Sequence[EndCondition], offset: np.ndarray, speed_factor: float = 1.0,
+                 contact: SceneContact | None = None, carry_on: frozenset[Outcome] = frozenset(),
+                 on_carried_on: Callable[[Outcome, str, VehicleState], None] = lambda outcome, reason, state: None):
+        self.conditions = tuple(conditions)
+        self.offset = np.asarray(offset, dtype=float)
+        self.contact = contact
+        self._scale = clock_scale(speed_factor)
+        self._carry_on = carry_on
+        self._on_carried_on = on_carried_on
+        self.carried_on: tuple[Outcome, str] | None = None  # the first finding flown on after
+        self._carried_kinds: set[Outcome] = set()
+        self._t0_ns: int | None = None
+        self.verdict: Verdict | None = None
+        self.end_ns: int | None = None  # stamp of the last snapshot checked: the deciding one once decided
+        self.elapsed_s = 0.0  # mission time of the last snapshot checked
+        self.judged_at: VehicleState | None = None  # the last snapshot checked
+
     @property
     def t0_ns(self) -> int | None:
         """Telemetry stamp at which the mission clock started."""
         return self._t0_ns
+
+    @property
+    def clearance_m(self) -> float:
+        """Obstacle distance (m) of the last snapshot checked; infinite without a scene."""
+        return self.contact.clearance_m if self.contact is not None else math.inf
+
+    @property
+    def min_clearance_m(self) -> float:
+        return self.contact.min_clearance_m if self.contact is not None else math.inf
 
     def start(self, state: VehicleState) -> None:
         """Start the mission clock (the vehicle is at the start point)."""
@@ -114,64 +235,101 @@ class TrialMonitor:
         if self.verdict is not None or self._t0_ns is None:
             return self.verdict
         t = (state.t_ns - self._t0_ns) / 1e9 * self._scale
-        self.end_ns = state.t_ns
+        self.end_ns, self.elapsed_s, self.judged_at = state.t_ns, t, state
         position = np.array([state.north, state.east, state.down]) + self.offset
-        where = position.tolist()
-        distance = math.dist(where, self._goal)
-        self.elapsed_s, self.goal_distance_m, self._position = t, distance, position
-        # The exact obstacle distance only where it could decide a collision or lower the smallest gap
-        # so far: elsewhere a table's lower bound proves it can do neither (a tenth of a trial's time
-        # at 100 Hz telemetry went to exact distances in open space).
-        floor = self.scene.distance_floor(where)
-        if floor >= self.radius and floor - self.radius >= self.min_clearance_m:
-            self._clearance = None
-        else:
-            clearance = self._clearance = float(self.scene.distance(position)[0])
-            self.min_clearance_m = min(self.min_clearance_m, clearance - self.radius)
-            if clearance < self.radius:
-                return self._decide("collision", f"obstacle within {clearance:.2f} m of the centre "
-                                                 f"(vehicle radius {self.radius:.2f} m) at {_fmt(position)}", t)
-        if self.airspace is not None:
-            found = hazard(position, None, self.airspace, self.radius)
-            if found is not None:
-                return self._decide(*found, t)
-        if not state.armed or not state.in_air:
-            return self._decide("failsafe", "the vehicle disarmed or landed during navigation", t)
-        if state.flight_mode in FAILSAFE_MODES:
-            return self._decide("failsafe", f"the vehicle switched to {state.flight_mode} by itself", t)
-        if distance <= self.rule.goal_radius:
-            if self._inside_since is None:
-                self._inside_since = t
-            if t - self._inside_since >= self.rule.hold_s:
-                return self._decide("success", "", t)
-        else:
-            self._inside_since = None
-        if t > self.rule.time_budget_s:
-            return self._decide("timeout", f"goal not reached and held within {self.rule.time_budget_s:g} s "
-                                           f"(ended {distance:.1f} m from it)", t)
+        snapshot = Snapshot(state, t, position, position.tolist())
+        for condition in self.conditions:
+            found = condition(snapshot)
+            if found is None:
+                continue
+            if found[0] not in self._carry_on:
+                return self._decide(found[0], found[1], t)
+            if found[0] not in self._carried_kinds:
+                self._carried_kinds.add(found[0])
+                self.carried_on = self.carried_on or found
+                self._on_carried_on(found[0], found[1], state)
         return None
 
     def fail(self, reason: str, t_s: float = math.nan) -> Verdict:
         """End the trial as an error (the planner or the link broke), unless it was decided already."""
-        return self.verdict or self._decide("error", reason, t_s)
+        return self.verdict or self._decide(Outcome.ERROR, reason, t_s)
 
     def lost(self, reason: str) -> Verdict:
         """End the trial as onboard_lost (the companion computer running the planner stopped answering).
         It stands over a failsafe or error already decided: the vehicle's offboard-loss failsafe is the loss."""
-        if self.verdict is None or self.verdict.outcome in ("failsafe", "error"):
-            return self._decide("onboard_lost", reason, self.elapsed_s if self._t0_ns is not None else math.nan)
+        if self.verdict is None or self.verdict.outcome in (Outcome.FAILSAFE, Outcome.ERROR):
+            return self._decide(Outcome.ONBOARD_LOST, reason, self.elapsed_s if self._t0_ns is not None else math.nan)
         return self.verdict
 
-    async def watch(self, vehicle: Vehicle, stop: asyncio.Event) -> Verdict:
-        """Check every snapshot until decided, then set `stop` so the planner ends."""
+    async def watch(self, vehicle: Vehicle, stop: asyncio.Event | None = None) -> Verdict:
+        """Check every snapshot until decided, then set `stop` (if given) so the planner ends."""
         try:
             await vehicle.each_snapshot(lambda state: self.update(state) is not None)
         finally:
-            stop.set()
+            if stop is not None:
+                stop.set()
         return self.verdict
 
-    def _decide(self, outcome: str, reason: str, t_s: float) -> Verdict:
+    def _decide(self, outcome: Outcome, reason: str, t_s: float) -> Verdict:
         self.verdict = Verdict(outcome, reason, t_s)
+        return self.verdict
+
+
+class TrialMonitor(Judge):
+    """The judge of a planner's navigation: the scene, the airspace (a mission's), then failsafe, goal held
+    and time budget, from the start point on (`start`). `goal` (scene frame) is the scene's unless given."""
+
+    def __init__(self, scene: Scene, rule: SuccessRule, vehicle_radius: float, offset: np.ndarray,
+                 speed_factor: float = 1.0, goal: np.ndarray | None = None, airspace: Airspace | None = None) -> None:
+        self.scene = scene
+        self.rule = rule
+        self.radius = vehicle_radius
+        self.goal = np.asarray(scene.goal if goal is None else goal, dtype=float)
+        contact = SceneContact(scene, vehicle_radius)
+        self._goal_held = GoalHeld(self.goal, rule)
+        conditions = [contact, *([AirspaceLimits(airspace)] if airspace is not None else []), left_on_its_own,
+                      self._goal_held, TimeBudget(rule.time_budget_s, self._goal_held)]
+        super().__init__(conditions, offset, speed_factor, contact=contact)
+
+    @property
+    def goal_distance_m(self) -> float:
+        """Goal distance of the last snapshot checked."""
+        return self._goal_held.distance_m
+
+
+class RouteJudge(Judge):
+    """The judge of a route the autopilot flies (`hil.fly`): its scene and its airspace, from arming on; the
+    flight itself decides success (the mission finished). A collision or breach the mission's termination
+    lets the flight go on after is recorded once per kind (`recorder`) and kept in `carried_on`."""
+
+    def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder, speed_factor: float = 1.0):
+        scene = mission.scene.load() if mission.scene is not None else None
+        contact = SceneContact(scene, vehicle_radius) if scene is not None else None
+        carry_on = frozenset(outcome for outcome, stops in ((Outcome.COLLISION, mission.termination.stop_on_collision),
+                                                            (Outcome.BREACH, mission.termination.stop_on_geofence))
+                             if not stops)
+
+        def record(outcome: Outcome, reason: str, state: VehicleState) -> None:
+            recorder.event(str(outcome), reason=reason, north=state.north, east=state.east, altitude=state.altitude,
+                           stopped=False)
+
+        super().__init__([*([contact] if contact is not None else []), AirspaceLimits(mission.airspace)],
+                         mission.home_in_mission, speed_factor, contact=contact, carry_on=carry_on,
+                         on_carried_on=record)
+
+    def judge(self, state: VehicleState) -> Verdict | None:
+        """One snapshot judged; the clock starts at the first armed one, and nothing is judged disarmed."""
+        if not state.armed:
+            return None
+        if self.t0_ns is None:
+            self.start(state)
+        return self.update(state)
+
+    async def watch(self, vehicle: Vehicle, stop: asyncio.Event | None = None) -> Verdict:
+        """Judge every snapshot until a finding ends the flight."""
+        await vehicle.each_snapshot(lambda state: self.judge(state) is not None)
+        if self.verdict is None:
+            raise VehicleError("telemetry ended")
         return self.verdict
 
 

@@ -286,7 +286,7 @@ PX4_TAKEOFF_DOWN_M = [(-0.001038, False), (-0.000458, False), (-0.000031, True),
 
 def test_a_band_from_the_ground_is_not_left_by_px4s_takeoff_and_its_floor_holds_once_climbed(tmp_path):
     from bridges.vehicle import VehicleState
-    from hil.fly import RouteJudge
+    from hil.monitor import RouteJudge
     from missions.schema import load_benchmark_mission
     from records.record import TrialRecorder
 
@@ -298,14 +298,17 @@ def test_a_band_from_the_ground_is_not_left_by_px4s_takeoff_and_its_floor_holds_
                             True, in_air, mode, "IN_AIR" if in_air else "ON_GROUND", 100.0)
 
     with TrialRecorder(tmp_path / "rec", config={}, target="test") as recorder:
-        judge = RouteJudge(mission, 0.2, recorder)
-        takeoff = [judge.judge(state(t, down, in_air)) for t, (down, in_air) in enumerate(PX4_TAKEOFF_DOWN_M)]
-        assert takeoff == [None] * len(PX4_TAKEOFF_DOWN_M)
-        assert judge.judge(state(20, -5.0)) is None
+        def climbed() -> RouteJudge:
+            judge = RouteJudge(mission, 0.2, recorder)
+            takeoff = [judge.judge(state(t, down, in_air)) for t, (down, in_air) in enumerate(PX4_TAKEOFF_DOWN_M)]
+            assert takeoff == [None] * len(PX4_TAKEOFF_DOWN_M)
+            assert judge.judge(state(20, -5.0)) is None
+            return judge
+
         # Climbed into the band, the floor holds: in the air below home (a fall into a pit) is a breach...
-        assert judge.judge(state(30, 0.3))[0] == "breach"
+        assert climbed().judge(state(30, 0.3)).outcome == "breach"
         # ...but not while landing, the vehicle on its way down through the floor.
-        assert judge.judge(state(31, 0.3, mode="LAND")) is None
+        assert climbed().judge(state(31, 0.3, mode="LAND")) is None
 
 
 @needs_px4
