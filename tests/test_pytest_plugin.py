@@ -174,3 +174,44 @@ def test_a_broken_lab_file_names_the_file_and_field(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "lab.yaml: targets.desk.arm: expected true or false" in err and "targets.desk.colour" in err
+
+
+def test_a_lab_target_misspelt_is_one_usage_error_before_any_test(pytester):
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.5"))
+    pytester.makefile(".yaml", lab=LAB)
+    result = pytester.runpytest_subprocess("--hil-env", "lab.yaml", "--hil-target", "dsek")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "lab.yaml: no target 'dsek' (did you mean desk? the lab's targets: desk, board" in result.stderr.str()
+    assert "test_hover" not in result.stdout.str()
+
+
+# A project that has nothing to do with HIL, in an environment where quad-hil is installed.
+UNRELATED_CONFTEST = '''
+import sys
+
+def pytest_sessionfinish(session):
+    with open("imported.txt", "w") as f:
+        f.write(" ".join(m for m in ("pandas", "numpy", "mavsdk", "records", "targets") if m in sys.modules))
+'''
+
+
+def test_an_unrelated_project_imports_nothing_of_the_harness(pytester):
+    """The plugin loads in every pytest run where quad-hil is installed: a project that never asks for a HIL
+    option, marker or fixture must not pay for pandas, numpy or MAVSDK (about half a second a run)."""
+    pytester.makeconftest(UNRELATED_CONFTEST)
+    pytester.makepyfile(test_sum="def test_sum():\n    assert sum([1, 2]) == 3\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    assert "quad-hil" in result.stdout.str(), "the plugin is loaded (the header lists it)"
+    assert (pytester.path / "imported.txt").read_text() == ""
+
+
+def test_an_unrelated_project_gets_no_warning_and_keeps_its_own_loop_scope(pytester):
+    """pytest-asyncio, installed with the plugin, warns when asyncio_default_fixture_loop_scope is unset."""
+    pytester.makepyfile(test_sum="def test_sum():\n    assert sum([1, 2]) == 3\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert "PytestDeprecationWarning" not in output and "is unset" not in output, output
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = session\n")
+    assert "asyncio_default_fixture_loop_scope=session" in pytester.runpytest_subprocess().stdout.str()

@@ -18,7 +18,8 @@ its parameters restored and its faults cleared. Mark tests with `@pytest.mark.hi
 a link profile and vehicle parameters. All durations in these fixtures are vehicle time.
 """
 
-from hil.pytest_plugin.config import HilConfig, pytest_addoption, pytest_configure, target_kind
+from hil.pytest_plugin.config import (HilConfig, pytest_addoption, pytest_configure, pytest_load_initial_conftests,
+                                      target_kind)
 from hil.pytest_plugin.fixtures import (hil_bench, hil_config, hil_expect, hil_faults, hil_link, hil_mission,
                                         hil_navigation, hil_profile, hil_recorder, hil_repeat, hil_target, hil_vehicle)
 from hil.pytest_plugin.hooks import (pytest_generate_tests, pytest_pycollect_makeitem, pytest_runtest_makereport,
@@ -27,6 +28,5 @@ from hil.pytest_plugin.target import LinkUnderTest
 
 __all__ = ["HilConfig", "LinkUnderTest", "hil_bench", "hil_config", "hil_expect", "hil_faults", "hil_link", "hil_mission",
            "hil_navigation", "hil_profile", "hil_recorder", "hil_repeat", "hil_target", "hil_vehicle", "pytest_addoption",
-           "pytest_configure", "pytest_generate_tests", "pytest_pycollect_makeitem", "pytest_runtest_makereport",
-           "pytest_terminal_summary",
-           "target_kind"]
+           "pytest_configure", "pytest_generate_tests", "pytest_load_initial_conftests", "pytest_pycollect_makeitem",
+           "pytest_runtest_makereport", "pytest_terminal_summary", "target_kind"]

@@ -1,4 +1,9 @@
-"""The plugin's command-line options and ini settings, read once per session into a `HilConfig`."""
+"""The plugin's command-line options and ini settings, read once per session into a `HilConfig`.
+
+pytest imports this in every run of every project where quad-hil is installed, so at the top it
+imports what registering options needs and no more; the lab file and the target names are read only
+when a HIL option asks for them.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from config.errors import ConfigError
-from hil.pytest_plugin.lab import ENV_VAR, Lab, LabTarget, load_lab
+if TYPE_CHECKING:
+    from hil.pytest_plugin.lab import Lab, LabTarget
+
+ENV_VAR = "HIL_ENV"  # the lab file when --hil-env is not given
 
 
 def target_kind(target: str) -> str:
@@ -38,6 +46,8 @@ class HilConfig:
 
     def entry(self, name: str) -> LabTarget:
         """The lab's target of that name, else the name as a target with the command line's options."""
+        from hil.pytest_plugin.lab import LabTarget
+
         if self.lab is not None and name in self.lab.targets:
             return self.lab.targets[name]
         return LabTarget(name)
@@ -73,19 +83,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("hil_targets", "targets every HIL test runs on, space-separated", default="sim")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> None:
+    """pytest-asyncio (installed with the plugin: its fixtures are async) warns in every run of a project that
+    leaves asyncio_default_fixture_loop_scope unset. Its value "fixture-scope" is what the unset option does, so
+    it becomes the default: the warning goes, no fixture's loop changes, and a project's own setting still wins."""
+    if early_config.pluginmanager.has_plugin("asyncio"):
+        parser.addini("asyncio_default_fixture_loop_scope", "default scope of the asyncio event loop used to "
+                      "execute async fixtures (default with quad-hil: fixture-scope)", default="fixture-scope")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "hil(targets=None, profiles=None, link=None, params=None): a hardware-in-the-"
                                        "loop test; runs only on the listed target kinds, once per listed profile, "
                                        "through a link profile, with vehicle parameters set (simulators)")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     speed = config.getoption("--hil-speed") or float(config.getini("hil_speed"))
-    lab = None
-    if config.getoption("--hil-env"):
-        try:
-            lab = load_lab(config.getoption("--hil-env"))
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    lab = _lab(config.getoption("--hil-env")) if config.getoption("--hil-env") else None
     targets = config.getoption("--hil-target") or list(lab.default if lab else ()) or config.getini("hil_targets").split()
+    if lab is not None or config.getoption("--hil-target"):
+        _check_targets(targets, lab)
     onboard = config.getoption("--hil-onboard")
     if onboard is not None:
         _check_onboard(onboard, [lab.targets[t].target if lab and t in lab.targets else t for t in targets])
@@ -97,6 +114,38 @@ def pytest_configure(config: pytest.Config) -> None:
         speed=speed, arm=config.getoption("--hil-arm"),
         allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
         physics=config.getoption("--hil-physics"), lab=lab, onboard=onboard)
+
+
+def _lab(path: str) -> Lab:
+    from config.errors import ConfigError
+    from hil.pytest_plugin.lab import load_lab
+
+    try:
+        return load_lab(path)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _check_targets(targets: list[str], lab: Lab | None) -> None:
+    """A target name that is neither the lab's nor one the harness knows is a typo: said once, before any
+    test runs (each test would otherwise fail on it with the same error)."""
+    import difflib
+
+    from targets.spec import TargetSpec
+
+    for name in targets:
+        if lab is not None and name in lab.targets:
+            continue
+        try:
+            TargetSpec.parse(name)
+        except ValueError as exc:
+            if lab is None:
+                raise pytest.UsageError(f"--hil-target: {exc}") from None
+            close = difflib.get_close_matches(name, list(lab.targets), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise pytest.UsageError(f"{lab.source}: no target {name!r} ({hint}the lab's targets: "
+                                    f"{', '.join(lab.targets)}; or sim, lockstep, px4-sitl[:N], a connection string)"
+                                    ) from None
 
 
 def _check_onboard(entry: str, targets: list[str]) -> None:

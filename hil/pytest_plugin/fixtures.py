@@ -1,5 +1,9 @@
 """The fixtures a HIL test asks for: its target, profile and repetition; a connected vehicle whose
-telemetry goes into the test's trial record; the recorder, the link, metrics, missions and faults."""
+telemetry goes into the test's trial record; the recorder, the link, metrics, missions and faults.
+
+pytest imports this module in every run where quad-hil is installed, to know the fixtures' names: what
+flies (records, targets, MAVSDK, pandas) is imported by the fixture that needs it, when a test asks for it.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +13,18 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
 
 from hil import version as harness_version
-from hil.param_journal import keep_journal
 from hil.pytest_plugin.bench import BenchConnections
 from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
-from hil.pytest_plugin.target import (
-    LINK,
-    ONBOARD,
-    SIMULATOR,
-    LinkUnderTest,
-    bring_up,
-)
-from hil.recording import record_telemetry
-from hil.safety import require_on_ground
-from hil.stop import dead_mans_switch, make_safe
-from records.record import TrialRecorder
+from hil.pytest_plugin.target import LINK, ONBOARD, SIMULATOR, LinkUnderTest
+
+if TYPE_CHECKING:
+    from records.record import TrialRecorder
 
 
 @pytest.fixture
@@ -79,6 +76,12 @@ def hil_bench() -> BenchConnections:
 async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil_target: str, hil_profile: str,
                       hil_repeat: int, hil_bench: BenchConnections):
     """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
+    from hil.pytest_plugin.target import bring_up
+    from hil.recording import record_telemetry
+    from hil.safety import require_on_ground
+    from hil.stop import make_safe
+    from records.record import TrialRecorder
+
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
     targets = opts.get("targets")
@@ -135,6 +138,9 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
 async def _params_changed(vehicle, params: dict, recorder: TrialRecorder):
     """A flight controller the session did not start, for one test: its journal restored, the test's parameters
     set, and its own data-link-loss failsafe armed in case the test run dies (hil.stop.dead_mans_switch)."""
+    from hil.param_journal import keep_journal
+    from hil.stop import dead_mans_switch
+
     await keep_journal(vehicle, recorder)
     async with dead_mans_switch(vehicle, recorder.event), vehicle.params_changed(params) as originals:
         if params:

@@ -26,8 +26,6 @@ from config.errors import ConfigError
 from config.fields import Problems, choice, flag, number, read_fields, text
 from config.loading import load_yaml
 
-ENV_VAR = "HIL_ENV"
-
 
 @dataclass(frozen=True)
 class LabTarget:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import pytest
 
 from hil.pytest_plugin.bench import BenchConnections
 from hil.pytest_plugin.config import HilConfig
-from hil.pytest_plugin.lab import LabTarget
+
+if TYPE_CHECKING:  # the lab file is read only when --hil-env names one
+    from hil.pytest_plugin.lab import LabTarget
 
 
 @dataclass
