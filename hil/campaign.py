@@ -27,6 +27,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
+    gates: [collision, success<0.8]      # what makes `hil run` exit 1, judged on the results (reports.gates)
 
 A scene entry is a navigation task for the planners: each planner flies from the scene's start to its
 goal. A mission entry (a mission file, or a suite's mission files, with `seeds` replacing the scene's)
@@ -76,6 +77,7 @@ from profiles.library import library_profiles, load_vehicle_profile
 from profiles.link import load_link_profile
 from profiles.vehicle import ProfileError
 from px4.sih import sitl_params
+from reports.gates import Gate, parse_gate
 from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
 
 NONE = "none"
@@ -178,6 +180,7 @@ class Campaign:
     source: str
     physics: str = "default"
     onboards: tuple[str, ...] = (LOCAL,)
+    gates: tuple[Gate, ...] = ()
 
     def trials(self) -> list[TrialSpec]:
         """The cross-join, scene-major, with a stable id and seed per trial."""
@@ -234,7 +237,7 @@ _FIELDS: dict[str, Field] = {
     "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
     "physics": choice(("default", "harness"), required=False, default="default"),
 }
-_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes", "onboards")
+_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes", "onboards", "gates")
 
 
 def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
@@ -252,6 +255,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     planners = _planners(data.get("planners", ["straight"]), problems)
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
+    gates = _gates(data.get("gates", []), problems)
     _check_boards_can_connect(onboards, [t for t in targets if not _target_problem(t)], values.get("physics"),
                               problems)
     if any(is_ros2(p) for p in planners):
@@ -270,7 +274,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
                         computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source,
-                        physics=values["physics"], onboards=onboards)
+                        physics=values["physics"], onboards=onboards, gates=gates)
     raise ConfigError(problems.lines)
 
 
@@ -455,6 +459,19 @@ def _planners(entries: Any, problems: Problems) -> tuple[str, ...]:
         else:
             problems.invalid(path, _PLANNER_EXPECTED, entry)
     return tuple(dict.fromkeys(names))
+
+
+def _gates(entries: Any, problems: Problems) -> tuple[Gate, ...]:
+    if not isinstance(entries, list):
+        problems.invalid("gates", "a list of gates (e.g. [collision, success<0.8])", entries)
+        return ()
+    gates = []
+    for index, entry in enumerate(entries):
+        try:
+            gates.append(parse_gate(entry))
+        except ValueError as exc:
+            problems.add(f"gates[{index}]", str(exc))
+    return tuple(gates)
 
 
 def _check_boards_can_connect(onboards: tuple[str, ...], targets: list[str], physics: str | None,

@@ -47,8 +47,24 @@ aircraft, and nothing arms without --arm.
 """
 
 
+class UsageError(Exception):
+    """A command line that cannot run (exit 2): `message` is the one line that says why, `usage` what argparse
+    prints before it ("" for the did-you-means, which say all that is needed)."""
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, raising its errors instead of printing them and exiting, so that --json can carry them too."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hil", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Hardware-in-the-loop harness for quadrotor navigation: fly missions on the built-in "
                     "PX4-compatible vehicle, PX4 SITL or a real PX4, and record every trial.",
@@ -84,26 +100,83 @@ def _unknown_verb(argv: list[str], parser: argparse.ArgumentParser) -> str | Non
             + f" (verbs: {', '.join(verbs)}; hil --help teaches them)")
 
 
+def _unknown_option(extra: list[str], parser: argparse.ArgumentParser) -> str:
+    """What is wrong with the words a verb did not take, with a did-you-mean for a mistyped option (argparse
+    would name the words under the top-level usage)."""
+    word = next((w for w in extra if w.startswith("-")), None)
+    if word is None:
+        return f"{parser.prog}: unexpected argument {extra[0]!r} ({parser.prog} --help says what it takes)"
+    name = word.split("=", 1)[0]
+    close = difflib.get_close_matches(name, [o for a in parser._actions for o in a.option_strings], n=1)
+    return f"{parser.prog}: unknown option {name}" + (
+        f"; did you mean {close[0]}?" if close else f" ({parser.prog} --help lists the options)")
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the verb the command line chose, or of its action (`hil mission check`)."""
+    while True:
+        verbs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if verbs is None:
+            return parser
+        parser = verbs.choices[getattr(args, verbs.dest)]
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    unknown = _unknown_verb(argv, parser)
+    if unknown:
+        raise UsageError(unknown)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        raise UsageError(_unknown_option(extra, _chosen_parser(parser, args)))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    unknown = _unknown_verb(argv, parser)
-    if unknown:
-        print(unknown, file=sys.stderr)
+    try:
+        args = _parse(parser, argv)
+    except UsageError as exc:
+        print(exc.usage + str(exc), file=sys.stderr)
+        if "--json" in argv:  # what was asked for, although the line did not parse
+            print(json.dumps({"exit_code": exit_codes.USAGE, "error": str(exc)}))
         return exit_codes.USAGE
-    args = parser.parse_args(argv)
     args.verbose += getattr(args, "verbose_after", 0)
     logging.basicConfig(level={0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "json", False):
+        return _run_verb(args)
+    # For scripts: stdout holds one JSON object (what the verb put in args.result, its exit code, and the
+    # reason it gave when it failed); everything a person would read goes to stderr.
+    said = _ErrorsSaid(sys.stderr, f"hil {args.verb}: ")
+    with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(said):
+        code = _run_verb(args)
+    result = {**getattr(args, "result", {}), "exit_code": code}
+    if code != exit_codes.OK and said.errors:
+        result["error"] = "\n".join(said.errors)
+    print(json.dumps(_json_safe(result), default=str))
+    return code
+
+
+class _ErrorsSaid:
+    """stderr, keeping the errors a verb reports on it. Every verb says an error in one print of
+    `hil VERB: ...` (a warning as `hil VERB: warning: ...`), which reaches here as one write."""
+
+    def __init__(self, stream, prefix: str) -> None:
+        self.stream, self.prefix, self.errors = stream, prefix, []
+
+    def write(self, text: str) -> int:
+        if text.startswith(self.prefix) and not text.startswith(self.prefix + "warning:"):
+            self.errors.append(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str):  # flush, fileno, isatty...: the stream's own
+        return getattr(self.stream, name)
+
+
+def _run_verb(args: argparse.Namespace) -> int:
     try:
-        if not getattr(args, "json", False):
-            return args.func(args)
-        # For scripts: stdout holds one JSON object (what the verb put in args.result, and its exit
-        # code); everything a person would read goes to stderr.
-        with contextlib.redirect_stdout(sys.stderr):
-            code = args.func(args)
-        print(json.dumps(_json_safe({**getattr(args, "result", {}), "exit_code": code}), default=str))
-        return code
+        return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C before a verb's own handling (connecting, starting PX4...)
         print(f"hil {args.verb}: interrupted", file=sys.stderr)
         return exit_codes.INTERRUPTED

@@ -228,3 +228,30 @@ def test_bash_completion_knows_verbs_options_and_packaged_names(tmp_path):
     assert complete("fl") == ["fly"]
     assert complete("run", "de") == ["demo", "demo-px4"]
     assert "--target" in complete("fly", "--ta") and "demo_square" in complete("fly", "demo")
+
+
+def test_a_mistyped_option_gets_a_did_you_mean_from_its_verb():
+    cases = (["fly", "x.yaml", "--tagret", "lockstep"], ["mission", "check", "demo_square", "--jsn"],
+             ["report", "runs/demo", "--fail-onn=collision"], ["fly", "x.yaml", "--zzzzzz"])
+    fly, check, report, unknown = hil_each(*cases, timeout=30)
+    assert fly.returncode == 2 and fly.stderr == "hil fly: unknown option --tagret; did you mean --target?\n"
+    assert check.returncode == 2 and "hil mission check: unknown option --jsn; did you mean --json?" in check.stderr
+    assert report.returncode == 2 and "hil report: unknown option --fail-onn; did you mean --fail-on?" in report.stderr
+    assert unknown.returncode == 2 and "hil fly: unknown option --zzzzzz (hil fly --help lists" in unknown.stderr
+
+
+def test_json_errors_carry_their_reason_and_mission_check_speaks_json(tmp_path):
+    checked, missing, typo, bad_value = hil_each(
+        ["mission", "check", "demo_square", "missions/examples/benchmark/field_survey.yaml", "--json"],
+        ["run", str(tmp_path / "nosuch.yaml"), "--json"], ["fly", "demo_square", "--tagret", "lockstep", "--json"],
+        ["run", "demo", "--workers", "0", "--json"], timeout=30)
+    result = json.loads(checked.stdout)  # one object: the summaries went to stderr
+    assert checked.returncode == result["exit_code"] == 0 and "demo-square: multi_waypoint" in checked.stderr
+    square, survey = result["missions"]
+    assert square["valid"] and square["route_points"] == 5 and square["length_m"] == 45.0
+    assert survey["valid"] and survey["geofence"] == ["polygon"] and survey["stages"][0] == "transit"
+    for answered, reason in ((missing, f"hil run: {tmp_path / 'nosuch.yaml'}: expected a readable campaign file"),
+                             (typo, "hil fly: unknown option --tagret; did you mean --target?"),
+                             (bad_value, "argument --workers: expected an integer from 1 to 256")):
+        answer = json.loads(answered.stdout)
+        assert answered.returncode == answer["exit_code"] == 2 and reason in answer["error"], answered.stdout

@@ -50,3 +50,11 @@ def percent(text: str) -> float:
     if not 0.0 <= value <= 100.0:
         raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
     return value
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    """--json, which hil.cli carries out for every verb that offers it."""
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout (the outcome, the figures, where things were written, "
+                             "the exit code, and on an error its reason as 'error'); the human-readable lines go "
+                             "to stderr")

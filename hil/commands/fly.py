@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from hil.commands.args import param_assignment, percent, positive_float
+from hil.commands.args import add_json, param_assignment, percent, positive_float
 from hil.exit_codes import ERROR, INTERRUPTED, for_outcome
 
 
@@ -89,7 +89,7 @@ def add_parser(verbs) -> None:
                              "default: the vehicle's own, PX4's default is 10)")
     parser.add_argument("--arm", action="store_true",
                      help="allow arming a target that is not the built-in vehicle (a real aircraft may fly!)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 

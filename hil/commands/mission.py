@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hil.commands.args import add_json
+
 # PX4 SITL's default home (PX4_HOME_LAT / PX4_HOME_LON / PX4_HOME_ALT): where a mission planned in local
 # metres is placed when neither the file nor --home gives one.
 PX4_SITL_HOME = (47.397742, 8.545594, 488.0)
@@ -24,11 +26,13 @@ def add_parser(verbs) -> None:
         epilog="examples:\n"
                "  hil mission check missions/examples/benchmark/*.yaml\n"
                "  hil mission check field.plan\n"
+               "  hil mission check missions/examples/*.yaml --json   # one JSON object: each file's figures or error\n"
                "  hil mission export missions/examples/benchmark/field_survey.yaml --out survey.plan\n"
                "  hil mission export demo_square --out square.plan --home 47.3977,8.5456,488")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="validate mission files and print what each one flies")
     check.add_argument("files", nargs="+", help="mission files or packaged mission names")
+    add_json(check)
     check.set_defaults(func=run_check)
     export = actions.add_parser("export", help="write a mission as a QGroundControl .plan")
     export.add_argument("file", help="mission file or packaged mission name")
@@ -52,25 +56,37 @@ def _home(text: str):
     return GeoOrigin(lat, lon, alt)
 
 
-def describe(mission) -> str:
-    """What a mission flies, in a few lines."""
+def facts(mission) -> dict:
+    """What a mission flies, as figures (`hil mission check` prints them, and --json gives them)."""
     from missions.geometry import polyline_length
 
-    air = mission.airspace
-    zones = len(air.no_fly) + len(air.no_fly_polygons)
-    fences = " and ".join(name for name, on in (("polygon", air.geofence is not None),
-                                                ("circle", air.geofence_circle is not None)) if on) or "none"
-    lines = [f"{mission.name}: {mission.type}, flown {mission.mode}, {len(mission.route)} route points, "
-             f"{polyline_length(mission.reference_path()):.1f} m, budget {mission.time_budget:g} s at "
-             f"{mission.speed_cap:g} m/s",
-             f"  stages    {', '.join(mission.stages)}",
-             f"  airspace  {air.alt_min:g}-{air.alt_max:g} m, geofence {fences}, {zones} no-fly zone(s)",
-             f"  scene     {mission.scene.generator or mission.scene.file}:{mission.scene.seed}"
-             if mission.scene is not None else "  scene     none (open air)"]
-    if mission.faults or mission.comms_loss:
-        lines.append(f"  faults    {len(mission.faults)}, comms-loss windows {len(mission.comms_loss)}")
-    if mission.home is not None:
-        lines.append(f"  home      {mission.home.lat_deg:.7f}, {mission.home.lon_deg:.7f}, {mission.home.alt_m:g} m")
+    air, scene, home = mission.airspace, mission.scene, mission.home
+    return {"name": mission.name, "type": mission.type, "mode": mission.mode, "route_points": len(mission.route),
+            "length_m": polyline_length(mission.reference_path()), "time_budget_s": mission.time_budget,
+            "speed_cap_m_s": mission.speed_cap, "stages": list(mission.stages),
+            "altitude_band_m": [air.alt_min, air.alt_max],
+            "geofence": [name for name, on in (("polygon", air.geofence is not None),
+                                               ("circle", air.geofence_circle is not None)) if on],
+            "no_fly_zones": len(air.no_fly) + len(air.no_fly_polygons),
+            "scene": f"{scene.generator or scene.file}:{scene.seed}" if scene is not None else None,
+            "faults": len(mission.faults), "comms_loss_windows": len(mission.comms_loss),
+            "home": [home.lat_deg, home.lon_deg, home.alt_m] if home is not None else None}
+
+
+def describe(mission: dict) -> str:
+    """What a mission flies (its `facts`), in a few lines."""
+    m = mission
+    lines = [f"{m['name']}: {m['type']}, flown {m['mode']}, {m['route_points']} route points, {m['length_m']:.1f} m, "
+             f"budget {m['time_budget_s']:g} s at {m['speed_cap_m_s']:g} m/s",
+             f"  stages    {', '.join(m['stages'])}",
+             f"  airspace  {m['altitude_band_m'][0]:g}-{m['altitude_band_m'][1]:g} m, geofence "
+             f"{' and '.join(m['geofence']) or 'none'}, {m['no_fly_zones']} no-fly zone(s)",
+             f"  scene     {m['scene'] or 'none (open air)'}"]
+    if m["faults"] or m["comms_loss_windows"]:
+        lines.append(f"  faults    {m['faults']}, comms-loss windows {m['comms_loss_windows']}")
+    if m["home"] is not None:
+        lat, lon, alt = m["home"]
+        lines.append(f"  home      {lat:.7f}, {lon:.7f}, {alt:g} m")
     return "\n".join(lines)
 
 
@@ -78,14 +94,18 @@ def run_check(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from missions.load import load
 
-    failed = 0
+    checked = []
     for name in args.files:
         try:
-            print(describe(load(name)))
+            mission = facts(load(name))
         except ConfigError as exc:
             print(f"hil mission: {exc}", file=sys.stderr)
-            failed += 1
-    return 2 if failed else 0
+            checked.append({"file": name, "valid": False, "error": str(exc)})
+            continue
+        print(describe(mission))
+        checked.append({"file": name, "valid": True, **mission})
+    args.result = {"verb": "mission", "action": "check", "missions": checked}
+    return 2 if any(not m["valid"] for m in checked) else 0
 
 
 def run_export(args: argparse.Namespace) -> int:

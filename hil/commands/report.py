@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from hil.commands.args import add_json
+from hil.commands.gates import HELP as GATES_HELP
+from hil.commands.gates import add_fail_on, check_gates
+
 SHOWN_UNREADABLE = 10  # unreadable trial records named on stderr; the report lists them all
 
 
@@ -19,11 +23,14 @@ def add_parser(verbs) -> None:
                     "runs cover several targets.",
         epilog="examples:\n"
                "  hil report runs/demo\n"
-               "  hil report runs/sim runs/bench --out runs/sim-vs-bench   # compare targets")
+               "  hil report runs/sim runs/bench --out runs/sim-vs-bench   # compare targets\n"
+               "  hil report runs/demo --fail-on collision --fail-on 'p99:t_tot_ms>100'   # a CI step\n\n"
+               + GATES_HELP)
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="campaign directory or results.parquet")
     parser.add_argument("--out", type=Path, help="where to write the report (default: the first RUN's directory)")
     parser.add_argument("--title", help="report title (default: the run names)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
+    add_fail_on(parser)
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -60,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
     args.result = {"verb": "report", "html": str(page), "markdown": str(markdown), "trials": len(results),
                    "outcomes": results["outcome"].value_counts().to_dict() if "outcome" in results else {},
                    "unreadable": unreadable}
-    return 0
+    return check_gates(args, args.fail_on, results)

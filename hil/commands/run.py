@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from hil import exit_codes
-from hil.commands.args import bounded_int
+from hil.commands.args import add_json, bounded_int
+from hil.commands.gates import HELP as GATES_HELP
+from hil.commands.gates import add_fail_on, check_gates
 
 
 def add_parser(verbs) -> None:
@@ -23,7 +25,9 @@ def add_parser(verbs) -> None:
                "  hil run hil/campaigns/demo.yaml                      # into runs/demo\n"
                "  hil run runs/demo                                    # resume\n"
                "  hil run CAMPAIGN.yaml --workers 8 --out runs/big\n"
-               "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster")
+               "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster\n"
+               "  hil run CAMPAIGN.yaml --fail-on collision --fail-on 'success<0.8@planner'   # a CI step\n\n"
+               + GATES_HELP)
     parser.add_argument("campaign", type=Path, help="campaign YAML file, a packaged campaign by name (demo, demo-px4), or a campaign directory to resume")
     parser.add_argument("--out", type=Path, help="campaign directory (default: runs/<campaign name>)")
     parser.add_argument("--workers", type=bounded_int(1, 256), default=os.cpu_count() or 1,
@@ -36,7 +40,8 @@ def add_parser(verbs) -> None:
     parser.add_argument("--arm", action="store_true",
                         help="allow targets that may be real aircraft (connection strings); they run one at a time")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
+    add_fail_on(parser)
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -47,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from hil.runner import CAMPAIGN_FILE, run_campaign
     from records.atomic import WriteRefused
     from records.claim import DirectoryTaken
+    from reports.results import load_results
     from targets.spec import TargetSpec
 
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
@@ -96,4 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopped with {left} of {summary.total} trials left: finished trials are kept; `hil run {campaign_dir}` "
               "resumes with the rest", file=sys.stderr)
         return 130
-    return 1 if summary.harness_errors else 0
+    # Gates judge the whole campaign, the trials finished by an earlier run included.
+    gated = check_gates(args, [*campaign.gates, *args.fail_on], load_results(campaign_dir))
+    if gated == exit_codes.OK and summary.harness_errors:
+        return exit_codes.FAILED
+    return gated

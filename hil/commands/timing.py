@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hil.commands.args import add_json
+
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
@@ -30,7 +32,7 @@ def add_parser(verbs) -> None:
     parser.add_argument("--save", metavar="NAME",
                         help="write profiles/compute/NAME.yaml with the second record's stage times over the first's")
     parser.add_argument("--out", type=Path, help="with --save: write the profile here instead")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (the outcome, the figures, where things were written, the exit code); the human-readable lines go to stderr")
+    add_json(parser)
     parser.set_defaults(func=run)
 
 
