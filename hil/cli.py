@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_verb(args)
     # For scripts: stdout holds one JSON object (what the verb put in args.result, its exit code, and the
     # reason it gave when it failed); everything a person would read goes to stderr.
-    said = _ErrorsSaid(sys.stderr, f"hil {args.verb}: ")
+    # A verb's module is named after it, and its errors name it so, whichever alias was typed (`hil profile`).
+    said = _ErrorsSaid(sys.stderr, f"hil {args.func.__module__.rsplit('.', 1)[-1]}: ")
     with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(said):
         code = _run_verb(args)
     result = {**getattr(args, "result", {}), "exit_code": code}

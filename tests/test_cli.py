@@ -241,10 +241,10 @@ def test_a_mistyped_option_gets_a_did_you_mean_from_its_verb():
 
 
 def test_json_errors_carry_their_reason_and_mission_check_speaks_json(tmp_path):
-    checked, missing, typo, bad_value = hil_each(
+    checked, missing, typo, bad_value, alias = hil_each(
         ["mission", "check", "demo_square", "missions/examples/benchmark/field_survey.yaml", "--json"],
         ["run", str(tmp_path / "nosuch.yaml"), "--json"], ["fly", "demo_square", "--tagret", "lockstep", "--json"],
-        ["run", "demo", "--workers", "0", "--json"], timeout=30)
+        ["run", "demo", "--workers", "0", "--json"], ["profile", str(tmp_path), "--json"], timeout=30)
     result = json.loads(checked.stdout)  # one object: the summaries went to stderr
     assert checked.returncode == result["exit_code"] == 0 and "demo-square: multi_waypoint" in checked.stderr
     square, survey = result["missions"]
@@ -252,6 +252,7 @@ def test_json_errors_carry_their_reason_and_mission_check_speaks_json(tmp_path):
     assert survey["valid"] and survey["geofence"] == ["polygon"] and survey["stages"][0] == "transit"
     for answered, reason in ((missing, f"hil run: {tmp_path / 'nosuch.yaml'}: expected a readable campaign file"),
                              (typo, "hil fly: unknown option --tagret; did you mean --target?"),
-                             (bad_value, "argument --workers: expected an integer from 1 to 256")):
+                             (bad_value, "argument --workers: expected an integer from 1 to 256"),
+                             (alias, "hil timing: ")):  # `hil profile`, the old name of `hil timing`
         answer = json.loads(answered.stdout)
         assert answered.returncode == answer["exit_code"] == 2 and reason in answer["error"], answered.stdout
