@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from config.errors import ConfigError
 
@@ -157,14 +157,15 @@ def read_fields(
     """Parse the scalar fields of one mapping, recording unknown, missing and invalid ones.
 
     `prefix` is the field path of the mapping itself including its trailing dot (``""`` at the top
-    level). `nested` names fields the caller reads itself; they are allowed but not parsed here.
+    level). `nested` names fields the caller reads itself; they are allowed but not parsed here. A field
+    that is absent gets its default; one that is invalid is left out (callers test for it), so a caller
+    that reads on before `raise_if_any` uses ``.get``.
     """
     allowed = sorted([*fields, *nested])
     for key in mapping:
         if key not in allowed:
-            hint = difflib.get_close_matches(str(key), allowed, n=1)
-            suggestion = f"did you mean {hint[0]}? " if hint else ""
-            problems.add(f"{prefix}{key}", f"unknown field ({suggestion}allowed: {', '.join(allowed)})")
+            problems.add(f"{prefix}{key}", f"unknown field ({did_you_mean(str(key), allowed)}allowed: "
+                                           f"{', '.join(allowed)})")
     values: dict[str, Any] = {}
     for key, field in fields.items():
         if key not in mapping:
@@ -177,6 +178,12 @@ def read_fields(
         except Invalid as invalid:
             problems.invalid(f"{prefix}{key}", str(invalid), mapping[key])
     return values
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``"did you mean X? "`` for the known word closest to a mistyped one, or "" when none is close."""
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f"did you mean {close[0]}? " if close else ""
 
 
 def mapping_entries(entries: Any, field: str, shape: str, problems: Problems) -> Iterator[tuple[str, dict]]:

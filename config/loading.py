@@ -3,6 +3,8 @@
 `load_yaml` returns plain Python data or raises `ConfigError` naming the file, the place and what
 was expected, within bounded time and memory:
 
+* only a regular file is read (`open_regular`): a FIFO would block the reader forever, a device
+  such as /dev/zero never ends, a directory has no text;
 * at most MAX_BYTES are read (a configuration file is kilobytes);
 * the bytes must be UTF-8 (the error gives the offset of the first byte that is not);
 * at most MAX_DEPTH levels of nesting (deeper structures would exhaust Python's stack);
@@ -15,14 +17,15 @@ was expected, within bounded time and memory:
 
 from __future__ import annotations
 
-import difflib
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
 from config.errors import ConfigError
+from config.fields import did_you_mean
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 32
@@ -36,20 +39,56 @@ def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
 
 
 def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BYTES) -> str:
-    """A file's text, refused with one `ConfigError` naming it when unreadable, over `max_bytes` or not UTF-8."""
-    source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except OSError as error:
-        raise ConfigError([f"{source}: expected a readable {what}, got {error.strerror or error}"]) from None
-    if len(raw) > max_bytes:
-        raise ConfigError([f"{source}: expected a {what} of at most {max_bytes // 1024} kB, got a larger file"])
+    """A file's text, refused with one `ConfigError` naming it when unreadable, not a regular file, over
+    `max_bytes` or not UTF-8."""
+    raw = read_bytes(path, what, max_bytes)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ConfigError([f"{source}: expected a {what} in UTF-8 text, got byte 0x{raw[error.start]:02x} at "
+        raise ConfigError([f"{path}: expected a {what} in UTF-8 text, got byte 0x{raw[error.start]:02x} at "
                            f"offset {error.start} (a binary file?)"]) from None
+
+
+def read_bytes(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BYTES) -> bytes:
+    """A file's bytes, refused with one `ConfigError` naming it when unreadable, not a regular file or over
+    `max_bytes`."""
+    try:
+        with open_regular(path, what) as handle:
+            # One byte past the bound, not the size stat gave: the file may grow while it is read.
+            raw = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise ConfigError([f"{path}: expected a readable {what}, got {error.strerror or error}"]) from None
+    if len(raw) > max_bytes:
+        raise ConfigError([f"{path}: expected a {what} of at most {max_bytes // 1024} kB, got a larger file"])
+    return raw
+
+
+def open_regular(path: str | os.PathLike[str], what: str) -> BinaryIO:
+    """`path` opened for reading in binary, once it is known to be a regular file; a `ConfigError` naming
+    it and what it is otherwise (OSError when it cannot be opened at all).
+
+    The path is looked at before it is opened, because opening a device acts on it (opening a serial
+    port resets the board behind it), and what was opened is looked at again, because the path may have
+    been replaced in between; O_NONBLOCK keeps the open itself from waiting on a FIFO swapped in.
+    """
+    _expect_regular(os.stat(path), path, what)
+    handle = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK))
+    try:
+        _expect_regular(os.fstat(handle.fileno()), path, what)
+    except ConfigError:
+        handle.close()
+        raise
+    return handle
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _expect_regular(status: os.stat_result, path: str | os.PathLike[str], what: str) -> None:
+    if not stat.S_ISREG(status.st_mode):
+        kind = next((name for test, name in _KINDS if test(status.st_mode)), "not a regular file")
+        raise ConfigError([f"{path}: expected a {what} (a regular file), got {kind}"])
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -153,7 +192,5 @@ def packaged(name: str | os.PathLike[str], folder: Path, what: str) -> str | os.
     shipped = {p.stem: p for p in folder.glob("*.yaml")}
     if text in shipped:
         return shipped[text]
-    close = difflib.get_close_matches(text, shipped, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
-    raise ConfigError([f"{text}: no such {what} file, and no packaged {what} of that name ({hint}packaged: "
-                       f"{', '.join(sorted(shipped))})"])
+    raise ConfigError([f"{text}: no such {what} file, and no packaged {what} of that name "
+                       f"({did_you_mean(text, shipped)}packaged: {', '.join(sorted(shipped))})"])

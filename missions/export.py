@@ -8,15 +8,19 @@ in NED, and `load_scene` reads it back for missions that name a scene file.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
+from config.loading import MAX_BYTES, read_bytes
 from missions.geometry import Boxes, Cylinders, Scene, Voxels, perpendicular_basis
 
 FRAMES = ("enu", "ned")
 CYLINDER_SIDES = 16  # facets around a cylinder in the mesh
+# A scene file is kilobytes (its primitives; a voxel grid compresses well): room for large hand-made ones.
+MAX_SCENE_BYTES = 16 * MAX_BYTES
 
 
 def to_frame(points: np.ndarray, frame: str) -> np.ndarray:
@@ -141,7 +145,7 @@ def save_scene(path: Path, scene: Scene) -> None:
 
 def load_scene(path: Path) -> Scene:
     """Read a scene written by `save_scene`."""
-    with np.load(path) as data:
+    with np.load(io.BytesIO(read_bytes(path, "scene file", MAX_SCENE_BYTES))) as data:
         voxels = None
         if data["voxel_occupied"].size:
             voxels = Voxels(data["voxel_origin"], float(data["voxel_size"]), data["voxel_occupied"])

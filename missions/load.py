@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from config.loading import load_yaml, packaged
+from config.errors import ConfigError
+from config.loading import load_yaml, open_regular, packaged
 from missions.schema import (
     Airspace,
     BenchmarkMission,
@@ -59,9 +60,9 @@ def load(path: str | os.PathLike[str], seed: int | None = None) -> BenchmarkMiss
 
 def _starts_with(path: Path, header: str) -> bool:
     try:
-        with open(path, "rb") as file:
+        with open_regular(path, "mission file") as file:
             return file.read(len(header)) == header.encode()
-    except OSError:
+    except (OSError, ConfigError):
         return False  # the YAML reader names the file and the problem
 
 

@@ -111,6 +111,10 @@ _ACCEPTANCE = number("m acceptance radius, 0: the autopilot's", at_least=0, at_m
 _UNUSED = _checked("a number or null (a parameter this command does not use)", lambda v: True)
 _SPEED_TYPE = _checked("0 (airspeed), 1 (ground speed), 2 (climb) or 3 (descent)", lambda v: v in (0, 1, 2, 3))
 _SPEED = number("m/s; -1: no change, -2: the default")
+# A fence wider than the range every point of a plan is held to fences nothing a quadrotor reaches: a
+# radius in the wrong unit or a stray exponent, not a fence.
+_FENCE_RADIUS = number(f"m, at most {MAX_RANGE_M / 1000:g} km: the range a plan's points are held to", above=0,
+                       at_most=MAX_RANGE_M)
 
 
 @dataclass(frozen=True)
@@ -426,8 +430,8 @@ def _fence_circle(entry: Any, path: str, home: GeoOrigin, problems: Problems) ->
     if circle is None:
         return None
     center = _coordinate(circle.get("center"), f"{path}.circle.center", problems)
-    radius = read_fields({"radius": circle["radius"]} if "radius" in circle else {},
-                         {"radius": number("m", above=0, at_most=MAX_RANGE_M)}, f"{path}.circle.", problems)["radius"]
+    radius = read_fields({"radius": circle["radius"]} if "radius" in circle else {}, {"radius": _FENCE_RADIUS},
+                         f"{path}.circle.", problems).get("radius")
     if center is None or radius is None or inclusion is None:
         return None
     north, east, _ = _local(home, *center, f"{path}.circle.center", problems)

@@ -430,7 +430,7 @@ def _localized(mapping: dict, home: GeoOrigin | None, problems: Problems) -> dic
             return point
         values = read_fields({k: point[k] for k in ("lat", "lon") if k in point}, {k: _HOME[k] for k in ("lat", "lon")},
                              f"{path}.", problems)
-        if None in values.values() or "north" in point or "east" in point:
+        if values.get("lat") is None or values.get("lon") is None or "north" in point or "east" in point:
             if "north" in point or "east" in point:
                 problems.add(path, "expected either lat/lon or north/east, not both")
             return point

@@ -115,9 +115,7 @@ def load_vehicle_profile(name_or_path: str | Path) -> VehicleProfile:
             return found
         path = found
     else:
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise ProfileError(f"{path}: no such vehicle profile file")
+        path = Path(name_or_path)  # a missing file, or one that is not a regular file, is named by the reader
     source = _display_path(path)
     data = _read_yaml(path)
     if not isinstance(data, dict):

@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from pymavlink.dialects.v20 import all as dialect
 
 from config.errors import ConfigError
-from config.loading import load_yaml
+from config.loading import load_yaml, read_text
 
 LATENCY_KINDS = ("fixed", "uniform", "normal", "trace")
 LOSS_MODELS = ("bernoulli", "gilbert_elliott")
@@ -310,10 +310,10 @@ class _Parser:
         if "trace_file" in data:
             file = self.base_dir / str(data["trace_file"])
             try:
-                lines = file.read_text(encoding="utf-8").split()
-                values = [float(v) for v in lines]
-            except (OSError, ValueError) as exc:
-                self.problem(f"{path}.trace_file", "a readable file of one latency (ms) per line", f"{file}: {exc}")
+                values = [float(v) for v in read_text(file, "latency trace file").split()]
+            except ValueError as exc:  # a ConfigError (unreadable, not a regular file, too large) names the file
+                got = str(exc) if isinstance(exc, ConfigError) else f"{file}: {exc}"
+                self.problem(f"{path}.trace_file", "a readable file of one latency (ms) per line", got)
                 return ()
         else:
             values = data.get("trace_ms")

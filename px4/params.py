@@ -177,10 +177,12 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Px4Table:
-    """PX4's parameter list as measured: (name, is INT32, value) in PX4's order, and the volatile names."""
+    """PX4's parameter list as measured: (name, is INT32, value) in PX4's order, the volatile names, and the
+    PX4 release measured."""
 
     parameters: tuple[tuple[str, bool, float], ...]
     volatile: frozenset[str]
+    release: str = ""
 
 
 def load_px4_table(path: Path = REFERENCE) -> Px4Table:
@@ -189,10 +191,10 @@ def load_px4_table(path: Path = REFERENCE) -> Px4Table:
         data = json.loads(path.read_text())
         rows = tuple((str(name), int(kind) == MAV_PARAM_TYPE_INT32, float(value))
                      for name, kind, value in data["parameters"])
-        return Px4Table(rows, frozenset(data.get("volatile", ())))
+        return Px4Table(rows, frozenset(data.get("volatile", ())), str(data["build"]["release"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ParamError(f"{path}: expected PX4's measured parameter table "
-                         f"({{'parameters': [[name, type, value], ...]}}): {exc}") from None
+        raise ParamError(f"{path}: expected PX4's measured parameter table ({{'build': {{'release': ...}}, "
+                         f"'parameters': [[name, type, value], ...]}}): {exc}") from None
 
 
 PX4_TABLE = load_px4_table()

@@ -4,7 +4,11 @@ command line turns that into exit 2 without a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,18 +21,22 @@ from hypothesis import strategies as st
 
 from config.errors import ConfigError
 from hil.campaign import load_campaign
+from hil.pytest_plugin.lab import load_lab
 from missions.faults import load_fault_profile
+from missions.load import load as load_mission
+from missions.qgc import read_plan, read_wpl
 from missions.schema import load_benchmark_mission
 from missions.suite import load_suite
-from missions.load import load as load_mission
 from profiles.compute import load_compute_profile
-from profiles.link import load_link_profile
 from profiles.library import load_vehicle_profile
+from profiles.link import load_link_profile
+from px4.params_file import read_params_file
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADERS = {"mission": load_mission, "benchmark mission": load_benchmark_mission, "suite": load_suite,
            "campaign": load_campaign, "fault profile": load_fault_profile, "vehicle profile": load_vehicle_profile,
-           "link profile": load_link_profile, "compute profile": load_compute_profile}
+           "link profile": load_link_profile, "compute profile": load_compute_profile, "lab file": load_lab,
+           "QGroundControl plan": read_plan, "QGC WPL file": read_wpl, "parameter file": read_params_file}
 
 # The classes of hostile content an adversary found (issue: safe under hostile input): values of the
 # wrong type or out of every range, NaN and infinities, 400-digit integers, deep nesting, duplicate
@@ -93,12 +101,119 @@ def test_hostile_content_is_a_config_error_naming_the_file(content, kind):
     (["run", "{path}"], b"name: x\nmissions: [{scene: forest}]\nplanners: ['os:system']\n"),
     (["link", "--listen", "udpin://127.0.0.1:1", "--forward", "udpout://127.0.0.1:2", "--profile", "{path}"],
      b"both: {corrupt: 0.5, corrupt_bytes: 1000000000}\n"),
-], ids=["fly-deep", "fly-binary", "run-repeats", "run-callable-planner", "link-corrupt-bytes"])
+    # A field that fails its check, where the reader goes on collecting problems (issue 33).
+    (["mission", "check", "{path}"], b"name: x\nhome: {lat: 47.39, lon: 8.54, alt: 400}\nstart: {north: 0, east: 0, "
+                                     b"alt: 5}\nwaypoints: [{lat: north, lon: 8.54, alt: 5}]\n"),
+], ids=["fly-deep", "fly-binary", "run-repeats", "run-callable-planner", "link-corrupt-bytes", "mission-lat-text"])
 def test_the_command_line_refuses_a_hostile_file_with_exit_2_and_no_traceback(tmp_path, args, content):
     path = tmp_path / "hostile.yaml"
     path.write_bytes(content)
-    command = [arg.replace("{path}", str(path)) for arg in args]
+    _refused([arg.replace("{path}", str(path)) for arg in args], path)
+
+
+def _refused(command: list[str], path: Path | str, timeout: float = 60) -> str:
+    """Run `hil` on a hostile file: it must end within `timeout` s with exit 2, no traceback, and a message
+    naming the file; returns that message."""
     result = subprocess.run([sys.executable, "-m", "hil", *command], cwd=ROOT, capture_output=True, text=True,
-                            timeout=60)
+                            timeout=timeout)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and str(path) in result.stderr, result.stderr
+    return result.stderr
+
+
+# Second round (issue 33): the files users bring from QGroundControl and from their own lab, and paths
+# that are not files at all.
+
+PLAN = ROOT / "missions" / "examples" / "qgc" / "field_square.plan"
+PARAMS = "# Vehicle-Id Component-Id Name Value Type\n1\t1\tMPC_XY_CRUISE\t5.0\t9\n"
+
+
+def _fly(mission: Path | str, *options: str) -> list[str]:
+    """`hil fly` in lockstep, checks only: a file is refused before anything would fly."""
+    return ["fly", str(mission), "--target", "lockstep", "--dry-run", *options]
+
+
+def _fence_plan(tmp_path: Path, radius) -> Path:
+    """The shipped plan with its fence circle's radius replaced (None: removed)."""
+    plan = json.loads(PLAN.read_text())
+    circle = plan["geoFence"]["circles"][0]["circle"]
+    if radius is None:
+        del circle["radius"]
+    else:
+        circle["radius"] = radius
+    path = tmp_path / "fence.plan"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+@pytest.mark.parametrize("radius", [-5, 0, 1e30, "wide", None], ids=["negative", "zero", "1e30", "string", "missing"])
+def test_a_plan_fence_circle_without_a_sane_radius_is_refused(tmp_path, radius):
+    path = _fence_plan(tmp_path, radius)
+    assert "geoFence.circles[0].circle.radius: " in _refused(["mission", "check", str(path)], path)
+
+
+def test_every_verb_reading_plans_refuses_the_fence_circle(tmp_path):
+    path = _fence_plan(tmp_path, -5)
+    campaign = tmp_path / "campaign.yaml"
+    campaign.write_text(f"name: c\nmissions: [{{mission: {path}}}]\ntargets: [lockstep]\n")
+    for command in (_fly(path), ["mission", "export", str(path), "--out", str(tmp_path / "out.plan")],
+                    ["run", str(campaign), "--out", str(tmp_path / "runs")]):
+        assert "geoFence.circles[0].circle.radius: expected a number > 0" in _refused(command, path)
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("1\t1\tMPC_XY_CRUSE\t5.0\t9", "line 3.Name: expected a parameter of PX4 1.16.1 (did you mean MPC_XY_CRUISE?)"),
+    ("1\t1\tMPC_XY_CRUISE\t500\t9", "line 3.Value: expected MPC_XY_CRUISE within [0, 20] m/s"),
+    ("1\t1\tSYS_AUTOSTART\t2147483648\t6", "line 3.Value: expected an integer within [-2147483648, 2147483647]"),
+    ("1\t100\tCAM_TRIGGER\t3\t6", "line 3.Component-Id: expected 1 (the autopilot"),
+], ids=["unknown-name", "out-of-range", "int32-2^31", "component-100"])
+def test_a_parameter_file_line_px4_would_not_take_is_refused_naming_the_line(tmp_path, line, expected):
+    path = tmp_path / "lab.params"
+    path.write_text(PARAMS + line + "\n")
+    assert expected in _refused(_fly("demo_square", "--params", str(path)), path)
+
+
+def test_paths_that_are_not_regular_files_are_refused_at_once(tmp_path):
+    """A FIFO would block the reader forever, /dev/zero never ends (its st_size is 0), a directory has
+    no text: each is named for what it is, before anything is read."""
+    fifo_plan, fifo_params = tmp_path / "fifo.plan", tmp_path / "fifo.params"
+    os.mkfifo(fifo_plan)
+    os.mkfifo(fifo_params)
+    folder = tmp_path / "missions"
+    folder.mkdir()
+    for command, path, kind in (
+            (["mission", "check", str(fifo_plan)], fifo_plan, "a named pipe (FIFO)"),
+            (_fly(fifo_plan), fifo_plan, "a named pipe (FIFO)"),
+            (_fly("demo_square", "--params", str(fifo_params)), fifo_params, "a named pipe (FIFO)"),
+            (_fly("demo_square", "--params", "/dev/zero"), "/dev/zero", "a character device"),
+            (_fly(folder), folder, "a directory")):
+        assert f"(a regular file), got {kind}" in _refused(command, path, timeout=20)
+
+
+@pytest.mark.parametrize("kind", sorted(LOADERS))
+def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, kind):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path, Path("/dev/zero")):
+        with _alarm(10), pytest.raises(ConfigError, match="a regular file") as refused:
+            LOADERS[kind](path)
+        assert str(path) in str(refused.value)
+
+
+class _Blocked(BaseException):
+    """Not an OSError (TimeoutError is one): a reader that catches those must not swallow it and block again."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: int):
+    """A reader blocked on a FIFO is interrupted with an error, rather than hanging the suite."""
+    def expire(signum, frame):
+        raise _Blocked(f"still reading after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
