@@ -129,8 +129,7 @@ def _lab(path: str) -> Lab:
 def _check_targets(targets: list[str], lab: Lab | None) -> None:
     """A target name that is neither the lab's nor one the harness knows is a typo: said once, before any
     test runs (each test would otherwise fail on it with the same error)."""
-    import difflib
-
+    from config.fields import did_you_mean
     from targets.spec import TargetSpec
 
     for name in targets:
@@ -141,11 +140,9 @@ def _check_targets(targets: list[str], lab: Lab | None) -> None:
         except ValueError as exc:
             if lab is None:
                 raise pytest.UsageError(f"--hil-target: {exc}") from None
-            close = difflib.get_close_matches(name, list(lab.targets), n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
-            raise pytest.UsageError(f"{lab.source}: no target {name!r} ({hint}the lab's targets: "
-                                    f"{', '.join(lab.targets)}; or sim, lockstep, px4-sitl[:N], a connection string)"
-                                    ) from None
+            raise pytest.UsageError(f"{lab.source}: no target {name!r} ({did_you_mean(name, lab.targets)}the lab's "
+                                    f"targets: {', '.join(lab.targets)}; or sim, lockstep, px4-sitl[:N], a "
+                                    f"connection string)") from None
 
 
 def _check_onboard(entry: str, targets: list[str]) -> None:
