@@ -19,20 +19,19 @@ import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from aio.tasks import cancel_and_wait
-from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError, VehicleState
+from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from hil.monitor import RouteJudge
 from hil.navigation import apply_faults
 from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal
 from hil.preflight import run_checklist
-from hil.recording import record_telemetry
 from hil.safety import SafetyLimits, UnexpectedVehicleState, require_on_ground, watch
+from hil.session import TrialSession
 from hil.stop import (
     RETURN_GRACE_S,
     FlightPhase,
@@ -50,12 +49,12 @@ from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
 from px4.ulog import keep_in_record
 from records.atomic import write_file_atomically
-from records.clock import clock_scale, mark, speed_between, vehicle_time
+from records.clock import clock_scale, vehicle_time
 from records.record import TrialRecorder, read_events
 from reports.estimation import trial_estimation
 from reports.metrics import Trajectory, mission_metrics
 from reports.trial_summary import TrialSummary, summarize_trial
-from targets import TargetOptions, TargetSpec, open_target
+from targets import TargetOptions, TargetSpec
 
 # Horizontal speed (m/s) under which an offboard flight counts as stopped over its landing point.
 LAND_SETTLE_SPEED = 0.3
@@ -258,64 +257,57 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
     ULogs (and the harness physics' truth) go into the record; ULogs are aligned with the telemetry.
     """
     spec = target if isinstance(target, TargetSpec) else TargetSpec.parse(target)
-    rows: list[dict] = []
-    with TrialRecorder(record_dir, config=config, target=spec.name) as recorder:
-        phase = FlightPhase()
-        recorder.listeners.append(phase)
-        opened = open_target(spec, replace(target_options, keep_in=record_dir, sink=recorder.append))
-        try:
-            target_up = await opened.__aenter__()
-        except (VehicleError, SitlError, SimulatorLinkError) as exc:
-            recorder.finish("error", {"reason": str(exc)})
-            return TrialResult("error", str(exc), record_dir, None)
-        except asyncio.CancelledError as stop:
-            _uncancel()
-            reason = f"stopped ({_stopped_by(stop)}) while connecting; nothing was commanded"
-            say(f"aborted: {reason}")
-            recorder.finish("aborted", {"reason": reason, "phase": phase.current, "stopped_by": _stopped_by(stop)})
-            return TrialResult("aborted", reason, record_dir, None)
+    with TrialSession(record_dir, config=config, target=spec.name, interrupts=interrupts) as session:
+        recorder = session.recorder
         stop_fields: dict = {}
         left: SafeEnd | None = None
         try:
-            vehicle = target_up.vehicle
-            if interrupts is not None:
-                interrupts.watch(vehicle)
-            recorder.event("connected", url=vehicle.url, target=target_up.name)
-            telemetry_task = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
-            status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
-            start = mark(vehicle.clock_s)
-            try:
-                outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options, say,
-                                                                           phase)
-                keep_plan(mission, vehicle, record_dir, recorder)
-                if options.hardware and not options.dry_run:
-                    await _keep_ulog(vehicle, record_dir, rows, recorder, say)
-            except VehicleError as exc:
-                refused = isinstance(exc, JournalRestoreRefused) or "refused" in str(exc)
-                outcome, reason = ("refused" if refused else "error"), str(exc)
-                recorder.event("failed", reason=reason)
-            except asyncio.CancelledError as stop:
-                # Stopped before the vehicle was the harness's to command (connected, not yet found on the
-                # ground), or a third interrupt let go of it while the stop policy was bringing it down.
-                _uncancel()
-                outcome = "aborted"
-                s = vehicle.state
-                left = SafeEnd.LET_GO if s.armed else None
-                reason = (f"stopped ({_stopped_by(stop)}) during {phase.current}; "
-                          + (f"the harness let go of the vehicle ARMED at {s.altitude:.1f} m in {s.flight_mode}: its own "
-                             "failsafe is in charge" if s.armed else "nothing was armed"))
-                stop_fields = {"phase": phase.current, "stopped_by": _stopped_by(stop)}
-                recorder.event("aborted", reason=reason, **stop_fields)
-                say(f"aborted: {reason}")
-            finally:
-                for task in (telemetry_task, status_task):
-                    if task is not None:
-                        await cancel_and_wait(task)
-                if left is None or left in (SafeEnd.PILOT, SafeEnd.LET_GO):
-                    await vehicle.release()  # not ours to command, or no longer: not one more setpoint
-                speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
-        finally:
-            await asyncio.shield(opened.__aexit__(None, None, None))
+            async with session.target(spec, target_options) as opened:
+                vehicle = opened.vehicle
+                status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
+                try:
+                    outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options,
+                                                                               say, session.phase)
+                    keep_plan(mission, vehicle, record_dir, recorder)
+                    if options.hardware and not options.dry_run:
+                        await _keep_ulog(vehicle, record_dir, session.rows, recorder, say)
+                except VehicleError as exc:
+                    refused = isinstance(exc, JournalRestoreRefused) or "refused" in str(exc)
+                    outcome, reason = ("refused" if refused else "error"), str(exc)
+                    recorder.event("failed", reason=reason)
+                except asyncio.CancelledError as stop:
+                    # Stopped before the vehicle was the harness's to command (connected, not yet found on the
+                    # ground), or a third interrupt let go of it while the stop policy was bringing it down.
+                    _uncancel()
+                    outcome = "aborted"
+                    s = vehicle.state
+                    left = SafeEnd.LET_GO if s.armed else None
+                    reason = (f"stopped ({_stopped_by(stop)}) during {session.phase.current}; "
+                              + (f"the harness let go of the vehicle ARMED at {s.altitude:.1f} m in {s.flight_mode}: "
+                                 "its own failsafe is in charge" if s.armed else "nothing was armed"))
+                    stop_fields = {"phase": session.phase.current, "stopped_by": _stopped_by(stop)}
+                    recorder.event("aborted", reason=reason, **stop_fields)
+                    say(f"aborted: {reason}")
+                finally:
+                    if status_task is not None:
+                        await cancel_and_wait(status_task)
+                    if left is None or left in (SafeEnd.PILOT, SafeEnd.LET_GO):
+                        await vehicle.release()  # not ours to command, or no longer: not one more setpoint
+        except (VehicleError, SitlError, SimulatorLinkError) as exc:
+            if session.vehicle is not None:
+                raise  # the flight's errors were handled above: this is the target failing to stop
+            session.finish("error", {"reason": str(exc)})
+            return TrialResult("error", str(exc), record_dir, None)
+        except asyncio.CancelledError as stop:
+            if session.vehicle is not None:
+                raise
+            _uncancel()
+            reason = f"stopped ({_stopped_by(stop)}) while connecting; nothing was commanded"
+            say(f"aborted: {reason}")
+            session.finish("aborted", {"reason": reason, "phase": session.phase.current,
+                                       "stopped_by": _stopped_by(stop)})
+            return TrialResult("aborted", reason, record_dir, None)
+        rows, speed = session.rows, session.speed
         if not options.hardware:  # a simulator's logs arrived in the record as it stopped
             _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
         summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
@@ -324,9 +316,9 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         recorder.flush()
         ended = {**stop_fields, "left": left.value} if outcome == "aborted" and left is not None else stop_fields
         # The figures hil fly prints (the trial summary) win over the process metrics' of the same name.
-        recorder.finish(outcome, {"reason": reason, **ended,
-                                  **mission_summary(rows, speed, mission, outcome, read_events(record_dir)),
-                                  **(summary.as_dict() if summary else {}), **estimation})
+        session.finish(outcome, {"reason": reason, **ended,
+                                 **mission_summary(rows, speed, mission, outcome, read_events(record_dir)),
+                                 **(summary.as_dict() if summary else {}), **estimation})
     return TrialResult(outcome, reason, record_dir, summary, estimation, left)
 
 

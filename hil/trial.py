@@ -28,9 +28,9 @@ from hil.fly import fly_mission, keep_plan, mission_summary
 from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.param_journal import keep_journal
-from hil.recording import record_telemetry
 from hil.rules import RULES, SuccessRule
 from hil.safety import require_on_ground
+from hil.session import TrialSession
 from hil.stop import dead_mans_switch, make_safe
 from missions.difficulty import scene_difficulty
 from missions.faults import load_fault_profile
@@ -47,11 +47,11 @@ from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
-from records.clock import mark, speed_between, vehicle_time
-from records.record import TrialRecorder, read_events, read_table
+from records.clock import vehicle_time
+from records.record import read_events, read_table
 from reports.estimation import trial_estimation
 from reports.metrics import Trajectory, timing_summary, trial_metrics
-from targets import TargetOptions, open_target
+from targets import TargetOptions
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
 
@@ -92,15 +92,16 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
     profile = load_vehicle_profile(spec.profile)
-    with TrialRecorder(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as recorder:
+    with TrialSession(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as session:
+        recorder = session.recorder
         flight: NavigationResult | None = None
         speed_factor, error = 1.0, "not flown"
         remote, links = remote_onboard(spec.onboard) if spec.onboard != LOCAL else (None, ())
-        options = dataclasses.replace(_target_options(spec, record_dir, recorder), extra_links=links)
+        options = dataclasses.replace(_target_options(spec), extra_links=links)
         try:
-            async with open_target(spec.target, options) as opened:
+            # fly_scene records the telemetry of its navigation flight itself.
+            async with session.target(spec.target, options, record=False) as opened:
                 vehicle = opened.vehicle
-                recorder.event("connected", url=vehicle.url, target=opened.name)
                 speed_factor = vehicle.speed_factor
                 flight = await fly_scene(vehicle, navigation_for(spec, remote), scene, rule, profile.radius, recorder,
                                          land=spec.target != LOCKSTEP, hardware=opened.hardware)
@@ -133,7 +134,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
             **(latency_columns(_optional_table(record_dir, "ros2")) if is_ros2(spec.planner) else {}),
             **trial_estimation(record_dir),  # on the harness's physics: PX4's estimate against the truth
         }
-        recorder.finish(verdict.outcome, summary)
+        session.finish(verdict.outcome, summary)
     return summary
 
 
@@ -145,52 +146,42 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
     if spec.fault != NONE:
         mission = dataclasses.replace(mission, faults=mission.faults + tuple(load_fault_profile(spec.fault)))
     profile = load_vehicle_profile(spec.profile)
-    rows: list[dict] = []
-    speed = 1.0
-    with TrialRecorder(record_dir, config={**spec.as_config(), "mission_resolved": mission}, target=spec.target,
-                       seed=spec.seed) as recorder:
-        options = dataclasses.replace(_target_options(spec, record_dir, recorder), outages=tuple(
+    with TrialSession(record_dir, config={**spec.as_config(), "mission_resolved": mission}, target=spec.target,
+                      seed=spec.seed) as session:
+        recorder = session.recorder
+        options = dataclasses.replace(_target_options(spec), outages=tuple(
             (w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss))
         try:
-            async with open_target(spec.target, options) as opened:
+            async with session.target(spec.target, options) as opened:
                 vehicle = opened.vehicle
-                recorder.event("connected", url=vehicle.url, target=opened.name)
-                telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows))
-                start = mark(vehicle.clock_s)
-                try:
-                    await require_on_ground(vehicle)
-                    if opened.hardware:  # a flight controller that outlives the run, as in hil fly
-                        await keep_journal(vehicle, recorder)
-                    async with (dead_mans_switch(vehicle, recorder.event) if opened.hardware
-                                else contextlib.nullcontext()):
-                        await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
-                        try:
-                            outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
-                        except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
-                            if spec.target != LOCKSTEP:
-                                recorder.event("aborted")
-                                await make_safe(vehicle, event=recorder.event)
-                            raise
-                    keep_plan(mission, vehicle, record_dir, recorder)
-                finally:
-                    telemetry.cancel()
-                    await asyncio.gather(telemetry, return_exceptions=True)
-                    speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
+                await require_on_ground(vehicle)
+                if opened.hardware:  # a flight controller that outlives the run, as in hil fly
+                    await keep_journal(vehicle, recorder)
+                async with (dead_mans_switch(vehicle, recorder.event) if opened.hardware
+                            else contextlib.nullcontext()):
+                    await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
+                    try:
+                        outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                    except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
+                        if spec.target != LOCKSTEP:
+                            recorder.event("aborted")
+                            await make_safe(vehicle, event=recorder.event)
+                        raise
+                keep_plan(mission, vehicle, record_dir, recorder)
         except (VehicleError, SitlError) as exc:
             outcome, reason = "error", str(exc)
         recorder.event("verdict", outcome=outcome, reason=reason)
         recorder.flush()
         summary = {"outcome": outcome, "reason": reason, **_profile_columns(profile),
-                   **mission_summary(rows, speed, mission, outcome, read_events(record_dir))}
-        recorder.finish(outcome, summary)
+                   **mission_summary(session.rows, session.speed, mission, outcome, read_events(record_dir))}
+        session.finish(outcome, summary)
     return summary
 
 
-def _target_options(spec: TrialSpec, record_dir: Path, recorder: TrialRecorder) -> TargetOptions:
-    """How the trial's target comes up: its profile and link; PX4's console and logs into the record."""
+def _target_options(spec: TrialSpec) -> TargetOptions:
+    """How the trial's target comes up: its profile and link."""
     return TargetOptions(profile=spec.profile, speed=spec.speed, link=spec.link if spec.link != NONE else None,
-                         seed=spec.seed, physics=spec.physics, keep_in=record_dir, sink=recorder.append,
-                         connect_timeout_s=CONNECT_TIMEOUT_S)
+                         seed=spec.seed, physics=spec.physics, connect_timeout_s=CONNECT_TIMEOUT_S)
 
 
 def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navigation:

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _fly(args, navigation, scene, mission, rule, radius: float, record_dir: Path):
     from hil.navigation import fly_scene
-    from records.record import TrialRecorder
+    from hil.session import TrialSession
     from targets import TargetOptions
     from targets.connection import connected
 
@@ -120,10 +120,13 @@ async def _fly(args, navigation, scene, mission, rule, radius: float, record_dir
               "compute_profile": navigation.compute.as_dict() if navigation.compute else None,
               "rate_hz": args.rate, "vehicle_profile": args.profile, "speed_factor": args.speed_factor}
     options = TargetOptions(profile=args.profile, speed=args.speed_factor, connect_timeout_s=args.connect_timeout)
-    with TrialRecorder(record_dir, config=config, target=args.connect, seed=scene.seed) as recorder:
-        async with connected(args.connect, options) as (vehicle, _):
+    # A flight controller someone else runs, perhaps a SITL at a speed factor: connected here at that speed
+    # (targets.hardware would take it for real time), then the session's like any target.
+    with TrialSession(record_dir, config=config, target=args.connect, seed=scene.seed) as session:
+        async with connected(args.connect, options) as (vehicle, _), \
+                session.attach(vehicle, args.connect, record=False):
             # The flight controller may be a real one that outlives this run: what it changes is journaled.
-            flight = await fly_scene(vehicle, navigation, scene, rule, radius, recorder, land=True, hardware=True,
-                                     mission=mission)
-        recorder.finish(flight.verdict.outcome, flight.summary())
+            flight = await fly_scene(vehicle, navigation, scene, rule, radius, session.recorder, land=True,
+                                     hardware=True, mission=mission)
+        session.finish(flight.verdict.outcome, flight.summary())
     return flight
