@@ -156,7 +156,9 @@ def test_numbers_on_the_command_line_are_range_checked():
              (["sim", "--instance", "600"], "integer from 0 to 254"),
              (["fly", str(DEMO), "--geofence-radius", "nan"], "finite number > 0"),
              (["fly", str(DEMO), "--min-battery", "150"], "percentage from 0 to 100"),
-             (["run", "hil/campaigns/demo.yaml", "--workers", "0"], "integer from 1 to 256"))
+             (["run", "hil/campaigns/demo.yaml", "--workers", "0"], "integer from 1 to 256"),
+             (["fly", str(DEMO), "--target", "lockstep", "--param", "FOO_BAR=1"], "unknown parameter 'FOO_BAR'"),
+             (["fly", str(DEMO), "--target", "lockstep", "--param", "MPC_XY_CRUISE=1e9"], "outside [0.0, 20.0]"))
     results = hil_each(*(args for args, _ in cases), timeout=30)
     for (args, expected), result in zip(cases, results):
         assert result.returncode == 2 and expected in result.stderr, (args, result.stderr)

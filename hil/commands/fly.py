@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from missions.load import load
     from profiles.library import load_vehicle_profile
     from profiles.link import load_link_profile
+    from px4.params import ParamStore
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
@@ -119,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         radius = load_vehicle_profile(args.profile).radius
         target = TargetSpec.parse(args.target)
         params = {**(read_params_file(args.params) if args.params else {}), **dict(args.param)}
+        ParamStore(overrides=params)  # a --param PX4 does not have, or out of its range: refused before anything starts
         if target.kind == PX4_SITL:
             Px4Build.locate(args.px4_dir)  # no PX4: say how to get one before anything starts
             if args.physics == "default":
