@@ -200,13 +200,15 @@ def hil_mission(hil_vehicle, hil_recorder, hil_profile: str):
         mission = load(path)
         recorder = hil_recorder
         # From the call, not from the latest snapshot: that one is as old as the synchronous fixture
-        # set-up pytest ran since the event loop last turned (1.2-1.8 s measured).
+        # set-up pytest ran since the event loop last turned (1.2-1.8 s measured). In lockstep the record's
+        # stamps are simulated time, which stands still while nothing awaits the vehicle: its snapshot is now.
         start = mark(hil_vehicle.clock_s)
+        since_ns = start.wall_ns if math.isfinite(hil_vehicle.speed_factor) else hil_vehicle.state.t_ns
         outcome, reason = await fly_mission(hil_vehicle, mission, recorder, load_vehicle_profile(hil_profile).radius)
         speed = speed_between(start, mark(hil_vehicle.clock_s), hil_vehicle.speed_factor)
         recorder.flush()
         table = read_table(recorder.record_dir, "telemetry")
-        flown = vehicle_time(table[table.t_ns >= start.wall_ns].reset_index(drop=True), speed)
+        flown = vehicle_time(table[table.t_ns >= since_ns].reset_index(drop=True), speed)
         return outcome, reason, summarize_trial(flown, mission.to_waypoint_mission().reference_path())
     return run
 
