@@ -15,8 +15,6 @@ SESSION = "hil/session.py"
 NOT_YET = {
     "hil/fidelity.py": "the fidelity suite opens a fresh target per manoeuvre, several in one record or none",
     "hil/commands/link.py": "hil link's record is written by a child process beside the proxy, with no vehicle",
-    "hil/pytest_plugin/fixtures.py": "the plugin's fixtures, being made lazy to import",
-    "hil/pytest_plugin/target.py": "the plugin's target bring-up, being made lazy to import",
 }
 
 

@@ -7,7 +7,6 @@ flies (records, targets, MAVSDK, pandas) is imported by the fixture that needs i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import re
@@ -77,10 +76,9 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                       hil_repeat: int, hil_bench: BenchConnections):
     """A connected, armable Vehicle on the chosen target, its telemetry recorded into this test's trial record."""
     from hil.pytest_plugin.target import bring_up
-    from hil.recording import record_telemetry
     from hil.safety import require_on_ground
+    from hil.session import TrialSession
     from hil.stop import make_safe
-    from records.record import TrialRecorder
 
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
@@ -102,12 +100,12 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     params = opts.get("params", {})
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
               "params": params, "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
-    with TrialRecorder(record_dir, config=config, target=hil_target) as recorder:
+    with TrialSession(record_dir, config=config, target=hil_target) as session:
+        recorder = session.recorder
         try:
-            async with bring_up(entry, hil_config, hil_profile, params, link_name, recorder, request,
+            async with bring_up(entry, hil_config, hil_profile, params, link_name, session, request,
                                 hil_bench) as vehicle:
                 record.recorder = recorder
-                telemetry = asyncio.get_running_loop().create_task(record_telemetry(vehicle, recorder))
                 await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
                 # A running flight controller is not rebooted between tests: what the test changes is set
                 # through the journal and put back after the landing (a simulator takes them at boot).
@@ -122,16 +120,13 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                     try:
                         yield vehicle
                     finally:
-                        telemetry.cancel()
-                        with contextlib.suppress(BaseException):
-                            await telemetry
                         # Whatever the test did, the vehicle ends landed and disarmed, by the harness's one stop policy.
                         await make_safe(vehicle, event=recorder.event)
         finally:
             # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
             passed = getattr(request.node, "_hil_call_passed", None)
             outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
-            recorder.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
+            session.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
 
 
 @contextlib.asynccontextmanager

@@ -38,9 +38,10 @@ SIMULATOR = pytest.StashKey[object]()
 
 
 @contextlib.asynccontextmanager
-async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, recorder,
+async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, session,
                    request, bench: BenchConnections):
-    """Start (or reach) the target with targets.open_target and yield its connected Vehicle; stop everything after.
+    """Start (or reach) the target through the test's trial session (hil.session) and yield its connected
+    Vehicle, its telemetry recorded; stop everything after.
 
     The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
     `hil_link`; PX4's console and logs into the test's trial record. A running flight controller
@@ -48,8 +49,8 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
     `bench`, which stays open after the test.
     """
     from bridges.transport import parse_url
-    from px4.sitl import Px4NotFound
-    from targets import TargetOptions, TargetSpec, open_target
+    from px4.sitl import Px4Build, Px4NotFound
+    from targets import PX4_SITL, TargetOptions, TargetSpec
 
     target = entry.target
     spec = TargetSpec.parse(target)
@@ -63,12 +64,16 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
         if table == "link" and link is not None:
             link.rows.append(row)
         else:
-            recorder.append(table, row)
+            session.recorder.append(table, row)
 
     physics = entry.physics or config.physics
     options = TargetOptions(profile=profile, speed=entry.speed or config.speed, params=params, link=link_name,
-                            physics=physics, keep_in=recorder.record_dir, sink=sink,
-                            allow_arming=config.arm or entry.arm)
+                            physics=physics, sink=sink, allow_arming=config.arm or entry.arm)
+    if spec.kind == PX4_SITL:
+        try:
+            Px4Build.locate(options.px4_dir)
+        except Px4NotFound as exc:
+            pytest.skip(str(exc))
     if spec.kind == "hardware" and link is None and physics == "default":
         options = replace(options, connection=await bench.get(spec.url, options.connect_timeout_s))
     if config.onboard is not None:
@@ -76,18 +81,9 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
 
         request.node.stash[ONBOARD], links = remote_onboard(config.onboard)
         options = replace(options, extra_links=links)
-    try:
-        opened = open_target(spec, options)
-        target_up = await opened.__aenter__()
-    except Px4NotFound as exc:
-        pytest.skip(str(exc))
-    try:
+    async with session.target(spec, options) as target_up:
         if link is not None:
             link.proxy = target_up.link
         if target_up.simulator is not None:
             request.node.stash[SIMULATOR] = target_up.simulator
         yield target_up.vehicle
-    finally:
-        await opened.__aexit__(None, None, None)
-
-
