@@ -176,9 +176,10 @@ def test_a_parameter_file_line_px4_would_not_take_is_refused_naming_the_line(tmp
 def test_paths_that_are_not_regular_files_are_refused_at_once(tmp_path):
     """A FIFO would block the reader forever, /dev/zero never ends (its st_size is 0), a directory has
     no text: each is named for what it is, before anything is read."""
-    fifo_plan, fifo_params = tmp_path / "fifo.plan", tmp_path / "fifo.params"
+    fifo_plan, fifo_params, fifo_token = tmp_path / "fifo.plan", tmp_path / "fifo.params", tmp_path / "token"
     os.mkfifo(fifo_plan)
     os.mkfifo(fifo_params)
+    os.mkfifo(fifo_token)
     folder = tmp_path / "missions"
     folder.mkdir()
     for command, path, kind in (
@@ -186,7 +187,8 @@ def test_paths_that_are_not_regular_files_are_refused_at_once(tmp_path):
             (_fly(fifo_plan), fifo_plan, "a named pipe (FIFO)"),
             (_fly("demo_square", "--params", str(fifo_params)), fifo_params, "a named pipe (FIFO)"),
             (_fly("demo_square", "--params", "/dev/zero"), "/dev/zero", "a character device"),
-            (_fly(folder), folder, "a directory")):
+            (_fly(folder), folder, "a directory"),
+            (["agent", "--token-file", str(fifo_token)], fifo_token, "a named pipe (FIFO)")):
         assert f"(a regular file), got {kind}" in _refused(command, path, timeout=20)
 
 

@@ -175,12 +175,13 @@ def _token(args: argparse.Namespace) -> str | None:
             print(f"hil agent: no token: set {TOKEN_ENV} or give --token-file (harnesses must present it)",
                   file=sys.stderr)
         return token
-    try:
-        with open(args.token_file, "rb") as file:
-            lines = file.read(4096).decode("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"hil agent: --token-file {args.token_file}: expected a readable UTF-8 file whose first line is the "
-              f"token ({exc.__class__.__name__})", file=sys.stderr)
+    from config.errors import ConfigError
+    from config.loading import read_text
+
+    try:  # a regular file only: a FIFO or a device given here would block the agent's start for good
+        lines = read_text(args.token_file, "token file (the token on its first line)", 4096).splitlines()
+    except ConfigError as exc:
+        print(f"hil agent: --token-file {exc}", file=sys.stderr)
         return None
     token = lines[0].strip() if lines else ""
     if not token:
