@@ -14,7 +14,6 @@ SESSION = "hil/session.py"
 # Not yet the session plus a flight function (each is its own piece of work):
 NOT_YET = {
     "hil/fidelity.py": "the fidelity suite opens a fresh target per manoeuvre, several in one record or none",
-    "hil/commands/link.py": "hil link's record is written by a child process beside the proxy, with no vehicle",
 }
 
 

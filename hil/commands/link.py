@@ -120,14 +120,14 @@ class _RecordWriter:
 
 def _write_record(conn, record: Path, config: dict, target: str, seed: int | None) -> None:
     """The child: a trial record with a "link" table, fed from `conn` until the proxy says finish."""
-    from records.record import TrialRecorder
+    from hil.session import TrialSession
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the proxy says when to stop
     # Behind the proxy for a core: a release that wakes while the writer is busy takes the core at once.
     os.nice(10)
     with contextlib.ExitStack() as stack:  # the proxy gone without a word (killed): the record says it ended unfinished
         try:
-            recorder = stack.enter_context(TrialRecorder(record, config=config, target=target, seed=seed))
+            session = stack.enter_context(TrialSession(record, config=config, target=target, seed=seed))
         except OSError as exc:
             conn.send(("error", str(exc)))
             return
@@ -139,10 +139,10 @@ def _write_record(conn, record: Path, config: dict, target: str, seed: int | Non
                 return
             if kind == "finish":
                 outcome, summary = payload
-                recorder.finish(outcome, summary=summary)
+                session.finish(outcome, summary)
                 return
             for row in payload:
-                recorder.append("link", row)
+                session.recorder.append("link", row)
 
 
 async def _serve(args: argparse.Namespace, spec, proxy_class) -> int:
