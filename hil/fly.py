@@ -414,6 +414,11 @@ async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder:
                 reason = f"stopped ({fields['stopped_by']}) during {at}; {ended.detail}"
                 say(f"aborted: {reason}")
                 return "aborted", reason, ended.end, fields
+            except Exception:
+                # Whatever broke (a refused command, the disk the record is on, a bug of the harness's own), the
+                # vehicle comes down before the error goes on.
+                await make_safe(vehicle, say, recorder.event)
+                raise
 
 
 async def _found_on_ground(vehicle: Vehicle, options: FlightOptions, say: Callable[[str], None],

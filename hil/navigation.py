@@ -136,11 +136,10 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         lost = isinstance(exc, OnboardLost)
         recorder.event("onboard_lost" if lost else "failed", reason=str(exc))
         verdict = monitor.lost(str(exc)) if lost else monitor.fail(str(exc))
-    except asyncio.CancelledError:
-        # A stop request (Ctrl-C of hil onboard, SIGTERM to a campaign's worker): a vehicle in real time is
-        # brought down by the stop policy before the cancellation goes on; a lockstep one is simply dropped.
+    except BaseException:
+        # A stop request (Ctrl-C of hil onboard, SIGTERM to a campaign's worker) or a crash of the harness's own:
+        # a vehicle in real time is brought down by the stop policy before it goes on; a lockstep one is dropped.
         if land:
-            recorder.event("aborted")
             await make_safe(vehicle, event=recorder.event)
         raise
     finally:

@@ -72,8 +72,10 @@ async def make_safe(vehicle: Vehicle, say: Callable[[str], None] = lambda text: 
     """Bring the vehicle down by the stop policy (module docstring); never raises for the vehicle's sake.
 
     `say` gets the lines a person must read; `event(kind, **fields)` records what was commanded
-    ("landing", "land_reissued", "return_commanded", "hold_commanded", "landed").
+    ("landing", "land_reissued", "return_commanded", "hold_commanded", "landed"). Neither failing (a
+    closed terminal, a full disk under the record) stops the policy.
     """
+    event, say = _never_raising(event), _never_raising(say)
     state = vehicle.state
     if not state.armed:
         return StopResult(SafeEnd.LANDED, "disarmed")
@@ -149,6 +151,15 @@ async def _follow_down(vehicle: Vehicle, modes: tuple[str, ...], grace_s: float,
     if s.flight_mode in PILOT_MODES:
         return StopResult(SafeEnd.PILOT, f"a pilot took over ({s.flight_mode}) while it came down")
     return None
+
+
+def _never_raising(tell: Callable[..., None]) -> Callable[..., None]:
+    def told(*args, **fields) -> None:
+        try:
+            tell(*args, **fields)
+        except Exception:  # noqa: BLE001 - a record or a terminal failing must never keep the vehicle in the air
+            pass
+    return told
 
 
 async def _quietly(command) -> str:

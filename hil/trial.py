@@ -162,9 +162,8 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
                     await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
                     try:
                         outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
-                    except asyncio.CancelledError:  # a stop request: as in hil.navigation.fly_scene
+                    except BaseException:  # a stop request or a crash: as in hil.navigation.fly_scene
                         if spec.target != LOCKSTEP:
-                            recorder.event("aborted")
                             await make_safe(vehicle, event=recorder.event)
                         raise
                 keep_plan(mission, vehicle, record_dir, recorder)

@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
+import pytest
+
 from bridges.lockstep_vehicle import LockstepVehicle
 from hil.stop import SafeEnd, make_safe
 from profiles.library import load_vehicle_profile
@@ -89,3 +91,30 @@ async def test_a_disarmed_vehicle_gets_no_command():
         kinds, event = recorder()
         stopped = await make_safe(vehicle, event=event)
         assert stopped.end is SafeEnd.LANDED and kinds == []
+
+
+async def test_a_crash_in_a_flight_lands_the_vehicle_before_the_error_goes_on(tmp_path, monkeypatch):
+    """A bug of the harness's own mid-flight (here a flight function that raises once airborne: a stand-in for
+    one) is not a reason to leave the vehicle in the air: it lands, then the error goes on."""
+    import hil.fly
+    from hil.fly import FlightOptions, run_trial
+    from hil.safety import SafetyLimits
+    from missions.load import load
+    from records.record import read_events
+    from targets import TargetOptions
+
+    flown = {}
+
+    async def crashing(vehicle, mission, recorder, vehicle_radius=0.0, inject_faults=True):
+        flown["vehicle"] = vehicle
+        await vehicle.arm()
+        await vehicle.takeoff(3.0)
+        raise RuntimeError("a bug of the harness's own")
+
+    monkeypatch.setattr(hil.fly, "fly_mission", crashing)
+    mission = load("demo_square")
+    options = FlightOptions(SafetyLimits.around(mission.to_waypoint_mission()))
+    with pytest.raises(RuntimeError, match="a bug"):
+        await run_trial("lockstep", TargetOptions(), mission, tmp_path / "r", config={}, options=options)
+    assert flown["vehicle"].state.altitude < 0.3 and not flown["vehicle"].state.armed
+    assert "landing" in [e["kind"] for e in read_events(tmp_path / "r")]
