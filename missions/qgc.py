@@ -14,28 +14,40 @@ Supported mission items (MAV_CMD), as PX4 flies them on a multicopter:
 * NAV_LAND (21): the mission lands; at its lat/lon if given (PX4 flies there at the altitude it is at,
   then descends), else where it is. NAV_RETURN_TO_LAUNCH (20): back over home, then land.
   Nothing may follow either.
+* CONDITION_GATE (4501): a gate PX4 flies through without stopping, as a waypoint at its lat/lon/alt
+  (QGroundControl puts one at each end of a survey's transects when the camera triggers).
+* DO_SET_CAM_TRIGG_DIST (206), IMAGE_START_CAPTURE (2000), IMAGE_STOP_CAPTURE (2001): accepted and
+  without effect on the flight (the harness carries no camera; they do not move the vehicle).
 * DO_CHANGE_SPEED (178): param2 (m/s, of speed type 0 airspeed or 1 ground speed) -> speed_cap; with
   several, the largest wins: the harness caps the whole flight with one speed, which must not slow
   the fastest stretch the plan asks for. Climb and descent speeds (types 2, 3) are not modelled.
   Without one, a plan's hoverSpeed (QGroundControl's planning speed for multicopters) is the cap.
 * Frames of positioned items: GLOBAL_RELATIVE_ALT (3) / _INT (6), altitude above home, and GLOBAL
   (0) / _INT (5), AMSL, converted with the home's altitude. Terrain frames are refused.
+* The planned home's altitude may be null: QGroundControl writes one when it knew no ground height
+  (no vehicle connected, no terrain data). Altitudes above home do not need it; AMSL ones are refused.
+* A survey ("survey") or corridor scan ("CorridorScan") ComplexItem is flown as the mission items
+  QGroundControl generated for it and saved inside it (TransectStyleComplexItem.Items), which are
+  what it uploads; each is read as the SimpleItem it is.
 
-Refused, with the item's index and the reason: any other command, a ComplexItem (survey, corridor or
-structure scan: convert it to waypoints first), autoContinue false (the harness never advances a
-mission by hand), anything after a landing. Geofence: at most one inclusion polygon and one
-inclusion circle (what the harness judges); exclusion circles become no-fly cylinders (every
-altitude: QGroundControl's fences are 2D), exclusion polygons no-fly polygons. Rally points are kept
-for export. The breach return point is not modelled and is ignored.
+Refused, with the item's index and the reason: any other command, any other ComplexItem (a structure
+scan, a landing pattern: QGroundControl saves only their settings and generates their items when it
+loads the plan; convert them to waypoints first) or a survey without its generated items,
+autoContinue false (the harness never advances a mission by hand), anything after a landing.
+Geofence: at most one inclusion polygon and one inclusion circle (what the harness judges); exclusion
+circles become no-fly cylinders (every altitude: QGroundControl's fences are 2D), exclusion polygons
+no-fly polygons. Rally points are kept for export. The breach return point is not modelled and is
+ignored.
 
 Every file is hostile input: at most MAX_FILE_BYTES, UTF-8, at most `config.loading.MAX_DEPTH` levels
 of JSON nesting, no duplicate keys, no NaN/Infinity literals (QGroundControl writes NaN as null and
 null is accepted only where it writes one: a yaw that keeps the heading, a landing without a
-position, parameters the command does not use), at most `MAX_WAYPOINTS` items (what a MAVLink
-mission counts), latitudes within [-90, 90], longitudes within [-180, 180], every point within
-MAX_RANGE_M of home. Every problem is one ``FILE: FIELD.PATH: expected WHAT, got VALUE`` line of a
-`ConfigError`; field paths are the plan's (``mission.items[3].params[4]``, 0-based as in the JSON) or
-the WPL file's line (``line 5.params[4]``).
+position, parameters the command does not use, the planned home's altitude), at most `MAX_WAYPOINTS`
+items, a complex item's generated ones included (what a MAVLink mission counts), latitudes within
+[-90, 90], longitudes within [-180, 180], every point within MAX_RANGE_M of home. Every problem is
+one ``FILE: FIELD.PATH: expected WHAT, got VALUE`` line of a `ConfigError`; field paths are the
+plan's (``mission.items[3].params[4]``, ``mission.items[2].TransectStyleComplexItem.Items[5].params[6]``,
+0-based as in the JSON) or the WPL file's line (``line 5.params[4]``).
 """
 
 from __future__ import annotations
@@ -80,13 +92,18 @@ MAX_RANGE_M = 100_000.0
 MAX_HOLD_S = 3600.0  # a hold over an hour is not a trial (sanity limit)
 
 NAV_WAYPOINT, NAV_LOITER_TIME, NAV_RETURN_TO_LAUNCH, NAV_LAND, NAV_TAKEOFF = 16, 19, 20, 21, 22
-DO_CHANGE_SPEED = 178
+DO_CHANGE_SPEED, DO_SET_CAM_TRIGG_DIST = 178, 206
+IMAGE_START_CAPTURE, IMAGE_STOP_CAPTURE, CONDITION_GATE = 2000, 2001, 4501
 FRAME_GLOBAL, FRAME_MISSION, FRAME_GLOBAL_RELATIVE_ALT = 0, 2, 3
 AMSL_FRAMES = {0: "MAV_FRAME_GLOBAL", 5: "MAV_FRAME_GLOBAL_INT"}
 RELATIVE_FRAMES = {3: "MAV_FRAME_GLOBAL_RELATIVE_ALT", 6: "MAV_FRAME_GLOBAL_RELATIVE_ALT_INT"}
 ALTITUDE_MODE_RELATIVE = 1  # QGroundControl's AltMode for MAV_FRAME_GLOBAL_RELATIVE_ALT
 FIRMWARE_PX4, VEHICLE_QUADROTOR = 12, 2  # MAV_AUTOPILOT_PX4, MAV_TYPE_QUADROTOR
 SAME_POINT_M = 0.01  # a landing this close to the last point needs no move before it
+LAT_LON_DECIMALS = 9  # of a degree in an exported plan: 0.1 mm, far below what any GPS tells apart
+# The ComplexItems that keep the mission items QGroundControl generated (TransectStyleComplexItem.Items),
+# by complexItemType, with what a message calls them.
+TRANSECT_STYLE = {"survey": "survey", "CorridorScan": "corridor scan"}
 
 
 
@@ -132,6 +149,7 @@ class _Route:
     """What the items say so far, in the mapping's terms."""
 
     home: GeoOrigin
+    home_alt_known: bool = True  # False: the plan's home altitude was null (home.alt_m is a stand-in)
     start_alt: float | None = None
     start_yaw: float | None = None
     waypoints: list[dict] = field(default_factory=list)
@@ -260,10 +278,11 @@ def plan_mapping(data: Any, source: str) -> dict:
     problems.raise_if_any()
     # Unknown keys of the mission object are QGroundControl's business (it adds some across versions).
     values = read_fields({k: v for k, v in mission.items() if k in _MISSION}, _MISSION, "mission.", problems)
-    home = _home(mission.get("plannedHomePosition"), "mission.plannedHomePosition", problems)
+    home, home_alt_known = _home(mission.get("plannedHomePosition"), "mission.plannedHomePosition", problems)
     items = _plan_items(mission.get("items"), problems)
     problems.raise_if_any()
-    mapping = _mission_mapping(Path(source).stem or "plan", home, items, problems, values.get("hoverSpeed"))
+    mapping = _mission_mapping(Path(source).stem or "plan", _Route(home, home_alt_known), items, problems,
+                               values.get("hoverSpeed"))
     airspace = _fence(data, home, problems)
     rally = _rally(data, problems)
     problems.raise_if_any()
@@ -313,21 +332,56 @@ def _coordinate(value: Any, path: str, problems: Problems, altitude: Field | Non
     return tuple(out) if len(out) == len(fields) else None
 
 
-def _home(value: Any, path: str, problems: Problems) -> GeoOrigin:
+def _home(value: Any, path: str, problems: Problems) -> tuple[GeoOrigin, bool]:
+    """The planned home, and whether its altitude is known."""
     if value is None:
         problems.add(path, "missing required field, expected the planned home [lat, lon, alt AMSL]")
-        return GeoOrigin(0.0, 0.0, 0.0)
+        return GeoOrigin(0.0, 0.0, 0.0), True
+    if isinstance(value, list) and len(value) == 3 and value[2] is None:
+        # QGroundControl writes null when it knew no ground height there. The harness flies altitudes
+        # above home, wherever the vehicle's home is; 0 m AMSL stands in, as a file without a home gets
+        # the vehicle's own, and only an item in an AMSL frame, which would need the real one, is refused.
+        lat_lon = _coordinate(value[:2], path, problems)
+        return (GeoOrigin(*lat_lon, 0.0) if lat_lon else GeoOrigin(0.0, 0.0, 0.0)), False
     home = _coordinate(value, path, problems, _HOME_ALT)
-    return GeoOrigin(*home) if home else GeoOrigin(0.0, 0.0, 0.0)
+    return (GeoOrigin(*home) if home else GeoOrigin(0.0, 0.0, 0.0)), True
 
 
 def _plan_items(value: Any, problems: Problems) -> list[_Item]:
+    """mission.items as the mission items QGroundControl would upload: complex items expanded."""
     items = []
     for index, entry in enumerate(_list_at(value, "mission.items", "mission items", problems, non_empty=True)):
-        item = _plan_item(entry, f"mission.items[{index}]", problems)
-        if item is not None:
+        path = f"mission.items[{index}]"
+        if isinstance(entry, dict) and entry.get("type") == "ComplexItem":
+            items += _generated_items(entry, path, problems)
+        elif (item := _plan_item(entry, path, problems)) is not None:
             items.append(item)
+    if len(items) > MAX_WAYPOINTS:
+        problems.add("mission.items", f"expected at most {MAX_WAYPOINTS} mission items with the complex items' "
+                                      f"generated ones (what a MAVLink mission holds), got {len(items)}")
     return items
+
+
+def _generated_items(entry: dict, path: str, problems: Problems) -> list[_Item]:
+    """The mission items QGroundControl generated for a survey or corridor scan and saved inside it."""
+    kind = entry.get("complexItemType")
+    if not isinstance(kind, str) or kind not in TRANSECT_STYLE:
+        problems.add(f"{path}.complexItemType",
+                     f"expected a SimpleItem, or a ComplexItem of type {' or '.join(map(repr, TRANSECT_STYLE))} "
+                     f"(which keep the mission items QGroundControl generated), got ComplexItem {shown(kind)} "
+                     "(QGroundControl saves only its settings and generates its items when it loads the plan: "
+                     "convert it to waypoints)")
+        return []
+    inner = _object_at(entry, "TransectStyleComplexItem", f"{path}.TransectStyleComplexItem", problems, required=True)
+    if inner is None:
+        return []
+    items_path = f"{path}.TransectStyleComplexItem.Items"
+    generated = _list_at(inner.get("Items"), items_path, f"mission items QGroundControl generated for the "
+                                                         f"{TRANSECT_STYLE[kind]} (it saves them with the plan: open "
+                                                         "and save this one in QGroundControl)",
+                         problems, non_empty=True)
+    return [item for index, child in enumerate(generated)
+            if (item := _plan_item(child, f"{items_path}[{index}]", problems)) is not None]
 
 
 _COMMAND = integer("MAV_CMD", at_least=0, at_most=65535)
@@ -340,11 +394,6 @@ def _plan_item(entry: Any, path: str, problems: Problems) -> _Item | None:
         problems.invalid(path, "a JSON object (a mission item)", entry)
         return None
     kind = entry.get("type")
-    if kind == "ComplexItem":
-        pattern = entry.get("complexItemType", "a pattern")
-        problems.add(f"{path}.type", f"expected a SimpleItem, got ComplexItem {shown(pattern)} (patterns such as "
-                                     "surveys and scans are not supported: convert it to waypoints)")
-        return None
     if kind != "SimpleItem":
         problems.invalid(f"{path}.type", '"SimpleItem"', kind)
         return None
@@ -485,7 +534,7 @@ def wpl_mapping(text: str, source: str) -> dict:
     if len(items) == 1:
         problems.add("<file>", "expected mission items after the home, got none")
     problems.raise_if_any()
-    return _mission_mapping(Path(source).stem or "mission", home, items[1:], problems, None)
+    return _mission_mapping(Path(source).stem or "mission", _Route(home), items[1:], problems, None)
 
 
 def _wpl_home(item: _Item, problems: Problems) -> GeoOrigin:
@@ -545,10 +594,10 @@ def _wpl_number(value: str) -> float | str | None:
 # Mission items -> the mapping
 
 
-def _mission_mapping(name: str, home: GeoOrigin, items: list[_Item], problems: Problems,
+def _mission_mapping(name: str, route: _Route, items: list[_Item], problems: Problems,
                      hover_speed: float | None) -> dict:
-    """The items of either format, flown from `home`, as a benchmark-mission mapping."""
-    route = _Route(home)
+    """The items of either format, flown from the home of `route` (empty so far), as a benchmark-mission mapping."""
+    home = route.home
     for item in items:
         _apply(item, route, problems)
     problems.raise_if_any()
@@ -635,6 +684,11 @@ def _altitude(item: _Item, route: _Route, problems: Problems) -> float | None:
         problems.invalid(f"{item.path}.frame", f"one of {frames}; terrain and local frames are not supported",
                          item.frame)
         return None
+    if item.frame in AMSL_FRAMES and not route.home_alt_known:
+        problems.invalid(f"{item.path}.frame", "a frame relative to home (3 or 6): the plannedHomePosition's altitude "
+                                               "is null, so an altitude above mean sea level cannot be converted",
+                         item.frame)
+        return None
     value = _param(item, 6, _ALT, problems)
     if value is None:
         return None
@@ -692,6 +746,16 @@ def _waypoint(item: _Item, route: _Route, problems: Problems) -> None:
             route.radii.append(radius)
 
 
+def _gate(item: _Item, route: _Route, problems: Problems) -> None:
+    position = _position(item, route, problems)
+    if position is not None:
+        route.add(*position)
+
+
+def _no_effect(item: _Item, route: _Route, problems: Problems) -> None:
+    """A camera command: the harness has no camera, and the vehicle flies on as if it were not there."""
+
+
 def _loiter_time(item: _Item, route: _Route, problems: Problems) -> None:
     hold = _param(item, 0, _HOLD, problems)
     position = _position(item, route, problems)
@@ -744,6 +808,10 @@ COMMANDS: dict[int, _Command] = {
     NAV_LAND: _Command("NAV_LAND", frozenset({3, 4, 5}), _land),
     NAV_RETURN_TO_LAUNCH: _Command("NAV_RETURN_TO_LAUNCH", frozenset(), _return_to_launch),
     DO_CHANGE_SPEED: _Command("DO_CHANGE_SPEED", frozenset({0, 1}), _change_speed),
+    CONDITION_GATE: _Command("CONDITION_GATE", frozenset({4, 5, 6}), _gate),
+    DO_SET_CAM_TRIGG_DIST: _Command("DO_SET_CAM_TRIGG_DIST", frozenset(), _no_effect),
+    IMAGE_START_CAPTURE: _Command("IMAGE_START_CAPTURE", frozenset(), _no_effect),
+    IMAGE_STOP_CAPTURE: _Command("IMAGE_STOP_CAPTURE", frozenset(), _no_effect),
 }
 
 
@@ -758,13 +826,14 @@ def plan_from_mission(mission: BenchmarkMission, home: GeoOrigin | None = None) 
     when the route ends with a "land" point, the airspace as fence polygons and circles (the altitude
     band and the no-fly zones' altitude limits are lost: QGroundControl's fences are 2D) and the rally
     points. `home` places the mission's frame on Earth (default: the mission's own home). Routes of
-    every type are written as waypoints; their stage names are lost."""
+    every type are written as waypoints; their stage names are lost. Latitudes and longitudes are
+    written to LAT_LON_DECIMALS, so that a plan read and exported again is the same file."""
     origin = home or mission.home
     if origin is None:
         raise ConfigError([f"{mission.source}: home: expected a home {{lat, lon, alt}} to place the mission on "
                            "Earth for QGroundControl, got none (give one)"])
-    lat, lon, _ = origin.to_global(mission.start[0], mission.start[1], 0.0)
-    launch = GeoOrigin(lat, lon, origin.alt_m)  # the vehicle's home: below the start
+    # The vehicle's home: below the start.
+    launch = GeoOrigin(*_lat_lon(origin, mission.start[0], mission.start[1]), origin.alt_m)
     items = _export_items(mission, origin)
     for sequence, item in enumerate(items, start=1):
         item["doJumpId"] = sequence
@@ -775,13 +844,20 @@ def plan_from_mission(mission: BenchmarkMission, home: GeoOrigin | None = None) 
                     "globalPlanAltitudeMode": ALTITUDE_MODE_RELATIVE,
                     "plannedHomePosition": [launch.lat_deg, launch.lon_deg, launch.alt_m], "items": items},
         "geoFence": _export_fence(mission, origin),
-        "rallyPoints": {"version": 2, "points": [[*origin.to_global(n, e, d)[:2], -d] for n, e, d in mission.rally]},
+        "rallyPoints": {"version": 2, "points": [[*_lat_lon(origin, n, e), -d] for n, e, d in mission.rally]},
     }
 
 
 def write_plan(mission: BenchmarkMission, path: str | os.PathLike[str], home: GeoOrigin | None = None) -> None:
     """Write `plan_from_mission(mission, home)` to `path` as QGroundControl indents its plans."""
     Path(path).write_text(json.dumps(plan_from_mission(mission, home), indent=4) + "\n", encoding="utf-8")
+
+
+def _lat_lon(origin: GeoOrigin, north: float, east: float) -> tuple[float, float]:
+    """The lat/lon (deg) of a local point, to LAT_LON_DECIMALS: going through local metres and back moves
+    a coordinate's last bits, and a plan exported, read and exported again must not change."""
+    lat, lon, _ = origin.to_global(north, east, 0.0)
+    return round(lat, LAT_LON_DECIMALS), round(lon, LAT_LON_DECIMALS)
 
 
 def _simple_item(command: int, params: list, frame: int = FRAME_GLOBAL_RELATIVE_ALT) -> dict:
@@ -797,17 +873,17 @@ def _simple_item(command: int, params: list, frame: int = FRAME_GLOBAL_RELATIVE_
 def _export_items(mission: BenchmarkMission, origin: GeoOrigin) -> list[dict]:
     lands = mission.route[-1].stage == "land"
     points = mission.route[:-1] if lands else mission.route
-    start_lat, start_lon, _ = origin.to_global(mission.start[0], mission.start[1], 0.0)
+    start_lat, start_lon = _lat_lon(origin, mission.start[0], mission.start[1])
     # Yaw 0 is the schema's default start heading, not a request: the takeoff keeps the heading.
     yaw = mission.start_yaw_deg or None
     items = [_simple_item(NAV_TAKEOFF, [0, 0, 0, yaw, start_lat, start_lon, float(-mission.start[2])]),
              _simple_item(DO_CHANGE_SPEED, [1, mission.speed_cap, -1, 0, 0, 0, 0], frame=FRAME_MISSION)]
     for point in points:
-        lat, lon, _ = origin.to_global(point.north, point.east, 0.0)
+        lat, lon = _lat_lon(origin, point.north, point.east)
         items.append(_simple_item(NAV_WAYPOINT, [point.hold_s, mission.success_radius, 0, point.yaw_deg, lat, lon,
                                                  -point.down]))
     if lands:
-        lat, lon, _ = origin.to_global(mission.route[-1].north, mission.route[-1].east, 0.0)
+        lat, lon = _lat_lon(origin, mission.route[-1].north, mission.route[-1].east)
         items.append(_simple_item(NAV_LAND, [0, 0, 0, None, lat, lon, 0]))
     return items
 
@@ -816,11 +892,11 @@ def _export_fence(mission: BenchmarkMission, origin: GeoOrigin) -> dict:
     airspace = mission.airspace
 
     def polygon(vertices: Any, inclusion: bool) -> dict:
-        return {"inclusion": inclusion, "polygon": [list(origin.to_global(n, e, 0.0)[:2]) for n, e in vertices],
+        return {"inclusion": inclusion, "polygon": [list(_lat_lon(origin, n, e)) for n, e in vertices],
                 "version": 1}
 
     def circle(north: float, east: float, radius: float, inclusion: bool) -> dict:
-        return {"circle": {"center": list(origin.to_global(north, east, 0.0)[:2]), "radius": radius},
+        return {"circle": {"center": list(_lat_lon(origin, north, east)), "radius": radius},
                 "inclusion": inclusion, "version": 1}
 
     polygons = [polygon(airspace.geofence, True)] if airspace.geofence is not None else []

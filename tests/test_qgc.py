@@ -27,6 +27,9 @@ from missions.qgc import (
 )
 from missions.schema import parse_benchmark_mission
 from missions.waypoint import MAX_WAYPOINTS
+from records.record import read_manifest
+
+from .test_cli import hil
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELD_SQUARE = ROOT / "missions" / "examples" / "qgc" / "field_square.plan"
@@ -284,6 +287,11 @@ def complex_item(plan):
                                    "TransectStyleComplexItem": {}, "polygon": []}
 
 
+def survey_holding_a_survey(plan):
+    complex_item(plan)
+    plan["mission"]["items"][3]["TransectStyleComplexItem"]["Items"] = [copy.deepcopy(plan["mission"]["items"][3])]
+
+
 def second_inclusion_polygon(plan):
     plan["geoFence"]["polygons"].append(copy.deepcopy(plan["geoFence"]["polygons"][0]))
 
@@ -309,7 +317,16 @@ HOSTILE_PLANS = {
     "lat 95": (set_param(3, 4, 95),
                r"mission\.items\[3\]\.params\[4\]: expected a latitude within \[-90, 90\].*got 95"),
     "lon -181": (set_param(3, 5, -181), r"mission\.items\[3\]\.params\[5\]: expected a longitude .*got -181"),
-    "a ComplexItem": (complex_item, r"mission\.items\[3\]\.type: expected a SimpleItem, got ComplexItem 'survey'"),
+    "a survey without its items": (complex_item, (r"mission\.items\[3\]\.TransectStyleComplexItem\.Items: expected "
+                                                  r"a non-empty list of mission items QGroundControl generated for the "
+                                                  r"survey")),
+    "a survey item not a SimpleItem": (survey_holding_a_survey, (r"mission\.items\[3\]\.TransectStyleComplexItem\."
+                                                                 r"Items\[0\]\.type: expected \"SimpleItem\"")),
+    "an AMSL item under a null home altitude": (
+        lambda p: (p["mission"]["plannedHomePosition"].__setitem__(2, None), set_param(3, 6, 500)(p),
+                   setting(item_at(3), "frame", 0)(p)),
+        (r"mission\.items\[3\]\.frame: expected a frame relative to home \(3 or 6\): the plannedHomePosition's "
+         r"altitude is null.*got 0")),
     "null hold": (set_param(3, 0, None),
                   r"mission\.items\[3\]\.params\[0\]: expected a number >= 0 \(s to hold\), got null"),
     "null altitude": (set_param(3, 6, None), r"mission\.items\[3\]\.params\[6\]: expected a number .*got null"),
@@ -441,3 +458,131 @@ def test_a_wpl_file_that_is_not_utf8_is_refused(tmp_path):
     path.write_bytes(b"QGC WPL 110\n0\t1\t0\t16\t\xff")
     with pytest.raises(ConfigError, match=r"expected a QGC WPL 110 waypoint file in UTF-8 text, got byte 0xff"):
         load(path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Plans as QGroundControl writes them: nulls, complex items (issue 36)
+
+
+def qgc_item(command: int, params: list, frame: int = 3) -> dict:
+    """A SimpleItem as QGroundControl saves one: NaN as null, the altitude fields beside a position."""
+    item = {"autoContinue": True, "command": command, "doJumpId": 0, "frame": frame, "params": params,
+            "type": "SimpleItem"}
+    if frame == 3:
+        item.update({"AMSLAltAboveTerrain": None, "Altitude": params[6], "AltitudeMode": 1})
+    return item
+
+
+def qgc_plan(items: list[dict], home_alt: float | None = None) -> dict:
+    """A plan with QGroundControl's keys around `items`; the home's altitude null unless given, as
+    QGroundControl writes it when it knew no ground height (MAVSDK-Python's example-mission.plan)."""
+    for sequence, item in enumerate(items, start=1):
+        item["doJumpId"] = sequence
+    return {"fileType": "Plan", "geoFence": {"circles": [], "polygons": [], "version": 2},
+            "groundStation": "QGroundControl",
+            "mission": {"cruiseSpeed": 15, "firmwareType": 12, "globalPlanAltitudeMode": 1, "hoverSpeed": 5,
+                        "items": items, "plannedHomePosition": [HOME.lat_deg, HOME.lon_deg, home_alt],
+                        "vehicleType": 2, "version": 2},
+            "rallyPoints": {"points": [], "version": 2}, "version": 1}
+
+
+def qgc_takeoff(alt: float) -> dict:
+    return qgc_item(22, [0, 0, 0, None, *ll(0, 0), alt])
+
+
+def qgc_waypoint(north: float, east: float, alt: float) -> dict:
+    return qgc_item(16, [0, 0, 0, None, *ll(north, east), alt])
+
+
+RETURN = qgc_item(20, [0] * 7, frame=2)
+SURVEY_ALT = 15
+# Two transects of a 20 x 10 m survey flown north then south, with 5 m turnarounds: the waypoints
+# QGroundControl generates, camera gates at the transects' ends, as (north, east).
+SURVEY_PATH = [(-5, 0), (0, 0), (20, 0), (25, 0), (25, 10), (20, 10), (0, 10), (-5, 10)]
+
+
+def survey(kind: str = "survey") -> dict:
+    """A survey ComplexItem with the keys QGroundControl 4 saves, its generated items in Items: a
+    waypoint at each turnaround, a CONDITION_GATE where the camera starts and stops triggering (its
+    DO_SET_CAM_TRIGG_DIST after it) and an IMAGE_START_CAPTURE with QGroundControl's NaN (null) params."""
+    def gate(north, east, trigger):
+        return [qgc_item(4501, [0, 1, 0, 0, *ll(north, east), SURVEY_ALT]),
+                qgc_item(206, [trigger, 0, 1, 0, 0, 0, 0], frame=2)]
+    turn = [qgc_item(16, [0, 0, 0, None, *ll(n, e), SURVEY_ALT]) for n, e in SURVEY_PATH]
+    generated = ([turn[0], *gate(0, 0, 5), *gate(20, 0, 0), turn[3], turn[4], *gate(20, 10, 5), *gate(0, 10, 0),
+                  turn[7], qgc_item(2000, [0, 0, 1, None, None, None, None], 2)])
+    for sequence, item in enumerate(generated, start=2):
+        item["doJumpId"] = sequence
+        for key in ("AMSLAltAboveTerrain", "Altitude", "AltitudeMode"):  # a generated item is a bare MissionItem
+            item.pop(key, None)
+    corners = [list(ll(n, e)) for n, e in ((0, 0), (20, 0), (20, 10), (0, 10))]
+    return {"TransectStyleComplexItem": {
+                "CameraCalc": {"AdjustedFootprintFrontal": 25, "AdjustedFootprintSide": 25,
+                               "CameraName": "Manual (no camera specs)", "DistanceMode": 1,
+                               "DistanceToSurface": SURVEY_ALT, "version": 1},
+                "CameraShots": 8, "CameraTriggerInTurnAround": False, "HoverAndCapture": False, "Items": generated,
+                "Refly90Degrees": False, "TurnAroundDistance": 5,
+                "VisualTransectPoints": [list(ll(n, e)) for n, e in SURVEY_PATH[1:3] + SURVEY_PATH[5:7]],
+                "version": 2},
+            "angle": 0, "complexItemType": kind, "entryLocation": 0, "flyAlternateTransects": False,
+            "polygon": corners, "splitConcavePolygons": True, "type": "ComplexItem", "version": 5}
+
+
+def structure_scan() -> dict:
+    """A structure scan as QGroundControl saves it: settings and a footprint, no mission items."""
+    return {"Altitude": 10, "CameraCalc": {"CameraName": "Manual (no camera specs)", "DistanceMode": 1,
+                                           "DistanceToSurface": 10, "version": 1},
+            "GimbalPitch": 0, "Layers": 2, "StartFromTop": False, "StructureHeight": 20,
+            "complexItemType": "StructureScan", "polygon": [list(ll(n, e)) for n, e in ((10, 0), (15, 0), (15, 5))],
+            "type": "ComplexItem", "version": 3}
+
+
+def write_json(path: Path, plan: dict) -> Path:
+    path.write_text(json.dumps(plan, indent=4))  # json.dumps writes None as null, as QGroundControl does
+    return path
+
+
+def test_a_plan_with_a_null_home_altitude_checks_and_flies_in_lockstep(tmp_path):
+    """MAVSDK-Python's example-mission.plan's shape: takeoff, a square, return, home altitude null."""
+    path = write_json(tmp_path / "null_home.plan", qgc_plan(
+        [qgc_takeoff(12), qgc_waypoint(25, 0, 12), qgc_waypoint(25, 25, 12), qgc_waypoint(0, 25, 12), RETURN]))
+    mission = load(path)
+    assert mission.home == GeoOrigin(HOME.lat_deg, HOME.lon_deg, 0.0)  # altitudes above home need no AMSL one
+    np.testing.assert_allclose(route_array(mission), [[25, 0, -12], [25, 25, -12], [0, 25, -12], [0, 0, -12],
+                                                      [0, 0, 0]], atol=CM)
+    record = tmp_path / "trial"
+    checked = hil("mission", "check", str(path))
+    assert checked.returncode == 0, checked.stderr
+    flown = hil("fly", str(path), "--target", "lockstep", "--record-dir", str(record), timeout=300)
+    assert flown.returncode == 0, flown.stdout + flown.stderr
+    assert read_manifest(record)["outcome"] == "success"
+
+
+def test_a_survey_flies_as_the_waypoints_qgroundcontrol_generated_for_it(tmp_path):
+    for kind in ("survey", "CorridorScan"):
+        path = write_json(tmp_path / f"{kind}.plan", qgc_plan([qgc_takeoff(SURVEY_ALT), survey(kind), RETURN], 488.0))
+        mission = load(path)
+        expected = [(n, e, -SURVEY_ALT) for n, e in SURVEY_PATH] + [(0, 0, -SURVEY_ALT), (0, 0, 0)]
+        np.testing.assert_allclose(route_array(mission), expected, atol=CM)
+        assert [p.hold_s for p in mission.route] == [0.0] * len(expected)
+
+
+def test_a_structure_scan_is_refused_by_name_with_exit_2(tmp_path):
+    path = write_json(tmp_path / "scan.plan", qgc_plan([qgc_takeoff(10), structure_scan(), RETURN], 488.0))
+    for command in (["mission", "check", str(path)], ["fly", str(path), "--target", "lockstep"]):
+        result = hil(*command)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+        assert (f"{path}: mission.items[1].complexItemType: expected a SimpleItem, or a ComplexItem of type 'survey' "
+                "or 'CorridorScan'") in result.stderr
+        assert "got ComplexItem 'StructureScan'" in result.stderr
+
+
+@pytest.mark.parametrize("source", ["field_square", "survey"])
+def test_export_import_export_is_byte_identical(tmp_path, source):
+    path = FIELD_SQUARE if source == "field_square" else write_json(
+        tmp_path / "survey.plan", qgc_plan([qgc_takeoff(SURVEY_ALT), survey(), RETURN], 488.0))
+    first, second = tmp_path / "first.plan", tmp_path / "second.plan"
+    write_plan(imported(path), first)
+    write_plan(imported(first), second)
+    assert first.read_bytes() == second.read_bytes()
