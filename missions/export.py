@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ FRAMES = ("enu", "ned")
 CYLINDER_SIDES = 16  # facets around a cylinder in the mesh
 # A scene file is kilobytes (its primitives; a voxel grid compresses well): room for large hand-made ones.
 MAX_SCENE_BYTES = 16 * MAX_BYTES
+MAX_SCENE_UNPACKED_BYTES = 4 * MAX_SCENE_BYTES
 
 
 def to_frame(points: np.ndarray, frame: str) -> np.ndarray:
@@ -144,8 +146,20 @@ def save_scene(path: Path, scene: Scene) -> None:
 
 
 def load_scene(path: Path) -> Scene:
-    """Read a scene written by `save_scene`."""
-    with np.load(io.BytesIO(read_bytes(path, "scene file", MAX_SCENE_BYTES))) as data:
+    """Read a scene written by `save_scene`; ValueError naming the file for anything else (a lone .npy array,
+    a pickle, an archive whose arrays would unpack to more than MAX_SCENE_UNPACKED_BYTES)."""
+    try:
+        loaded = np.load(io.BytesIO(read_bytes(path, "scene file", MAX_SCENE_BYTES)), allow_pickle=False)
+    except (EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path}: not a .npz archive ({error})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: expected a .npz archive of a scene's arrays, got a single array")
+    # Compressed members are small on disk: their unpacked size is what memory pays.
+    unpacked = sum(member.file_size for member in loaded.zip.infolist())
+    if unpacked > MAX_SCENE_UNPACKED_BYTES:
+        loaded.close()
+        raise ValueError(f"{path}: its arrays unpack to {unpacked} bytes, over {MAX_SCENE_UNPACKED_BYTES}")
+    with loaded as data:
         voxels = None
         if data["voxel_occupied"].size:
             voxels = Voxels(data["voxel_origin"], float(data["voxel_size"]), data["voxel_occupied"])

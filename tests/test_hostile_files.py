@@ -219,3 +219,26 @@ def _alarm(seconds: int):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_scene_file_that_is_not_a_scene_archive_is_refused_naming_it(tmp_path):
+    """A lone .npy array renamed .npz (a TypeError traceback before) and an archive whose arrays would unpack
+    to hundreds of MB from a few of compressed zeros (read whole before) are refused before any array is read."""
+    import numpy as np
+
+    from missions.export import MAX_SCENE_UNPACKED_BYTES, load_scene
+
+    lone = tmp_path / "lone.npz"
+    with open(lone, "wb") as file:
+        np.save(file, np.zeros(3))
+    bomb = tmp_path / "bomb.npz"
+    np.savez_compressed(bomb, voxel_occupied=np.zeros(MAX_SCENE_UNPACKED_BYTES + 1, dtype=np.uint8))
+    assert bomb.stat().st_size < MAX_SCENE_UNPACKED_BYTES // 100
+    for path, expected in ((lone, "got a single array"), (bomb, "unpack to")):
+        with _alarm(20), pytest.raises(ValueError, match=expected) as refused:
+            load_scene(path)
+        assert str(path) in str(refused.value)
+    mission = tmp_path / "m.yaml"
+    mission.write_text("name: m\ntype: point_to_point\nscene: {file: lone.npz}\n"
+                       "start: {north: 0, east: 0, alt: 2}\ngoal: {north: 10, east: 0, alt: 2}\n")
+    assert "got a single array" in _refused(["mission", "check", str(mission)], mission, timeout=20)
