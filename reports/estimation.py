@@ -67,7 +67,7 @@ def estimation_errors(truth: pd.DataFrame, local_position: pd.DataFrame,
     pos = lpos[["x", "y", "z"]].to_numpy(float) - _at(truth, t_pos, ["north", "east", "down"])
     vel = lpos[["vx", "vy", "vz"]].to_numpy(float) - _at(truth, t_pos, ["vn", "ve", "vd"])
     t_att = att["timestamp"].to_numpy(np.int64)
-    euler = _euler(att[[f"q[{i}]" for i in range(4)]].to_numpy(float)) \
+    euler = euler_angles(att[[f"q[{i}]" for i in range(4)]].to_numpy(float)) \
         - _at(truth, t_att, ["roll", "pitch", "yaw"], angles=True)
     euler = np.degrees(np.abs((euler + np.pi) % (2 * np.pi) - np.pi))
     return {"est_pos_h_m": (t_pos, np.hypot(pos[:, 0], pos[:, 1])), "est_pos_v_m": (t_pos, np.abs(pos[:, 2])),
@@ -129,7 +129,7 @@ def _at(truth: pd.DataFrame, t_us: np.ndarray, columns: list[str], angles: bool 
     return np.column_stack([np.interp(t_us, truth["time_us"].to_numpy(float), v) for v in values])
 
 
-def _euler(q: np.ndarray) -> np.ndarray:
+def euler_angles(q: np.ndarray) -> np.ndarray:
     """Roll, pitch, yaw (rad) of unit quaternions w, x, y, z."""
     w, x, y, z = q.T
     roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))

@@ -1,9 +1,10 @@
-"""`hil report`: results of one or more runs as a Markdown file and a self-contained HTML page.
+"""`hil report`: results of one or more runs as a Markdown file and an HTML page.
 
 The report is built once as a list of blocks (headings, paragraphs, tables, figures) and written
 twice: Markdown with its figures as PNG files beside it, and HTML with the same figures embedded as
-base64 and Plotly inline, so the page can be mailed or archived on its own (the per-trial pages it
-links to stay in the report's folder).
+base64. report.html and the per-trial pages it links to load one copy of Plotly from the report's
+folder (report_files/plotly.min.js, 4.8 MB); report.html used to carry a second copy inline. Mailed
+on its own, report.html still shows its tables and figures; its interactive plots need the folder.
 
 Sections: outcomes; success by scenario (FLYINGTRUST Fig. 9); success against platform capability
 (Fig. 10); platform x scenario heatmaps (Figs. 12-16); composite score (Table II); benchmark
@@ -33,7 +34,7 @@ from reports.fidelity import (
     compare_records,
     differences,
 )
-from reports.interactive import div, inline_script, timing_histogram, write_plotly_js
+from reports.interactive import PLOTLY_JS, div, script_tag, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
 from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
@@ -162,7 +163,8 @@ def _failed_section(results: pd.DataFrame, links: dict[str, str]) -> list[Block]
     counts = ", ".join(f"{n} {k}" for k, n in failed["outcome"].value_counts().items())
     return [Heading("Trials that did not succeed"),
             Paragraph(f"{len(failed)} of {len(results)} trials ({counts}), each with its reason; every trial id "
-                      "opens its page (flight against setpoints, modes, events, compute time)."),
+                      "opens its page (flight against setpoints with modes and events, the track on the scene, actuator "
+                      "outputs, battery, the vehicle's messages, changed parameters, compute time)."),
             _trial_rows(failed.sort_values(["outcome", "trial_id"]), links)]
 
 
@@ -540,7 +542,7 @@ def to_html(blocks: list[Block], title: str) -> str:
              "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}"
              "th{background:#f3f3f3}figure{margin:1em 0}figure img{max-width:100%;height:auto}"
              "figcaption{font-size:13px;color:#555}details{margin:.5em 0}summary{cursor:pointer}"
-             f"</style>{inline_script()}</head><body>"]
+             f"</style>{script_tag(f'report_files/{PLOTLY_JS}')}</head><body>"]
     for block in blocks:
         if isinstance(block, Heading):
             parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
@@ -564,7 +566,7 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report",
                  unreadable: dict[str, str] | None = None) -> tuple[Path, Path]:
-    """Write report.md (+ report_files/*.png), report.html (one file: figures and Plotly inline, no CDN)
+    """Write report.md (+ report_files/*.png), report.html (figures inline, Plotly from report_files/, no CDN)
     and a page per trial (trials/, Plotly from report_files/) into `out_dir`; returns the paths of
     report.md and report.html. `unreadable` (RUN/TRIAL -> why) lists the trial records that could not be
     read; the records whose event log or tables turn out unreadable while their pages are written are

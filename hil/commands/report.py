@@ -18,7 +18,7 @@ def add_parser(verbs) -> None:
         "report", formatter_class=argparse.RawDescriptionHelpFormatter,
         help="render the report of one or more campaign runs (HTML + Markdown)",
         description="Read the results of one or more campaign directories (or results.parquet files) and write "
-                    "report.html (self-contained) and report.md: success with CIs, platform and scenario views, "
+                    "report.html (with a page per trial) and report.md: success with CIs, platform and scenario views, "
                     "composite scores, metrics, timing, flown tracks, and simulation versus hardware when the "
                     "runs cover several targets.",
         epilog="examples:\n"
