@@ -14,12 +14,18 @@ kernel if the parent dies (`PR_SET_PDEATHSIG`), so neither kill -9 of `hil run` 
 workers or simulators running.
 
 Ray: each trial is a Ray task that records into a temporary directory on whichever machine runs
-it and returns the record as a tar archive, unpacked here; no shared file system is needed.
+it and returns the record as a tar archive, unpacked here; no shared file system is needed. Tasks
+carry the package and the files the campaign names (by content, not by path), so a node needs no
+copy of either at the driver's paths; PX4 builds are each node's own (PX4_DIR where `ray start` ran).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
 import io
 import logging
 import multiprocessing
@@ -36,9 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from config.loading import read_bytes
 from hil.campaign import TrialSpec
 from hil.stop import LAND_ACCEPT_S, LANDING_GRACE_S, RETURN_ACCEPT_S, RETURN_GRACE_S
 from hil.trial import run_trial_spec
+from missions.export import MAX_SCENE_BYTES
+from missions.load import load
 from px4.process import die_with_parent
 from records.atomic import WriteRefused, publish_directory, writing
 from records.record import read_manifest
@@ -276,13 +285,67 @@ class LocalPool:
 
 
 # ------------------------------------------------------------------------------------------------ ray
-def run_packed(spec: TrialSpec) -> tuple[dict[str, Any], bytes]:
+FILE_FIELDS = ("mission", "profile", "link", "fault", "compute")  # trial fields that may name a file by path
+RAY_WAIT_S = 0.5  # how often the driver looks up from waiting on the cluster for a stop request
+# numba's cache holds only beside the source files it was compiled from (it checks their modification times), and
+# the copy Ray unpacks on a node is new: the package ships without its caches and each node compiles once.
+RAY_EXCLUDES = ["__pycache__/"]
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """The files a campaign's trials name by path, carried by content to whichever machine runs a trial.
+
+    Files sit under one folder named by their digest, each at its absolute path on the driver, so that a mission's
+    scene file named relative to the mission is found beside it again."""
+
+    digest: str
+    files: dict[str, bytes]  # path under the folder -> content
+    names: dict[str, str]  # a trial's field value as the campaign names it -> path under the folder
+
+
+def shipment(trials: list[TrialSpec]) -> Shipment:
+    """Read every file the trials name: mission files and their scene files, profile, link, fault and compute files.
+    A value that is no file here is a packaged name, which the shipped package resolves on the worker."""
+    named = {value for spec in trials for value in (getattr(spec, field) for field in FILE_FIELDS)
+             if Path(value).is_file()}
+    scenes = {load(mission).scene for mission in {spec.mission for spec in trials if spec.mission}}
+    named |= {scene.file for scene in scenes if scene is not None and scene.file is not None}
+    names = {value: Path(os.path.abspath(value)).relative_to("/").as_posix() for value in named}
+    # A scene file is the largest a trial names; each loader applies its own bound again on the worker.
+    files = {layout: read_bytes(value, "file a trial names", MAX_SCENE_BYTES) for value, layout in names.items()}
+    digest = hashlib.sha256()
+    for layout in sorted(files):
+        digest.update(f"{layout}\0{len(files[layout])}\0".encode() + files[layout])
+    return Shipment(digest.hexdigest()[:16], files, names)
+
+
+def unpack_shipment(shipped: Shipment, cache: Path) -> dict[str, str]:
+    """Write the shipped files under `cache` once per machine; where each name is read here."""
+    root = cache / shipped.digest
+    if not root.is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=cache))
+        for layout, content in shipped.files.items():
+            (staging / layout).parent.mkdir(parents=True, exist_ok=True)
+            (staging / layout).write_bytes(content)
+        try:
+            staging.rename(root)
+        except OSError:  # another trial on this machine unpacked the same files first
+            shutil.rmtree(staging, ignore_errors=True)
+    return {value: str(root / layout) for value, layout in shipped.names.items()}
+
+
+def run_packed(spec: TrialSpec, shipped: Shipment) -> tuple[dict[str, Any], bytes]:
     """Run one trial in a temporary directory and return its summary and the record as a tar archive."""
-    # Scene facts are cached per machine, shared by every trial that machine runs.
-    cache = Path(tempfile.gettempdir()) / "hil-scene-facts"
+    # Scene facts and shipped files are cached per machine, shared by every trial that machine runs.
+    cache = Path(tempfile.gettempdir())
+    local = unpack_shipment(shipped, cache / "hil-shipped")
+    here = dataclasses.replace(spec, **{field: local[getattr(spec, field)] for field in FILE_FIELDS
+                                        if getattr(spec, field) in local})
     with tempfile.TemporaryDirectory(prefix="hil-trial-") as scratch:
         record = Path(scratch) / spec.trial_id
-        summary = run_trial_spec(spec, record, cache)
+        summary = run_trial_spec(here, record, cache / "hil-scene-facts", named=spec)
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
             archive.add(record, arcname=spec.trial_id)
@@ -299,8 +362,24 @@ def unpack(archive: bytes, campaign_dir: Path, trial_id: str) -> None:
     partial_root.rmdir()
 
 
+def shipped_modules(trials: list[TrialSpec]) -> list[str]:
+    """The folders (or files) of the packages a trial imports: quad-hil's own, and a `module:Class` planner's."""
+    names = (importlib.metadata.distribution("quad-hil").read_text("top_level.txt") or "").split()
+    names += [spec.planner.partition(":")[0].split(".")[0] for spec in trials if ":" in spec.planner]
+    places = []
+    for name in dict.fromkeys(names):
+        found = importlib.util.find_spec(name)
+        if found is not None:  # e.g. a ROS 2 node's name, which is no module
+            places.append(found.submodule_search_locations[0] if found.submodule_search_locations else found.origin)
+    return places
+
+
 class RayExecutor:
-    """Trials as Ray tasks on the cluster at `address` ("local" starts a private one-machine cluster)."""
+    """Trials as Ray tasks on the cluster at `address` ("local" starts a private one-machine cluster).
+
+    A task brings what it needs: the package (and a `module:Class` planner's) as Ray `py_modules`, and the files
+    the trials name as a `Shipment`. A node provides Python with the package's dependencies, and its own
+    environment (PX4_DIR for px4-sitl trials, HIL_ONBOARD_TOKEN) from where its `ray start` ran."""
 
     def __init__(self, address: str, cpus_per_trial: float = 1.0) -> None:
         self.address = address
@@ -308,19 +387,26 @@ class RayExecutor:
         self._pending: list = []
 
     def run(self, trials: list[TrialSpec], campaign_dir: Path) -> Iterator[TrialDone]:
+        if not trials:
+            return
+        if self.address == "local":
+            # A one-machine cluster needs no network: without this, Ray binds its ports on every interface.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=None if self.address == "local" else self.address, include_dashboard=False,
-                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
+            # Ray's INFO lines (one per package it uploads) would break up the progress bar; its warnings stay.
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                     runtime_env={"py_modules": shipped_modules(trials), "excludes": RAY_EXCLUDES})
         remote = ray.remote(num_cpus=self.cpus_per_trial, max_retries=0)(run_packed)
-        owner = {}
-        for spec in trials:
-            ref = remote.remote(spec)
-            owner[ref] = spec.trial_id
+        shipped = ray.put(shipment(trials))
+        owner = {remote.remote(spec, shipped): spec.trial_id for spec in trials}
         self._pending = list(owner)
         while self._pending:
-            ready, self._pending = ray.wait(self._pending, num_returns=1)
+            STOP.check()
+            ready, self._pending = ray.wait(self._pending, num_returns=1, timeout=RAY_WAIT_S)
+            if not ready:
+                continue
             trial_id = owner.pop(ready[0])
             try:
                 summary, archive = ray.get(ready[0])

@@ -79,20 +79,23 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
     return facts
 
 
-def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[str, Any]:
-    """Run one trial to completion into `record_dir`; returns its manifest summary."""
-    return asyncio.run(run_trial_async(spec, record_dir, cache_dir))
+def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path, named: TrialSpec | None = None) -> dict[str, Any]:
+    """Run one trial to completion into `record_dir`; returns its manifest summary. `named`: the trial as its
+    campaign names it, which the record keeps, when `spec` reads its files from copies (a Ray worker's)."""
+    return asyncio.run(run_trial_async(spec, record_dir, cache_dir, named))
 
 
-async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) -> dict[str, Any]:
+async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
+                          named: TrialSpec | None = None) -> dict[str, Any]:
     """Bring the trial's target up, fly it and write its record; returns the manifest summary."""
+    config = (named or spec).as_config()
     if spec.mission:
-        return await run_mission_trial(spec, record_dir)
+        return await run_mission_trial(spec, record_dir, config)
     scene = scene_for(spec.scene, spec.config)
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
     profile = load_vehicle_profile(spec.profile)
-    with TrialSession(record_dir, config=spec.as_config(), target=spec.target, seed=spec.seed) as session:
+    with TrialSession(record_dir, config=config, target=spec.target, seed=spec.seed) as session:
         recorder = session.recorder
         flight: NavigationResult | None = None
         speed_factor, error = 1.0, "not flown"
@@ -138,7 +141,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path) ->
     return summary
 
 
-async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]:
+async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
     """A mission file's trial: its route flown on the autopilot as `hil fly` flies it (`hil.fly.fly_mission`:
     airspace and scene judged, stages recorded, faults applied), its comms-loss windows cut on the link."""
 
@@ -146,7 +149,7 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path) -> dict[str, Any]
     if spec.fault != NONE:
         mission = dataclasses.replace(mission, faults=mission.faults + tuple(load_fault_profile(spec.fault)))
     profile = load_vehicle_profile(spec.profile)
-    with TrialSession(record_dir, config={**spec.as_config(), "mission_resolved": mission}, target=spec.target,
+    with TrialSession(record_dir, config={**config, "mission_resolved": mission}, target=spec.target,
                       seed=spec.seed) as session:
         recorder = session.recorder
         options = dataclasses.replace(_target_options(spec), outages=tuple(

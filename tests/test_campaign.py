@@ -1,5 +1,5 @@
 """Campaigns end to end through the real `hil` command: cross-join, results table, resume, kill -9,
-Ctrl-C with simulator processes running, the report, and the Ray executor."""
+Ctrl-C with simulator processes running, and the report (the Ray executor: test_ray.py)."""
 
 from __future__ import annotations
 
@@ -216,18 +216,6 @@ def test_a_lockstep_trial_flies_its_fault_profile(tmp_path):
     injected = [e for e in read_events(record) if e["kind"] == "fault_injected"]
     assert [(e["accepted"], e["result"]) for e in injected] == [(True, "SUCCESS")], injected
     assert load_results(tmp_path / "out")["outcome"].tolist() != ["success"]  # a quad does not fly on three motors
-
-
-def test_ray_executor_on_a_local_cluster(tmp_path):
-    pytest.importorskip("ray")
-    campaign = write_campaign(tmp_path / "c.yaml", profiles=["default", "0.55kg-Quadrotor-1"])
-    out = tmp_path / "run"
-    result = hil("run", str(campaign), "--out", str(out), "--executor", "ray", "--address", "local", "--no-progress",
-                 timeout=180)
-    assert result.returncode == 0, result.stderr
-    table = pd.read_parquet(out / "results.parquet")
-    assert len(table) == 2 and set(table["outcome"]) == {"collision"}
-    assert all((out / "trials" / t / "tables" / "telemetry.parquet").exists() for t in table["trial_id"])
 
 
 def test_a_trial_over_mavlink_through_the_link_proxy(tmp_path):

@@ -25,7 +25,7 @@ def add_parser(verbs) -> None:
                "  hil run hil/campaigns/demo.yaml                      # into runs/demo\n"
                "  hil run runs/demo                                    # resume\n"
                "  hil run CAMPAIGN.yaml --workers 8 --out runs/big\n"
-               "  hil run CAMPAIGN.yaml --executor ray --address auto  # on a running Ray cluster\n"
+               "  hil run CAMPAIGN.yaml --executor ray --address 10.0.0.1:6379   # on a Ray cluster (README)\n"
                "  hil run CAMPAIGN.yaml --fail-on collision --fail-on 'success<0.8@planner'   # a CI step\n\n"
                + GATES_HELP)
     parser.add_argument("campaign", type=Path, help="campaign YAML file, a packaged campaign by name (demo, demo-px4), or a campaign directory to resume")
@@ -35,8 +35,10 @@ def add_parser(verbs) -> None:
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="'local' process pool (default) or 'ray' for a cluster of machines")
     parser.add_argument("--address", default="local",
-                        help="Ray cluster address for --executor ray ('auto', 'ray://HOST:10001'; "
-                             "default 'local' starts a private one-machine cluster)")
+                        help="Ray cluster address for --executor ray: HOST:PORT of a `ray start --head`, 'auto' "
+                             "for the cluster this machine is in, 'ray://HOST:10001' through Ray Client; default "
+                             "'local' starts a private one-machine cluster on loopback. Trials carry the package "
+                             "and the files the campaign names; each node uses its own PX4_DIR")
     parser.add_argument("--arm", action="store_true",
                         help="allow targets that may be real aircraft (connection strings); they run one at a time")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
