@@ -31,7 +31,6 @@ import math
 import re
 from pathlib import Path
 
-from config.errors import ConfigError
 from config.fields import Problems, did_you_mean, shown
 from config.loading import read_text
 from px4.params import PX4_TABLE, ParamStore
