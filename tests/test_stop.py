@@ -236,3 +236,31 @@ async def test_sigterm_to_a_campaign_on_a_flight_controller_lands_it_and_says_wh
             assert run.returncode == 130, out[-3000:]
             assert "stopped with 2 of 2 trials left" in out and "resumes with the rest" in out, out[-3000:]
             assert_landed_and_restored(client, before, timeout=10.0)
+
+
+@pytest.mark.parametrize("presses", [2, 3])
+async def test_a_second_ctrl_c_while_airborne_only_warns_and_a_third_lets_go(tmp_path, presses):
+    observer_port = free_udp_port()
+    record = tmp_path / "r"
+    async with builtin(observer_port) as (url, speed):
+        with observer(observer_port) as client:
+            client.wait_armable(30.0)
+            harness = start_fly(url, record, speed)
+            wait_for_event(record, "mission_item_reached", harness)
+            for _ in range(presses):  # a person pressing Ctrl-C again while the vehicle comes down
+                harness.send_signal(signal.SIGINT)
+                time.sleep(0.01)
+            deadline = time.monotonic() + 120
+            while harness.poll() is None and time.monotonic() < deadline:
+                client.recv("NONE", 0.1)
+            out, _ = harness.communicate(timeout=5)
+            assert "still airborne" in out and "Once more and the harness lets go" in out, out[-3000:]
+            summary = read_manifest(record)["summary"]
+            if presses == 2:
+                assert harness.returncode == 130 and summary["left"] == "landed", out[-3000:]
+            else:
+                assert harness.returncode == 4 and summary["left"] == "let_go", out[-3000:]
+                assert "letting go" in out and "its own failsafe is in charge" in out
+            # Either way the vehicle comes down: by the stop policy, or once let go by its own failsafe.
+            disarmed = client.recv("HEARTBEAT", 60.0, lambda m: not m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+            assert disarmed is not None
