@@ -91,13 +91,26 @@ def frame_header(raw: bytes) -> tuple[int, int, int, int, int]:
     return 2, raw[4], raw[5], raw[6], raw[7] | (raw[8] << 8) | (raw[9] << 16)
 
 
+def checksum_ok(raw: bytes) -> bool | None:
+    """Whether a whole frame's checksum holds; None when pymavlink does not know its message (no CRC_EXTRA)."""
+    version, _, _, _, msgid = frame_header(raw)
+    extra = _crc_extra(msgid)
+    if extra is None:
+        return None
+    end = (_HEADER_V1 if version == 1 else _HEADER_V2) + raw[1]
+    crc = dialect.x25crc(raw[1:end])
+    crc.accumulate(bytes((extra,)))
+    return crc.crc == raw[end] | (raw[end + 1] << 8)
+
+
 def whole_frame(data: bytes) -> Frame | None:
-    """`data` as a Frame if it is exactly one MAVLink frame by its header's length, else None. The checksum
-    is not checked: for datagrams from a peer that has checked it already (MAVSDK forwarding a frame)."""
+    """`data` as a Frame if it is exactly one MAVLink frame by its header's length, else None; `crc_ok` says
+    whether its checksum holds where pymavlink knows the message. A peer that forwards frames (MAVSDK) checks
+    the ones it knows, and passes on the others unchecked, line noise from a lossy serial link included."""
     if not data or data[0] not in _STX or _frame_size(data, 0) != len(data):
         return None
     version, seq, sysid, compid, msgid = frame_header(data)
-    return Frame(data, msgid, version, seq, sysid, compid)
+    return Frame(data, msgid, version, seq, sysid, compid, checksum_ok(data))
 
 
 class FrameSplitter:
@@ -170,20 +183,15 @@ class FrameSplitter:
 
     def _make_frame(self, raw: bytes) -> Frame | None:
         version, seq, sysid, compid, msgid = frame_header(raw)
-        header = _HEADER_V1 if version == 1 else _HEADER_V2
         crc_ok = None
         if self.check_crc:
-            extra = _crc_extra(msgid)
-            if extra is None:
+            crc_ok = checksum_ok(raw)
+            if crc_ok is None:
                 self.stats.unknown_msgid += 1
                 return None
-            end = header + raw[1]
-            crc = dialect.x25crc(raw[1:end])
-            crc.accumulate(bytes((extra,)))
-            if crc.crc != raw[end] | (raw[end + 1] << 8):
+            if not crc_ok:
                 self.stats.bad_crc += 1
                 return None
-            crc_ok = True
         return Frame(raw, msgid, version, seq, sysid, compid, crc_ok)
 
     def _emit_junk(self, out: list[Frame]) -> None:

@@ -746,7 +746,9 @@ class _FrameTap:
             except (BlockingIOError, InterruptedError):
                 break
             frame = whole_frame(data)
-            if frame is not None and (frame.sysid, frame.compid) != self.own:
+            # A frame whose checksum fails is line noise MAVSDK forwarded because it does not know the message
+            # (a lossy serial link, seen in CI over a pty pair): no log reader could decode it.
+            if frame is not None and frame.crc_ok is not False and (frame.sysid, frame.compid) != self.own:
                 # Never earlier than the frame before: kernel stamps of loopback datagrams handled on two CPUs
                 # can come out of order by microseconds (seen in CI under load), and a log is replayed in order.
                 self._last_us = max(stamp_us, self._last_us)
