@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymavlink.dialects.v10 import common as mavlink_v1
+from pymavlink.dialects.v20 import all as every_dialect
 from pymavlink.dialects.v20 import common as mavlink
 from scipy import stats
 
 from bridges.impairment import DirectionModel, ImpairedChannel, direction_seed
-from bridges.mavlink_frames import FrameSplitter
+from bridges.mavlink_frames import FrameSplitter, whole_frame
 from config.errors import ConfigError
 from profiles.link import (LINKS_DIR, DirectionSpec, FrameImpairment, Latency, Loss, load_link_profile,
                            parse_link_profile)
@@ -187,3 +188,15 @@ def test_per_message_rules_inherit_and_override_the_direction():
     rule = spec.to_vehicle.by_message[mavlink.MAVLINK_MSG_ID_SET_POSITION_TARGET_LOCAL_NED]
     assert rule.latency.ms == 10 and rule.loss.rate == 0.5
     assert spec.to_onboard.by_message == {}
+
+
+def test_a_whole_frame_says_whether_its_checksum_holds_where_pymavlink_knows_the_message():
+    """What a MAVSDK tap logs: line noise inside a forwarded frame is found when the message is known."""
+    good = _frames(1)[0]
+    noisy = good[:12] + bytes((good[12] ^ 0x55,)) + good[13:]
+    unknown = bytearray(good)
+    undefined = next(i for i in range(2**23, 2**24) if i not in every_dialect.mavlink_map)
+    unknown[7:10] = undefined.to_bytes(3, "little")  # a message id no dialect pymavlink has defines
+    assert whole_frame(good).crc_ok is True
+    assert whole_frame(noisy).crc_ok is False
+    assert whole_frame(bytes(unknown)).crc_ok is None
