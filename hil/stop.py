@@ -28,6 +28,7 @@ from enum import Enum
 
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
+from hil.monitor import LANDING_MODES
 from hil.safety import PILOT_MODES
 from records.record import TrialRecorder
 
@@ -41,7 +42,6 @@ RETURN_ACCEPT_S = 5.0
 # (0.7 m/s) below MPC_LAND_ALT2, so 60 s lands from about 40 m; a return first flies home.
 LANDING_GRACE_S = 60.0
 RETURN_GRACE_S = 180.0
-DOWN_MODES = ("LAND", "RETURN_TO_LAUNCH")
 # PX4's NAV_DLL_ACT values the dead-man's switch may set.
 LINK_LOSS_ACTIONS = {"return": 2, "land": 3}
 
@@ -93,7 +93,7 @@ async def make_safe(vehicle: Vehicle, say: Callable[[str], None] = lambda text: 
                                                          else "commanding return to launch"))
     refusal = await _quietly(vehicle.return_to_launch())
     event("return_commanded", refused=refusal)
-    result = await _follow_down(vehicle, DOWN_MODES, RETURN_GRACE_S, accept_s=RETURN_ACCEPT_S, returning=True)
+    result = await _follow_down(vehicle, LANDING_MODES, RETURN_GRACE_S, accept_s=RETURN_ACCEPT_S, returning=True)
     if result is not None:
         return result
     refusal = await _quietly(vehicle.hold())
@@ -143,7 +143,7 @@ async def _follow_down(vehicle: Vehicle, modes: tuple[str, ...], grace_s: float,
         s = await vehicle.wait_until(verdict, grace_s, "the landing")
     except VehicleError:
         s = vehicle.state
-        if returning and s.flight_mode in DOWN_MODES:
+        if returning and s.flight_mode in LANDING_MODES:
             return StopResult(SafeEnd.RETURNING, f"returning to launch at {s.altitude:.1f} m; its own Return lands it")
         return None
     if not s.armed:
@@ -197,11 +197,6 @@ class Interrupts:
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in self.SIGNALS:
             loop.add_signal_handler(sig, self.request, sig.name)
-
-    @property
-    def first(self) -> str | None:
-        """The first stop request's name (SIGTERM, SIGINT, SIGHUP, abort key), or None."""
-        return self.received[0] if self.received else None
 
     def request(self, name: str) -> None:
         """A stop request called `name` (a signal's name, "abort key")."""
