@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from benchmarks.quick import parse_args  # noqa: E402
 from bridges.vehicle import VehicleError  # noqa: E402
-from hil.fidelity import TARGETS, connected  # noqa: E402
+from hil.fidelity import TARGETS, connected, run_record_dir  # noqa: E402
+from hil.session import TrialSession  # noqa: E402
 
 FIELDS = {"HIGHRES_IMU": ("xacc", "yacc", "zacc", "xgyro", "ygyro", "zgyro", "xmag", "ymag", "zmag", "abs_pressure"),
           "ATTITUDE": ("roll", "pitch", "yaw", "rollspeed", "pitchspeed", "yawspeed")}
@@ -47,15 +48,19 @@ async def _sample(vehicle, seconds: float) -> dict[str, float]:
 
 
 async def measure(target: str, speed: float, px4_dir: str | None) -> dict[str, dict[str, float]]:
-    async with connected(target, speed, px4_dir) as vehicle:
-        await vehicle.wait_armable(60.0)
-        rest = await _sample(vehicle, WINDOW_S)
-        await vehicle.arm()
-        with contextlib.suppress(VehicleError):  # the harness's final settle is not needed here
-            await vehicle.takeoff(5.0, timeout=30.0)
-        hover = await _sample(vehicle, WINDOW_S)
-        await vehicle.land()
-        return {"rest": rest, "hover": hover}
+    config = {"kind": "sensor_noise", "target": target, "speed": speed, "px4_dir": px4_dir or ""}
+    with run_record_dir(None, f"sensor-noise-{target}") as record, \
+            TrialSession(record, config=config, target=target) as session:
+        async with connected(session, target, speed, px4_dir) as vehicle:
+            await vehicle.wait_armable(60.0)
+            rest = await _sample(vehicle, WINDOW_S)
+            await vehicle.arm()
+            with contextlib.suppress(VehicleError):  # the harness's final settle is not needed here
+                await vehicle.takeoff(5.0, timeout=30.0)
+            hover = await _sample(vehicle, WINDOW_S)
+            await vehicle.land()
+        session.finish("success")
+    return {"rest": rest, "hover": hover}
 
 
 async def main(argv: list[str] | None = None) -> int:

@@ -5,12 +5,15 @@ that passes because the stand-in climbs or accelerates faster than PX4 would fai
 module flies a fixed manoeuvre suite through the `Vehicle` API on any target (the built-in vehicle,
 PX4 SITL on SIH or on the harness's physics, a running flight controller), extracts one number per
 figure from the vehicle's own telemetry (its estimate, or the simulator's ground truth where PX4
-SIH streams it), and keeps each run (CSV traces, or a trial record that `hil report` tabulates).
+SIH streams it), and keeps each run (CSV traces, or its trial record, which `hil report` tabulates).
 reports/fidelity.py compares a candidate's figures with a reference's (PX4 is the reference): each
 reference figure from several runs, so the reference's own run-to-run spread is known, and a band
 around it that the candidate has to stay in.
 
-Two flights per run (each from the ground, so that a run starts where the previous one ended):
+Each run is one trial session (hil.session) on its target and one record; each of its flights opens a
+fresh vehicle through the session and ends, however it ends, with the vehicle brought down by the stop
+policy (hil.stop). Two flights per run (each from the ground, so that a run starts where the previous one
+ended):
 
 * A: takeoff; offboard yaw step, position step, velocity step and stop, a position setpoint moving
   on a circle streamed at 20 Hz; land.
@@ -29,8 +32,9 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncContextManager
 
@@ -39,7 +43,10 @@ import numpy as np
 from aio.tasks import cancel_and_wait
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from config.loading import read_text
+from hil.param_journal import keep_journal
 from hil.safety import require_on_ground
+from hil.session import TrialSession
+from hil.stop import dead_mans_switch, make_safe
 from records.record import TrialRecorder
 from reports.fidelity import (
     CANDIDATE,
@@ -50,8 +57,7 @@ from reports.fidelity import (
     TRUTH,
 )
 from reports.results import TRIALS_DIR
-from targets import TargetOptions, open_target
-from targets.spec import TargetSpec
+from targets import TargetOptions, TargetSpec
 
 TAKEOFF_ALT = 5.0
 YAW_STEP_DEG = 90.0
@@ -605,10 +611,10 @@ async def fly_flight_b(vehicle: Vehicle, trace: Trace, quick: bool = False) -> d
 Flight = Callable[[Vehicle, Trace, bool], Awaitable[dict[str, float]]]
 
 
-async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], quick: bool = False,
+async def fly_suite(open_vehicle: Callable[[str], AsyncContextManager[Vehicle]], quick: bool = False,
                     keep: Callable[[str, Trace], None] | None = None, measure_on: str = ESTIMATE) -> dict[str, float]:
     """Every manoeuvre of the suite (quick: the CI subset), each flight on a fresh vehicle from
-    `open_vehicle`; `keep(flight name, trace)` is handed each flight's telemetry however it ends.
+    `open_vehicle(flight name)`; `keep(flight name, trace)` is handed each flight's telemetry however it ends.
 
     A fresh vehicle per flight, because PX4 moves home to wherever it is armed next while its
     local frame stays where it booted: goto and mission targets are relative to home.
@@ -617,7 +623,7 @@ async def fly_suite(open_vehicle: Callable[[], AsyncContextManager[Vehicle]], qu
     flights: tuple[tuple[str, Flight], ...] = (("A", fly_flight_a),) if quick else (("A", fly_flight_a),
                                                                                     ("B", fly_flight_b))
     for name, flight in flights:
-        async with open_vehicle() as vehicle, recording(vehicle, measure_on) as trace:
+        async with open_vehicle(name) as vehicle, recording(vehicle, measure_on) as trace:
             try:
                 await vehicle.wait_armable(60.0)
                 await trace.wait(lambda s: True, 10.0, "telemetry")
@@ -655,19 +661,51 @@ def target_spec(target: str) -> tuple[TargetSpec, str]:
 
 
 @contextlib.asynccontextmanager
-async def connected(target: str, speed: float, px4_dir: str | None = None) -> AsyncIterator[Vehicle]:
+async def connected(session: TrialSession, target: str, speed: float, px4_dir: str | None = None,
+                    flight: str | None = None, say: Callable[[str], None] = lambda text: None) -> AsyncIterator[Vehicle]:
     """A vehicle of `target` (a suite target name or a running flight controller's connection string)
-    at `speed` x real time, connected over MAVSDK: a fresh one for a simulated target. A running
-    flight controller is flown only from the ground, disarmed (anything else is refused before a
-    command is sent); whether it may be flown at all is the caller's to decide (`--arm`)."""
+    at `speed` x real time, brought up through `session` and connected over MAVSDK: a fresh one for a
+    simulated target. With `flight`, its PX4 console and ULogs go into the record's flight-<flight>/ and
+    the rows its physics adds carry the flight's name, as the suite's trace does.
+
+    However the block ends (landed, an error mid-air, Ctrl-C), the vehicle is brought down by the stop
+    policy (hil.stop.make_safe; `say` gets what a person must read). A running flight controller is
+    flown only from the ground, disarmed (anything else is refused before a command is sent), with its
+    parameter journal kept and its own data-link-loss failsafe armed for the block, as every flight on
+    one is; whether it may be flown at all is the caller's to decide (`--arm`)."""
 
     spec, physics = target_spec(target)
+    recorder = session.recorder
     options = TargetOptions(speed=speed if spec.simulated else 1.0, px4_dir=px4_dir, physics=physics,
                             connect_timeout_s=30.0, allow_arming=not spec.simulated)
-    async with open_target(spec, options) as opened:
-        if not spec.simulated:
-            await require_on_ground(opened.vehicle)
-        yield opened.vehicle
+    if flight is not None:
+        # A run's flights share its record: one PX4 console each, not the last one over the others.
+        options = replace(options, keep_in=session.record_dir / f"flight-{flight}",
+                          sink=lambda table, row: recorder.append(table, {"flight": flight, **row}))
+    # record=False: the suite records its own telemetry (the trace table, every flight of the run), and a
+    # record's telemetry log is one vehicle's.
+    async with session.target(spec, options, record=False) as opened:
+        vehicle = opened.vehicle
+        if opened.hardware:
+            await require_on_ground(vehicle)
+            await keep_journal(vehicle, recorder)
+        # The dead-man's switch outside the stop policy: it stays armed while the vehicle comes down.
+        async with dead_mans_switch(vehicle, recorder.event) if opened.hardware else contextlib.nullcontext():
+            try:
+                yield vehicle
+            finally:
+                await make_safe(vehicle, say, recorder.event)
+
+
+@contextlib.contextmanager
+def run_record_dir(record_dir: Path | None, name: str) -> Iterator[Path]:
+    """Where a run's trial record goes: <record_dir>/trials/<name>, or, when runs are not kept as records,
+    a scratch directory removed after the run (every run is a trial session, and a session has a record)."""
+    if record_dir is not None:
+        yield record_dir / TRIALS_DIR / name
+        return
+    with tempfile.TemporaryDirectory(prefix="fidelity-") as scratch:
+        yield Path(scratch) / name
 
 
 async def run_target(target: str, runs: int, speed: float, px4_dir: str | None = None, quick: bool = False,
@@ -676,25 +714,24 @@ async def run_target(target: str, runs: int, speed: float, px4_dir: str | None =
                      measure_on: str = ESTIMATE) -> list[dict[str, float]]:
     """`runs` independent runs of the suite on fresh vehicles of `target`; one figure dict per run.
 
-    With `trace_dir`, each flight's telemetry is kept there as <target>-<run>-<flight>.csv. With
-    `record_dir`, each run is a trial record in <record_dir>/trials/ (what `hil report` reads):
-    config kind "fidelity", the target's `role` (reference or candidate), the figures in the
-    summary as fidelity.<figure>, and the telemetry of every flight as the table "fidelity"."""
+    Each run is a trial session, each of its flights a vehicle through it (`connected`). With
+    `trace_dir`, each flight's telemetry is kept there as <target>-<run>-<flight>.csv. With `record_dir`,
+    each run's record is kept in <record_dir>/trials/ (what `hil report` reads): config kind "fidelity",
+    the target's `role` (reference or candidate), the figures in the summary as fidelity.<figure>, and
+    the telemetry of every flight as the table "fidelity". A run that fails raises, its record left
+    crashed with the error (`hil report` lists it, and compares only the runs that finished)."""
     results = []
     for run in range(runs):
-        keeper = _Keeper(f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', target)}-{run + 1}", trace_dir)  # a URL too
-        suite = fly_suite(lambda: connected(target, speed, px4_dir), quick, keeper.keep, measure_on)
-        if record_dir is None:
-            figures = await suite
-        else:
-            config = {"kind": FIDELITY_KIND, "role": role, "target": target, "repeat": run, "speed": speed,
-                      "quick": quick, "px4_dir": px4_dir or "", "measure_on": measure_on}
-            trial = record_dir / TRIALS_DIR / f"{role}-{keeper.name}"
-            with TrialRecorder(trial, config=config, target=target) as recorder:
-                keeper.recorder = recorder
-                figures = await suite
-                recorder.finish("success", {**{f"{FIGURE_PREFIX}{k}": v for k, v in figures.items()},
-                                            "fidelity_source": keeper.source})
+        name = f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', target)}-{run + 1}"  # a URL too
+        config = {"kind": FIDELITY_KIND, "role": role, "target": target, "repeat": run, "speed": speed,
+                  "quick": quick, "px4_dir": px4_dir or "", "measure_on": measure_on}
+        with run_record_dir(record_dir, f"{role}-{name}") as trial, \
+                TrialSession(trial, config=config, target=target) as session:
+            keeper = _Keeper(name, trace_dir, session.recorder)
+            figures = await fly_suite(lambda flight: connected(session, target, speed, px4_dir, flight, say), quick,
+                                      keeper.keep, measure_on)
+            session.finish("success", {**{f"{FIGURE_PREFIX}{k}": v for k, v in figures.items()},
+                                       "fidelity_source": keeper.source})
         say(f"{target} run {run + 1}/{runs} (on its {keeper.source}): "
             + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
         results.append(figures)
@@ -702,12 +739,12 @@ async def run_target(target: str, runs: int, speed: float, px4_dir: str | None =
 
 
 class _Keeper:
-    """Where one run's flights go when they end: CSV files, a trial record, and what they were measured on."""
+    """Where one run's flights go when they end: CSV files, its trial record, and what they were measured on."""
 
-    def __init__(self, name: str, trace_dir: Path | None) -> None:
+    def __init__(self, name: str, trace_dir: Path | None, recorder: TrialRecorder) -> None:
         self.name = name
         self.trace_dir = trace_dir
-        self.recorder: TrialRecorder | None = None
+        self.recorder = recorder
         self._sources: set[str] = set()
 
     @property
@@ -718,9 +755,8 @@ class _Keeper:
         self._sources.add(trace.source)
         if self.trace_dir is not None:
             trace.save(self.trace_dir / f"{self.name}-{flight}.csv")
-        if self.recorder is not None:
-            for row in trace.rows():
-                self.recorder.append(TRACE_TABLE, {"flight": flight, **row})
+        for row in trace.rows():
+            self.recorder.append(TRACE_TABLE, {"flight": flight, **row})
 
 
 def save_runs(path: Path, runs: dict[str, list[dict[str, float]]]) -> None:

@@ -45,7 +45,7 @@ PX4_RUNS = 3  # PX4's run-to-run spread needs a few runs: two have put a band's 
 
 async def test_the_suite_measures_every_figure_on_the_built_in_vehicle():
     # In simulated time (the lockstep vehicle): the whole suite in seconds of wall time.
-    def lockstep():
+    def lockstep(flight: str):
         autopilot, _ = build_vehicle(SimOptions())
         return LockstepVehicle(autopilot)
 

@@ -1,7 +1,5 @@
 """One trial session (hil.session): the one place in the harness that opens a target or a trial record and
 finishes it, so that every entry point records, stops and finishes alike.
-
-The places not yet through it are named here with why; a new one fails this test.
 """
 
 from __future__ import annotations
@@ -11,10 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = "hil/session.py"
-# Not yet the session plus a flight function (each is its own piece of work):
-NOT_YET = {
-    "hil/fidelity.py": "the fidelity suite opens a fresh target per manoeuvre, several in one record or none",
-}
 
 
 def _calls(path: Path) -> list[tuple[int, str]]:
@@ -35,13 +29,8 @@ def test_only_the_session_opens_targets_and_records_and_finishes_them():
     elsewhere = []
     for path in sorted((ROOT / "hil").rglob("*.py")):
         relative = str(path.relative_to(ROOT))
-        if relative == SESSION or relative in NOT_YET:
+        if relative == SESSION:
             continue
         elsewhere += [f"{relative}:{line}: {what}" for line, what in _calls(path)]
     assert not elsewhere, "outside the trial session (hil.session.TrialSession):\n" + "\n".join(elsewhere)
 
-
-def test_the_places_not_yet_through_the_session_still_need_their_exception():
-    """An exception that is no longer needed goes, so the list only shrinks."""
-    stale = [relative for relative in NOT_YET if not _calls(ROOT / relative)]
-    assert not stale, f"no longer open a target or a record themselves: {stale}"
