@@ -27,7 +27,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
-    gates: [collision, success<0.8]      # what makes `hil run` exit 1, judged on the results (reports.gates)
+    gates: [collision, success<0.8]      # what makes `hil run` exit 1, judged on the results (config.gates, reports.gates)
 
 A scene entry is a navigation task for the planners: each planner flies from the scene's start to its
 goal. A mission entry (a mission file, or a suite's mission files, with `seeds` replacing the scene's)
@@ -63,6 +63,7 @@ from config.fields import (
     read_fields,
     text,
 )
+from config.gates import Gate, parse_gate
 from config.loading import load_yaml, packaged
 from hil.rules import RULES
 from missions.faults import load_fault_profile
@@ -77,7 +78,6 @@ from profiles.library import library_profiles, load_vehicle_profile
 from profiles.link import load_link_profile
 from profiles.vehicle import ProfileError
 from px4.sih import sitl_params
-from reports.gates import Gate, parse_gate
 from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
 
 NONE = "none"

@@ -1,12 +1,5 @@
-"""Gates: thresholds on a campaign's results that a CI step fails on (`hil run --fail-on`, a campaign's
-`gates:`, `hil report --fail-on`).
-
-A gate names what fails, never what passes, so that a list of them reads as a list of reasons to stop:
-
-    collision               any trial collided
-    success<0.8             the success rate's lower 95 % bound (Wilson) is below 0.8
-    p99:t_tot_ms>100        the 99th percentile over the trials of a results-table column is above 100
-    success<0.8@planner     the same, per group of trials (here per planner; @target,planner for pairs)
+"""Judging gates (`config.gates`: what a campaign file's `gates:` and `--fail-on` declare) on a campaign's
+results, for `hil run --fail-on`, a campaign's `gates:` and `hil report --fail-on`.
 
 A success gate judges the lower bound, not the rate itself: 4 of 4 trials is a rate of 1.0, but its
 interval reaches down to 0.51, and a gate at 0.8 should not pass on so little evidence.
@@ -16,37 +9,13 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
+from pandas.api.types import is_numeric_dtype
 
-COLLISION = "collision"
-SUCCESS = "success"
-EXPECTED = ("collision, success<RATE (RATE from 0 to 1) or STAT:COLUMN>VALUE (or <VALUE; STAT mean, min, max or "
-            "pNN, the NN-th percentile, e.g. p99), "
-            "each optionally followed by @COLUMN[,COLUMN] to judge each group of trials; e.g. collision, "
-            "success<0.8@planner, p99:t_tot_ms>100")
-
-_NAME = r"[A-Za-z_]\w*"
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_GATE = re.compile(rf"(?:(?P<collision>{COLLISION})|{SUCCESS}<(?P<rate>{_NUMBER})"
-                   rf"|(?P<stat>mean|min|max|p\d+(?:\.\d+)?):(?P<column>{_NAME})(?P<op>[<>])(?P<value>{_NUMBER}))"
-                   rf"(?:@(?P<by>{_NAME}(?:,{_NAME})*))?")
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One parsed gate; `text` is how the user wrote it (without spaces), and how every verdict names it."""
-
-    text: str
-    kind: str  # collision, success or a statistic (mean, min, max, pNN)
-    column: str = ""
-    above: bool = True  # a statistic's gate fails above its threshold (`>`), else below (`<`)
-    threshold: float = math.nan
-    by: tuple[str, ...] = ()
+from config.gates import COLLISION, SUCCESS, Gate
+from reports.stats import LEVEL, wilson_rate
 
 
 @dataclass(frozen=True)
@@ -68,33 +37,9 @@ class Verdict:
                 "threshold": self.gate.threshold, "detail": self.detail}
 
 
-def parse_gate(text: str) -> Gate:
-    """A gate from its text; ValueError naming it and what a gate looks like."""
-    compact = "".join(str(text).split())
-    match = _GATE.fullmatch(compact)
-    if match is None:
-        raise ValueError(f"gate {text!r}: expected {EXPECTED}")
-    by = tuple(match["by"].split(",")) if match["by"] else ()
-    if match["collision"]:
-        return Gate(compact, COLLISION, by=by)
-    if match["rate"] is not None:
-        rate = float(match["rate"])
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"gate {text!r}: expected a success rate from 0 to 1, got {match['rate']}")
-        return Gate(compact, SUCCESS, SUCCESS, above=False, threshold=rate, by=by)
-    stat = match["stat"]
-    if stat.startswith("p") and not 0.0 <= float(stat[1:]) <= 100.0:
-        raise ValueError(f"gate {text!r}: expected a percentile from p0 to p100, got {stat}")
-    return Gate(compact, stat, match["column"], above=match["op"] == ">", threshold=float(match["value"]), by=by)
-
-
 def judge(gates: list[Gate], results: pd.DataFrame) -> list[Verdict]:
     """Every gate's verdict on a results table, per group where a gate asks for groups; ValueError naming the
     gate when it names a column the table does not have (or one that holds no numbers)."""
-    # pandas here, not at the top: a campaign file's gates are parsed whenever a campaign is loaded, which
-    # needs no pandas (nor the scipy behind it).
-    from pandas.api.types import is_numeric_dtype
-
     verdicts = []
     for gate in gates:
         if results.empty:  # nothing measured is no evidence of passing
@@ -118,8 +63,6 @@ def judge(gates: list[Gate], results: pd.DataFrame) -> list[Verdict]:
 
 
 def _judge_trials(gate: Gate, group: str, trials: pd.DataFrame) -> Verdict:
-    from reports.stats import LEVEL, wilson_rate
-
     if gate.kind == COLLISION:
         collided = int((trials["outcome"] == COLLISION).sum())
         return Verdict(gate, group, collided == 0, collided, f"{collided} of {len(trials)} trials collided")

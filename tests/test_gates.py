@@ -9,7 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from reports.gates import judge, parse_gate
+from config.gates import parse_gate
+from reports.gates import judge
 from tests.test_cli import hil, hil_each
 
 CAMPAIGN = """\

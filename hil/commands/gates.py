@@ -24,7 +24,7 @@ def add_fail_on(parser: argparse.ArgumentParser) -> None:
 
 
 def _gate(text: str):
-    from reports.gates import parse_gate
+    from config.gates import parse_gate
 
     try:
         return parse_gate(text)
