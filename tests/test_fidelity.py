@@ -3,7 +3,8 @@
 The PX4 test flies the CI subset of the manoeuvre suite (takeoff, offboard velocity step and stop,
 land) on PX4 SITL three times, for its own run-to-run spread, and on a built-in vehicle process, both at a
 speed factor through MAVSDK, and fails when a built-in figure leaves PX4's band. The others check
-the suite itself without PX4: every figure is measured, and the band and verdict say what they mean.
+the suite itself without PX4: every figure is measured, the band and verdict say what they mean, and a
+flight that fails in the air ends landed by the trial session's stop policy.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import pytest
 
 from benchmarks.fidelity import main as fidelity_main
 from bridges.lockstep_vehicle import LockstepVehicle
+from bridges.vehicle import VehicleError
+from hil import fidelity
 from hil.cli import main as hil_main
 from hil.fidelity import BUILTIN, PX4_SITL, Sample, Trace, fly_suite, run_target
 from px4.sim.realtime import SimOptions, build_vehicle
-from records.record import read_table
+from records.record import read_events, read_manifest, read_table
 from reports.fidelity import (
     CANDIDATE,
     ESTIMATE,
@@ -37,7 +40,7 @@ from reports.fidelity import (
 )
 from reports.results import load_results
 
-from .conftest import SPEED
+from .conftest import BUILTIN_SPEED, SPEED
 from .px4_builds import MAIN_BUILD, needs_px4
 
 PX4_RUNS = 3  # PX4's run-to-run spread needs a few runs: two have put a band's edge at one run's value
@@ -124,6 +127,24 @@ async def test_fidelity_runs_kept_as_trial_records_give_hil_report_its_fidelity_
         line = next(line for line in markdown.splitlines() if line.startswith(f"| {name} "))
         assert line.rstrip(" |").endswith("ok"), line  # the same vehicle twice: within its own band
     assert "OUTSIDE" not in markdown and "9 of 9 figures within" in markdown
+
+
+async def test_a_flight_that_fails_in_the_air_ends_landed_by_the_stop_policy(tmp_path, monkeypatch):
+    flown = []
+
+    async def fails_at_altitude(vehicle, trace, quick):
+        flown.append(vehicle)
+        await fidelity.fly_takeoff(vehicle, trace, {})
+        raise VehicleError("a manoeuvre went wrong at 5 m")
+
+    monkeypatch.setattr(fidelity, "fly_flight_a", fails_at_altitude)
+    with pytest.raises(VehicleError, match="went wrong"):
+        await run_target(BUILTIN, 1, BUILTIN_SPEED, quick=True, record_dir=tmp_path)
+    assert not flown[0].state.armed  # landed and disarmed before the target was closed
+    record = tmp_path / "trials" / f"{CANDIDATE}-{BUILTIN}-1"
+    assert "landing" in [e["kind"] for e in read_events(record)]
+    manifest = read_manifest(record)
+    assert manifest["status"] == "crashed" and "went wrong" in manifest["error"]  # not a run to compare
 
 
 def test_records_without_a_reference_and_a_candidate_compare_to_nothing():
