@@ -59,7 +59,7 @@ async def measure(target: str, speed: float, px4_dir: str | None) -> dict[str, d
                 await vehicle.takeoff(5.0, timeout=30.0)
             hover = await _sample(vehicle, WINDOW_S)
             await vehicle.land()
-        session.finish("success")
+        session.finish("success", {})
     return {"rest": rest, "hover": hover}
 
 
