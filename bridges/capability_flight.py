@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bridges.mavsdk_vehicle import MavsdkVehicle, connect
+from bridges.mavsdk_vehicle import MavsdkVehicle, connect_started
 from bridges.vehicle import VehicleError
 from profiles.airframe import GRAVITY
 from profiles.vehicle import VehicleProfile
@@ -57,7 +57,6 @@ YAW_HOLD_S = 0.7
 RECOVER_S = 1.0
 SETTLE_S = 2.0
 LANDED_TIMEOUT_S = 60.0
-CONNECT_TIMEOUT_S = 20.0
 
 
 def climb_duration(profile: VehicleProfile) -> float:
@@ -137,7 +136,7 @@ async def measure_on_px4(profile: VehicleProfile, record_dir: Path, px4_dir: str
     params = {**sitl_params(profile), **LOG_PARAMS}
     options = SitlOptions(speed=speed, params=params, px4_dir=px4_dir)
     async with px4_sitl(options, keep_in=record_dir) as sitl:
-        vehicle = await connect(sitl.url, CONNECT_TIMEOUT_S, speed)
+        vehicle = await connect_started(sitl.url, sitl, speed)
         try:
             await fly_capability_maneuvers(vehicle, profile)
         finally:

@@ -66,6 +66,7 @@ from bridges.vehicle import (
     VehicleState,
 )
 from missions.geo import GeoOrigin
+from px4.process import START_CAP_S, ChildProcess
 from px4.sim.faults import SIM_FAULT_COMMAND
 
 NAN = float("nan")
@@ -797,9 +798,13 @@ async def open_connection(url: str, timeout: float = 10.0) -> MavsdkConnection:
     except MavsdkConnectionError as exc:
         mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: cannot open connection: {exc}") from exc
-    system = await mavsdk.first_autopilot(timeout_s=timeout)
+    system = None
+    try:
+        system = await mavsdk.first_autopilot(timeout_s=timeout)
+    finally:
+        if system is None:  # also when cancelled (the vehicle's process died): the port is not left bound
+            mavsdk.destroy()
     if system is None:
-        mavsdk.destroy()
         raise VehicleConnectionError(f"{url}: no autopilot answered within {timeout:.1f} s "
                                      "(is the vehicle running, and sending to this address and port?)")
     return MavsdkConnection(url, mavsdk, system, source)
@@ -818,3 +823,11 @@ async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0,
     vehicle = MavsdkVehicle(connection, speed_factor, owns_connection=owned)
     vehicle._start_streams()
     return vehicle
+
+
+async def connect_started(url: str, process: ChildProcess, speed_factor: float = 1.0) -> MavsdkVehicle:
+    """A Vehicle on `url`, where the flight controller of a `process` the harness started answers: waited for
+    while the process is alive (up to START_CAP_S), not on a stopwatch, and given up the moment it dies,
+    with its exit code and last console lines (VehicleConnectionError)."""
+    return await process.while_alive(connect(url, START_CAP_S, speed_factor), VehicleConnectionError,
+                                     f"answered on {url}")

@@ -34,6 +34,9 @@ One trial, one PX4:
 * PX4_SIM_SPEED_FACTOR for faster-than-real-time flights (lockstep inside PX4);
 * the console (stdout and stderr) kept line by line, so a failure quotes PX4's last words and the
   trial record keeps `px4-console.log`;
+* waited for until it says its start-up script returned (or, with an external simulator, that it
+  waits for one) for as long as it is alive, up to a cap of minutes, and not at all once it has
+  died: a loaded machine slows a start, it does not fail it;
 * stopped with SIGTERM, then SIGKILL after a grace period, on every exit including Ctrl-C, and
   killed by the kernel if the harness itself dies.
 
@@ -56,14 +59,21 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator, Mapping
 
 from px4.params import PARAM_NAME
-from px4.process import die_with_parent, free_udp_port, port_is_free, stop_process
+from px4.process import (
+    LAST_WORDS_S,
+    START_CAP_S,
+    ChildProcess,
+    Console,
+    die_with_parent,
+    free_udp_port,
+    port_is_free,
+    stop_process,
+)
 
 ENV_VAR = "PX4_DIR"
 DEFAULT_AIRFRAME = "sihsim_quadx"  # autostart 10040
@@ -73,7 +83,6 @@ STARTED_LINE = "Startup script returned successfully"
 # With an external simulator, the start-up script waits (and so PX4 has not "started") until one connects.
 WAITING_LINE = "Waiting for simulator to accept connection on TCP port"
 START_FAILED = re.compile(r"Startup script returned with return value|Error: no autostart file|ERROR \[init\]")
-START_TIMEOUT_S = 60.0
 # PX4 exits within about 2 s of SIGTERM; one waiting for an external simulator never does.
 STOP_GRACE_S = 5.0
 HOW_TO_GET_PX4 = (
@@ -274,7 +283,8 @@ class SitlOptions:
     params: Mapping[str, float] = field(default_factory=dict)
     px4_dir: str | None = None
     airframe: str | int = DEFAULT_AIRFRAME
-    start_timeout_s: float = START_TIMEOUT_S  # wall seconds
+    # Wall seconds PX4 may take to start while it is alive (it is never waited for once it has died).
+    start_cap_s: float = START_CAP_S
     # More MAVLink links, udpout://HOST:PORT each (an onboard agent's own), started once PX4 is up; SIH only.
     extra_links: tuple[str, ...] = ()
 
@@ -339,62 +349,13 @@ def find_ulogs(workdir: Path) -> list[Path]:
     return sorted((workdir / "log").rglob("*.ulg"), key=lambda p: (p.stat().st_mtime, p.name))
 
 
-class Console:
-    """PX4's console, read on a thread: the recent lines in memory, every line in a file."""
-
-    def __init__(self, stream, log_path: Path, keep: int = 400):
-        self.lines: deque[str] = deque(maxlen=keep)
-        self.path = log_path
-        self._seen: list[tuple[re.Pattern, threading.Event]] = []
-        self._lock = threading.Lock()
-        self._stream = stream
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True, name="px4-console")
-        self._thread.start()
-
-    def _read(self, stream) -> None:
-        with open(self.path, "w", encoding="utf-8") as log:
-            for raw in iter(stream.readline, b""):
-                # PX4 colours its console; the escapes are noise in a log file.
-                line = re.sub(r"\x1b\[[0-9;]*m", "", raw.decode("utf-8", errors="replace")).rstrip()
-                log.write(line + "\n")
-                log.flush()
-                with self._lock:
-                    self.lines.append(line)
-                    for pattern, event in self._seen:
-                        if pattern.search(line):
-                            event.set()
-
-    def watch(self, pattern: str | re.Pattern) -> threading.Event:
-        """An event set once a line matching `pattern` appears (also if it already has)."""
-        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-        event = threading.Event()
-        with self._lock:
-            if any(compiled.search(line) for line in self.lines):
-                event.set()
-            self._seen.append((compiled, event))
-        return event
-
-    def tail(self, n: int = 15) -> str:
-        with self._lock:
-            tail = list(self.lines)[-n:]
-        return "".join(f"\n  {line}" for line in tail)
-
-    def close(self, timeout: float = 2.0) -> None:
-        """Wait for the end of the output (the process is gone), then close the stream."""
-        self._thread.join(timeout)
-        if not self._thread.is_alive():  # closing a stream another thread reads would block
-            self._stream.close()
-
-
 @dataclass
-class SitlProcess:
+class SitlProcess(ChildProcess):
     """A running PX4 SITL: where to connect, what runs, its flight logs, and what it said if it died."""
 
     ports: SitlPorts
     airframe: Airframe
-    proc: subprocess.Popen
     workdir: Path
-    console: Console
 
     @property
     def url(self) -> str:
@@ -409,13 +370,6 @@ class SitlProcess:
         """The recent console lines."""
         return list(self.console.lines)
 
-    def failure(self) -> str | None:
-        """None while running; otherwise the exit code and the tail of PX4's output."""
-        code = self.proc.poll()
-        if code is None:
-            return None
-        return f"PX4 SITL instance {self.instance} exited with code {code}" + self.console.tail()
-
     def ulogs(self) -> list[Path]:
         return find_ulogs(self.workdir)
 
@@ -426,9 +380,10 @@ async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIt
     (``keep_in/px4-console.log``) into a trial record when ``keep_in`` is given.
 
     Raises Px4NotFound (with instructions) before starting anything when there is no PX4 build,
-    ValueError for an unknown airframe or a bad parameter, and SitlError when PX4 dies or has not
-    run its start-up script within ``options.start_timeout_s`` wall seconds. An airframe with
-    external physics is yielded as soon as PX4 waits for its simulator on ``ports.simulator_tcp``.
+    ValueError for an unknown airframe or a bad parameter, and SitlError the moment PX4 dies or says its
+    start-up failed, or when it is alive but has not run its start-up script after ``options.start_cap_s``
+    wall seconds. An airframe with external physics is yielded as soon as PX4 waits for its simulator on
+    ``ports.simulator_tcp``.
     """
     build = Px4Build.locate(options.px4_dir)
     airframe = build.airframe(options.airframe)
@@ -443,9 +398,10 @@ async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIt
                                     start_new_session=True,
                                     preexec_fn=functools.partial(die_with_parent, signal.SIGKILL))
             console = Console(proc.stdout, workdir / "px4-console.log")
-            sitl = SitlProcess(ports, airframe, proc, workdir, console)
+            sitl = SitlProcess(f"PX4 SITL instance {ports.instance}", proc, console, ports=ports, airframe=airframe,
+                               workdir=workdir)
             try:
-                await _wait_started(sitl, options.start_timeout_s)
+                await _wait_started(sitl, options.start_cap_s)
                 for url in options.extra_links:
                     await _start_link(sitl, url)
                 yield sitl
@@ -458,20 +414,21 @@ async def px4_sitl(options: SitlOptions, keep_in: Path | None = None) -> AsyncIt
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-async def _wait_started(sitl: SitlProcess, timeout_s: float) -> None:
-    started = sitl.console.watch(re.escape(WAITING_LINE if sitl.airframe.external_physics else STARTED_LINE))
-    failed = sitl.console.watch(START_FAILED)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not started.is_set():
-        if sitl.proc.poll() is not None or failed.is_set():
-            await asyncio.sleep(0.2)  # let the console reader catch PX4's last words before quoting them
-            raise SitlError(sitl.failure() or f"PX4 SITL instance {sitl.instance} failed to start "
-                            f"airframe {sitl.airframe.autostart} ({sitl.airframe.model})" + sitl.console.tail())
-        if loop.time() > deadline:
-            raise SitlError(f"PX4 SITL instance {sitl.instance} had not run its start-up script after "
-                            f"{timeout_s:g} s" + sitl.console.tail())
-        await asyncio.sleep(0.05)
+async def _wait_started(sitl: SitlProcess, cap_s: float) -> None:
+    external = sitl.airframe.external_physics
+    ready = re.escape(WAITING_LINE if external else STARTED_LINE)
+    line = await sitl.while_alive(sitl.console.first(f"{ready}|{START_FAILED.pattern}"), SitlError,
+                                  "said it waits for its simulator" if external else "run its start-up script",
+                                  cap_s)
+    if START_FAILED.search(line):
+        await asyncio.sleep(LAST_WORDS_S)
+        raise SitlError(sitl.failure() or f"{sitl.name} failed to start airframe {sitl.airframe.autostart} "
+                        f"({sitl.airframe.model})" + sitl.console.tail())
+    port = re.search(r"port (\d+)", line) if external else None
+    if port is not None and int(port.group(1)) != sitl.ports.simulator_tcp:
+        # Nothing would ever connect: said now rather than after the whole start-up cap.
+        raise SitlError(f"{sitl.name} waits for its simulator on TCP port {port.group(1)}, not on its own "
+                        f"{sitl.ports.simulator_tcp}" + sitl.console.tail())
 
 
 async def _start_link(sitl: SitlProcess, url: str) -> None:
@@ -487,7 +444,7 @@ async def _start_link(sitl: SitlProcess, url: str) -> None:
                str(free_udp_port()), "-o", port, "-t", host, "-m", "onboard", "-r", "4000000"]
     proc = await asyncio.create_subprocess_exec(*command, cwd=sitl.workdir, stdin=subprocess.DEVNULL,
                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    output, _ = await asyncio.wait_for(proc.communicate(), 20.0)
+    output, _ = await sitl.while_alive(proc.communicate(), SitlError, f"answered `mavlink start` for {url}")
     if proc.returncode != 0:
         raise SitlError(f"PX4 SITL instance {sitl.instance} refused `mavlink start` for {url}: "
                         f"{output.decode(errors='replace').strip()}" + sitl.console.tail())

@@ -12,8 +12,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from px4.process import die_with_parent, free_udp_port, stop_process
+from bridges.vehicle import VehicleConnectionError
+from px4.process import (
+    ChildProcess,
+    Console,
+    die_with_parent,
+    free_udp_port,
+    stop_process,
+)
 from targets.connection import connected
+from targets.sim_server import READY_LINE
 from targets.spec import SIM, OpenTarget, TargetOptions, TargetSpec
 
 
@@ -45,37 +53,31 @@ def sim_command(port: int, options: SimProcessOptions) -> list[str]:
 
 
 @dataclass
-class SimProcess:
+class SimProcess(ChildProcess):
     """A running built-in vehicle: where to connect, and what it said if it died."""
 
     url: str
-    proc: subprocess.Popen
-    log: object  # a temporary file holding the child's stderr
-
-    def failure(self) -> str | None:
-        """None while running; otherwise the exit code and the tail of its error output."""
-        code = self.proc.poll()
-        if code is None:
-            return None
-        if self.log.closed:  # asked after the target was closed: the output went with it
-            return f"built-in vehicle exited with code {code}"
-        self.log.seek(0)
-        tail = self.log.read().decode(errors="replace").strip().splitlines()[-15:]
-        return f"built-in vehicle exited with code {code}" + ("".join(f"\n  {line}" for line in tail) if tail else "")
 
 
 @contextlib.asynccontextmanager
 async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIterator[SimProcess]:
-    """Run the built-in vehicle in a child process on loopback; stopped (never orphaned) after."""
+    """Run the built-in vehicle in a child process on loopback, yielded once its links are open (READY_LINE);
+    stopped (never orphaned) after.
+
+    Raises VehicleConnectionError with its exit code and last lines the moment it dies before that, or if
+    it is alive but not ready after START_CAP_S.
+    """
     options = options or SimProcessOptions()
     port = free_udp_port()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(sim_command(port, options), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=log, preexec_fn=die_with_parent)
-        try:
-            yield SimProcess(f"udpin://127.0.0.1:{port}", proc, log)
-        finally:
-            await stop_process(proc)
+    proc = subprocess.Popen(sim_command(port, options), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+    sim = SimProcess("built-in vehicle", proc, Console(proc.stdout), url=f"udpin://127.0.0.1:{port}")
+    try:
+        await sim.while_alive(sim.console.first(READY_LINE), VehicleConnectionError, "opened its links")
+        yield sim
+    finally:
+        await stop_process(proc)
+        sim.console.close()
 
 
 @contextlib.asynccontextmanager
@@ -86,7 +88,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
                                         extra_links=list(options.extra_links), root=Path(root))
         try:
             async with builtin_vehicle(sim_options) as sim:
-                async with connected(sim.url, options, sim.failure) as (vehicle, proxy):
+                async with connected(sim.url, options, sim) as (vehicle, proxy):
                     yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)
         finally:
             if options.keep_in is not None:

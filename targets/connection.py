@@ -4,24 +4,24 @@ the options name a link profile."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from bridges.link_proxy import LinkProxy
-from bridges.mavsdk_vehicle import MavsdkVehicle, connect
+from bridges.mavsdk_vehicle import MavsdkVehicle, connect, connect_started
 from bridges.transport import parse_url
-from bridges.vehicle import VehicleConnectionError
 from profiles.link import link_for_trial
-from px4.process import free_udp_port
+from px4.process import ChildProcess, free_udp_port
 from targets.spec import TargetOptions
 
 
 @contextlib.asynccontextmanager
-async def connected(url: str, options: TargetOptions, failure: Callable[[], str | None] = lambda: None,
+async def connected(url: str, options: TargetOptions, process: ChildProcess | None = None,
                     speed: float | None = None) -> AsyncIterator[tuple[MavsdkVehicle, LinkProxy | None]]:
     """(a Vehicle on `url`, the impairment proxy in front of it or None); both closed after.
 
-    A link profile needs a UDP target; the proxy's frame rows go to ``options.sink("link", row)``. A
-    connection that fails carries the target's `failure()`.
+    A link profile needs a UDP target; the proxy's frame rows go to ``options.sink("link", row)``. The
+    vehicle of a `process` the harness started is waited for while that process is alive (connect_started);
+    one already running (hardware, a SITL someone else started) for ``options.connect_timeout_s``.
     """
     speed = options.speed if speed is None else speed
     async with contextlib.AsyncExitStack() as stack:
@@ -37,11 +37,10 @@ async def connected(url: str, options: TargetOptions, failure: Callable[[], str 
                                                               speed=speed))
             url = f"udpin://127.0.0.1:{port}"
         shared = options.connection if proxy is None else None
-        try:
+        if process is not None:
+            vehicle = await connect_started(url, process, speed)
+        else:
             vehicle = await connect(url, options.connect_timeout_s, speed, connection=shared)
-        except VehicleConnectionError as exc:
-            detail = failure()
-            raise VehicleConnectionError(f"{exc}\n{detail}" if detail else str(exc)) from None
         try:
             yield vehicle, proxy
         finally:

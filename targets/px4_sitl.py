@@ -32,7 +32,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
                            airframe=options.px4_airframe or EXTERNAL_PHYSICS_AIRFRAME, params=dict(options.params))
         simulator = SimulatorOptions(profile=options.profile, speed=options.speed, seed=options.seed)
         async with px4_on_harness_physics(simulator, sitl, keep_in=options.keep_in, sink=options.sink) as run:
-            async with connected(run.url, options, run.sitl.failure) as (vehicle, proxy):
+            async with connected(run.url, options, run.sitl) as (vehicle, proxy):
                 yield OpenTarget(vehicle, f"{spec.kind}:{run.sitl.instance}", hardware=False,
                                  failure=run.sitl.failure, simulator=run.simulator, link=proxy)
         return
@@ -40,6 +40,6 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir, params=params,
                        airframe=options.px4_airframe or DEFAULT_AIRFRAME, extra_links=options.extra_links)
     async with px4_sitl(sitl, keep_in=options.keep_in) as process:
-        async with connected(process.url, options, process.failure) as (vehicle, proxy):
+        async with connected(process.url, options, process) as (vehicle, proxy):
             yield OpenTarget(vehicle, f"{spec.kind}:{process.instance}", hardware=False, failure=process.failure,
                              link=proxy)

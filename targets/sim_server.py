@@ -16,6 +16,9 @@ from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
 
 log = logging.getLogger(__name__)
 
+# What `hil sim` prints, one line per link, once its links are open: what a harness that started it waits for.
+READY_LINE = "built-in vehicle on "
+
 
 async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
     """Open every connection string and bind it to the server."""

@@ -68,7 +68,9 @@ class TargetOptions:
     px4_airframe: str | None = None  # PX4 SITL airframe by id or model (default: SIH quad-X)
     keep_in: Path | None = None  # a trial record: PX4's console and ULogs, the physics' truth tables
     sink: Callable[[str, Mapping[str, Any]], None] | None = None  # (table, row): link and physics rows
-    connect_timeout_s: float = 20.0  # wall seconds for the vehicle to answer
+    # Wall seconds a flight controller already running (a connection string) has to answer. One the harness
+    # starts has as long as its process is alive and starting (px4.process.START_CAP_S at most).
+    connect_timeout_s: float = 20.0
     allow_arming: bool = False  # a HITL board: let the harness arm it
     # A connection already open on a running flight controller's url, used and left open (a bench
     # board shared by a pytest session); None: connect anew and close after.

@@ -81,11 +81,10 @@ class Target:
         self._stack.close()
 
     def state(self) -> str:
-        """What a test that lost the vehicle should know: did the process die, what did PX4 last say, and
+        """What a test that lost the vehicle should know: did the process die, what did it last say, and
         which sockets hold the port the vehicle sends to (another socket bound to it takes the datagrams)."""
-        said = self.process.failure() or "the vehicle's process is running"
-        if hasattr(self.process, "console"):
-            said += "; PX4's console ends:" + self.process.console.tail()
+        said = self.process.failure() or ("the vehicle's process is running; its console ends:"
+                                          + self.process.console.tail())
         port = self.url.rsplit(":", 1)[1]
         if shutil.which("ss"):
             held = subprocess.run(["ss", "-uanpH", f"sport = :{port}"], capture_output=True, text=True).stdout

@@ -21,9 +21,20 @@ from pathlib import Path
 import pytest
 
 from hil.cli import main as hil_main
+from px4.sitl import (
+    HOW_TO_GET_PX4,
+    Px4Build,
+    Px4NotFound,
+    SitlError,
+    SitlOptions,
+    SitlPorts,
+    claimed_instance,
+    params_script,
+    px4_sitl,
+    sitl_command,
+    sitl_environment,
+)
 from targets.spec import PX4_SITL, TargetSpec
-from px4.sitl import (HOW_TO_GET_PX4, Px4Build, Px4NotFound, SitlError, SitlOptions, SitlPorts, claimed_instance,
-                      params_script, px4_sitl, sitl_command, sitl_environment)
 
 from .px4_builds import MAIN_BUILD, needs_px4
 
@@ -189,11 +200,24 @@ async def test_px4_that_fails_its_start_up_script_is_reported_with_its_words(tmp
 
 
 @needs_px4
-async def test_px4_that_never_finishes_starting_times_out_and_is_stopped(tmp_path):
+async def test_px4_that_dies_while_it_starts_is_reported_at_once_with_its_last_words(tmp_path):
+    # Its start-up script kills PX4 part-way, as a crash would, and lingers holding the console open. PX4 runs
+    # it through system(): PX4 is the parent of the script's parent shell.
+    kill = 'echo "about to be killed"\nread -r _ _ _ px4 _ < /proc/$PPID/stat\nkill -9 "$px4"\nsleep 600\n'
+    broken = _broken_build(tmp_path, lambda text: text.replace("#!/bin/sh\n", "#!/bin/sh\n" + kill, 1))
+    started = time.monotonic()
+    with pytest.raises(SitlError, match=r"(?s)PX4 SITL instance \d exited with code -9.*about to be killed"):
+        async with px4_sitl(SitlOptions(px4_dir=broken, speed=4.0)):
+            pass
+    assert time.monotonic() - started < 15
+
+
+@needs_px4
+async def test_px4_alive_but_never_done_starting_is_given_up_at_the_cap_and_stopped(tmp_path):
     # The start-up script is made to hang before PX4 would say it has started.
     broken = _broken_build(tmp_path, lambda text: text.replace("#!/bin/sh\n", "#!/bin/sh\nsleep 600\n", 1))
     with pytest.raises(SitlError, match="had not run its start-up script after 2 s"):
-        async with px4_sitl(SitlOptions(px4_dir=broken, start_timeout_s=2.0)):
+        async with px4_sitl(SitlOptions(px4_dir=broken, start_cap_s=2.0)):
             pass
 
 

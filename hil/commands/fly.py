@@ -69,7 +69,9 @@ def add_parser(verbs) -> None:
                         help="PX4 SITL airframe by autostart id or model name (default: sihsim_quadx, SIH quad-X; "
                              "none_iris with --physics harness)")
     parser.add_argument("--record-dir", type=Path, help="trial record directory (default: runs/<time>-<mission name>)")
-    parser.add_argument("--connect-timeout", type=positive_float, default=15.0, help="seconds to wait for the autopilot (default: 15)")
+    parser.add_argument("--connect-timeout", type=positive_float, default=15.0,
+                        help="seconds to wait for a running autopilot (a connection string) to answer (default: 15); "
+                             "a vehicle the harness starts is waited for while its process is alive and starting")
     safety = parser.add_argument_group("safety (the harness's own limits, on top of the flight controller's)")
     safety.add_argument("--dry-run", action="store_true",
                         help="connect, check, upload: everything but arming")

@@ -46,7 +46,7 @@ def add_parser(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from px4.sim.realtime import ONBOARD_PORT, SimOptions
-    from targets.sim_server import serve
+    from targets.sim_server import READY_LINE, serve
 
     links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
     options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for link in opened:
             url = link.transport.url
             hint = url.replace("udpout://", "udpin://") if url.startswith("udpout://") else url
-            print(f"built-in vehicle on {url}: connect with {hint}", flush=True)
+            print(f"{READY_LINE}{url}: connect with {hint}", flush=True)
 
     try:
         asyncio.run(serve(options, on_ready=ready))

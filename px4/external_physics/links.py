@@ -13,7 +13,7 @@ import asyncio
 import select
 import socket
 import threading
-from typing import Callable, Protocol
+from typing import Protocol
 
 
 class SimulatorLinkError(RuntimeError):
@@ -106,11 +106,10 @@ class SerialLink:
         self._port.close()
 
 
-async def accept_px4(port: int, timeout_s: float, host: str = "127.0.0.1",
-                     still_waiting: Callable[[], str | None] = lambda: None) -> SocketLink:
-    """Listen on host:port and take PX4's simulator connection; SimulatorLinkError naming the port
-    when nothing connected within ``timeout_s`` wall seconds, or at once when ``still_waiting()``
-    returns a reason to stop (PX4 died, say)."""
+async def accept_px4(port: int, host: str = "127.0.0.1") -> SocketLink:
+    """Listen on host:port and take PX4's simulator connection, once it comes: the caller bounds the wait by
+    PX4's life (ChildProcess.while_alive), cancelling this when PX4 dies. SimulatorLinkError naming the port
+    if it cannot be listened on."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -120,21 +119,12 @@ async def accept_px4(port: int, timeout_s: float, host: str = "127.0.0.1",
             raise SimulatorLinkError(f"cannot listen for PX4 on TCP {host}:{port}: {exc.strerror}") from exc
         server.listen(1)
         server.setblocking(False)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
         while True:
             try:
                 conn, _ = server.accept()
                 return SocketLink(conn, f"TCP {host}:{port}")
             except BlockingIOError:
                 pass
-            reason = still_waiting()
-            if reason:
-                raise SimulatorLinkError(f"PX4 never connected to the simulator on TCP {host}:{port}: {reason}")
-            if loop.time() > deadline:
-                raise SimulatorLinkError(f"PX4 did not connect to the simulator on TCP {host}:{port} within "
-                                         f"{timeout_s:g} s (is its airframe one with external physics, and "
-                                         f"is it the instance that owns port {port}?)")
             await asyncio.sleep(0.01)
     finally:
         server.close()

@@ -22,14 +22,22 @@ from typing import Any
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from profiles.library import load_vehicle_profile
-from profiles.vehicle import VehicleProfile
-from px4.external_physics.hil_messages import (ACCEL_BITS, BARO_BITS, DIFF_PRESSURE_BITS, GYRO_BITS, MAG_BITS, MOTORS,
-                                               ActuatorControls, HilEncoder)
-from px4.external_physics.records import RecordBuffer
-from profiles.sensors import SensorProfile
-from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
 from missions.geo import GeoOrigin
+from profiles.library import load_vehicle_profile
+from profiles.sensors import SensorProfile
+from profiles.vehicle import VehicleProfile
+from px4.external_physics.hil_messages import (
+    ACCEL_BITS,
+    BARO_BITS,
+    DIFF_PRESSURE_BITS,
+    GYRO_BITS,
+    MAG_BITS,
+    MOTORS,
+    ActuatorControls,
+    HilEncoder,
+)
+from px4.external_physics.records import RecordBuffer
+from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
 from px4.sim.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
 from px4.sim.faults import VehicleFaults
 
@@ -64,7 +72,6 @@ class SimulatorOptions:
     motor_channels: tuple[int, ...] = (0, 1, 2, 3)
     record_rate_hz: float = 50.0
     seed: int = 0
-    connect_timeout_s: float = 30.0  # wall seconds for PX4 (or the board) to show up
     reply_timeout_s: float = 0.5  # wall seconds a lockstep frame waits for PX4's actuator reply
 
     def __post_init__(self) -> None:
@@ -78,10 +85,8 @@ class SimulatorOptions:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}: expected a rate in Hz >= 0, got {value!r}")
-        for name in ("connect_timeout_s", "reply_timeout_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name}: expected seconds > 0, got {value!r}")
+        if not (math.isfinite(self.reply_timeout_s) and self.reply_timeout_s > 0):
+            raise ValueError(f"reply_timeout_s: expected seconds > 0, got {self.reply_timeout_s!r}")
 
     def vehicle_profile(self) -> VehicleProfile:
         return self.profile if isinstance(self.profile, VehicleProfile) else load_vehicle_profile(self.profile)

@@ -26,7 +26,11 @@ from aio.tasks import cancel_and_wait
 from px4.external_physics.links import SimulatorLinkError, accept_px4
 from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.records import RecordSink
-from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions, px4_params_for
+from px4.external_physics.simulator import (
+    HarnessSimulator,
+    SimulatorOptions,
+    px4_params_for,
+)
 from px4.sitl import Px4Build, SitlOptions, SitlProcess, px4_sitl
 
 EXTERNAL_PHYSICS_AIRFRAME = "none_iris"  # autostart 10016
@@ -76,8 +80,8 @@ async def px4_on_harness_physics(simulator: SimulatorOptions, sitl: SitlOptions 
     SitlOptions' own default is PX4's SIH, refused here); ``sitl.params`` are set after the profile's. ``sink(table, row)``
     receives the simulator's records ("sim_truth", "sim_sensors", "sim_gps"), always on the
     caller's event loop. Raises ValueError for an airframe that brings its own physics,
-    SimulatorLinkError naming the port when PX4 does not connect within
-    ``simulator.connect_timeout_s``, and what `px4_sitl` raises.
+    SimulatorLinkError naming the port when PX4 dies before it connects or is alive but has not
+    connected after ``sitl.start_cap_s``, and what `px4_sitl` raises.
     """
     sitl = sitl or SitlOptions(airframe=EXTERNAL_PHYSICS_AIRFRAME)
     frame = Px4Build.locate(sitl.px4_dir).airframe(sitl.airframe)
@@ -94,7 +98,9 @@ async def px4_on_harness_physics(simulator: SimulatorOptions, sitl: SitlOptions 
         # silent simulator ignores SIGTERM and costs the launcher's whole grace period before SIGKILL.
         stack.push_async_callback(_finish, loops, sim, sink)
         proc = await stack.enter_async_context(px4_sitl(options, keep_in=keep_in))
-        link = await accept_px4(proc.ports.simulator_tcp, simulator.connect_timeout_s, still_waiting=proc.failure)
+        port = proc.ports.simulator_tcp
+        link = await proc.while_alive(accept_px4(port), SimulatorLinkError,
+                                      f"connected to the simulator on TCP 127.0.0.1:{port}", options.start_cap_s)
         loop = SimulatorLoop(sim, link, simulator.speed, lockstep=True, reply_timeout_s=simulator.reply_timeout_s)
         loops.append(loop)
         drainer = asyncio.create_task(_drain(sim, sink))
