@@ -27,7 +27,6 @@ import asyncio
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Protocol
 
 import numpy as np
@@ -37,6 +36,7 @@ from hil.rules import SuccessRule
 from missions.geometry import Scene
 from missions.schema import Airspace, BenchmarkMission
 from records.clock import clock_scale
+from records.summary import Outcome
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
 FAILSAFE_MODES = ("RETURN_TO_LAUNCH", "LAND")
@@ -46,23 +46,6 @@ LANDING_MODES = FAILSAFE_MODES
 # TAKING_OFF while its estimate still wanders a millimetre either side of the ground, and a band from 0 m
 # would otherwise be left at the first step.
 BAND_ENTRY_M = 0.5
-
-
-class Outcome(str, Enum):
-    """How a trial ended; a str, so records and summaries keep plain strings."""
-
-    SUCCESS = "success"
-    COLLISION = "collision"
-    BREACH = "breach"
-    FAILSAFE = "failsafe"
-    TIMEOUT = "timeout"
-    ERROR = "error"
-    ONBOARD_LOST = "onboard_lost"
-
-    def __str__(self) -> str:
-        return self.value
-
-    __hash__ = str.__hash__  # a key like its string: {"success": ...}[Outcome.SUCCESS] finds it
 
 
 @dataclass(frozen=True)

@@ -320,11 +320,15 @@ class TrialRecorder:
 
 def read_manifest(record_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The record's manifest as a dict; UnreadableRecord if the file is not one (FileNotFoundError if missing)."""
-    path = Path(record_dir) / MANIFEST_NAME
-    manifest = _parse_json(_read_text(path, MAX_MANIFEST_BYTES), path)
-    if not isinstance(manifest, dict):
-        raise UnreadableRecord(f"{path}: expected a JSON object, got a {type(manifest).__name__}")
-    return manifest
+    return read_json_object(Path(record_dir) / MANIFEST_NAME, MAX_MANIFEST_BYTES)
+
+
+def read_json_object(path: Path, limit: int) -> dict[str, Any]:
+    """A JSON object file of at most `limit` bytes, read as a manifest is; UnreadableRecord if it is not one."""
+    value = _parse_json(_read_text(path, limit), path)
+    if not isinstance(value, dict):
+        raise UnreadableRecord(f"{path}: expected a JSON object, got a {type(value).__name__}")
+    return value
 
 
 def read_events(record_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
