@@ -602,7 +602,7 @@ class MavsdkVehicle(VehicleBase):
 
         MAVSDK itself beats as a companion computer, which PX4 does not count as a ground station: its
         data-link-loss failsafe watches GCS heartbeats only (measured on v1.16.1 SIH: with NAV_DLL_ACT set,
-        stopping these landed it; tests/test_stop.py). Another ground station on the vehicle
+        stopping these landed it; tests/test_stop_px4.py). Another ground station on the vehicle
         (QGroundControl) keeps the link alive after the harness is gone, and its operator is then in charge.
         """
         fields = {"type": mavlink.MAV_TYPE_GCS, "autopilot": mavlink.MAV_AUTOPILOT_INVALID, "base_mode": 0,

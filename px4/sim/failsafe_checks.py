@@ -77,7 +77,7 @@ class FailsafeChecks:
         """A ground station was heard (HEARTBEAT of MAV_TYPE_GCS) and has been silent for COM_DL_LOSS_T:
         "Connection to ground station lost", then NAV_DLL_ACT after the hold, in every mode COM_DLL_EXCEPT
         does not exempt (bit 0 Mission, 1 Hold, 2 Offboard); "GCS connection regained" when it is back.
-        PX4 v1.16.1 SIH does the same (tests/test_stop.py flies both)."""
+        PX4 v1.16.1 SIH does the same (tests/test_stop_px4.py flies it as tests/test_stop.py flies this)."""
         if self._gcs_heard_s is None:
             return
         if self.time_s - self._gcs_heard_s <= self.params["COM_DL_LOSS_T"]:
