@@ -24,6 +24,7 @@ from benchmarks.quick import parse_args  # noqa: E402
 from hil.campaign import load_campaign  # noqa: E402
 from hil.executors import LocalPool  # noqa: E402
 from hil.runner import run_campaign  # noqa: E402
+from reports.results import CampaignResults  # noqa: E402
 
 GOAL_SPEEDUP = 1.7
 
@@ -32,7 +33,8 @@ def timed_run(campaign, workers: int) -> float:
     """Wall seconds of the whole campaign on `workers` local workers, into a new directory."""
     with tempfile.TemporaryDirectory(prefix="campaign-workers-") as out:
         started = time.perf_counter()
-        summary = run_campaign(campaign, Path(out), LocalPool(workers), progress=False)
+        summary = run_campaign(campaign, Path(out), LocalPool(workers), results=CampaignResults(Path(out)),
+                               progress=False)
         wall = time.perf_counter() - started
     if summary.ran != len(campaign.trials()):
         raise SystemExit(f"{workers} worker(s) ran {summary.ran} of {len(campaign.trials())} trials")

@@ -31,6 +31,7 @@ from hil.campaign import Campaign, parse_campaign  # noqa: E402
 from hil.executors import LocalPool  # noqa: E402
 from hil.runner import run_campaign  # noqa: E402
 from missions.scenes import FLYINGTRUST  # noqa: E402
+from reports.results import CampaignResults  # noqa: E402
 
 GOAL_MINUTES = 15.0
 
@@ -85,7 +86,8 @@ def main() -> None:
     sampler = threading.Thread(target=sample_memory, args=(stop, samples), daemon=True)
     sampler.start()
     started = time.perf_counter()
-    summary = run_campaign(campaign, out, LocalPool(args.workers), progress=sys.stderr.isatty())
+    summary = run_campaign(campaign, out, LocalPool(args.workers), results=CampaignResults(out),
+                           progress=sys.stderr.isatty())
     wall = time.perf_counter() - started
     stop.set()
     fifth = max(1, len(samples) // 5)

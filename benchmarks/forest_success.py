@@ -27,11 +27,11 @@ from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
 from hil.campaign import planner_choice  # noqa: E402
 from hil.navigation import Navigation, NavigationResult, fly_scene  # noqa: E402
 from hil.rules import RULES  # noqa: E402
+from hil.session import TrialSession  # noqa: E402
 from missions.scenes import CONFIGURATIONS, generate  # noqa: E402
 from onboard.planner import load_planner  # noqa: E402
 from profiles.compute import load_compute_profile  # noqa: E402
 from px4.sim.realtime import SimOptions, build_vehicle  # noqa: E402
-from records.record import TrialRecorder  # noqa: E402
 
 GOAL = 0.7
 TELEMETRY_HZ = 100  # lockstep sleep resolution 10 ms, so compute holds are felt
@@ -45,10 +45,11 @@ async def fly(args, seed: int, record_dir: Path) -> NavigationResult:
                             compute=load_compute_profile(args.compute_profile))
     rule = dataclasses.replace(RULES[args.rule], speed_cap=args.speed_cap)
     autopilot, _ = build_vehicle(SimOptions(profile=args.profile))
-    with TrialRecorder(record_dir, config=vars(args), target="lockstep", seed=seed) as recorder:
+    with TrialSession(record_dir, config=vars(args), target="lockstep", seed=seed) as session:
         async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ) as vehicle:
-            flight = await fly_scene(vehicle, navigation, scene, rule, autopilot.profile.radius, recorder, land=False)
-        recorder.finish(flight.verdict.outcome, flight.summary())
+            flight = await fly_scene(vehicle, navigation, scene, rule, autopilot.profile.radius, session.recorder,
+                                     land=False)
+        session.finish(flight.verdict.outcome, flight.ending())
     return flight
 
 

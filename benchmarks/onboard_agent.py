@@ -37,6 +37,7 @@ from hil.runner import run_campaign  # noqa: E402
 from onboard.agent.protocol import TOKEN_ENV  # noqa: E402
 from onboard.timing import per_cycle  # noqa: E402
 from records.record import read_events, read_table  # noqa: E402
+from reports.results import CampaignResults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
         with tempfile.TemporaryDirectory(prefix="onboard-agent-") as out:
             started = time.perf_counter()
-            summary = run_campaign(campaign, Path(out), LocalPool(1), progress=False)
+            summary = run_campaign(campaign, Path(out), LocalPool(1), results=CampaignResults(Path(out)),
+                                   progress=False)
             wall = time.perf_counter() - started
             rows = {"local": [], "agent": []}
             for spec in campaign.trials():

@@ -40,7 +40,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from config.loading import read_bytes
 from hil.campaign import TrialSpec
@@ -50,11 +50,10 @@ from missions.export import MAX_SCENE_BYTES
 from missions.load import load
 from px4.process import die_with_parent
 from records.atomic import WriteRefused, publish_directory, writing
-from records.record import read_manifest
-from reports.results import TRIALS_DIR
+from records.campaign_dir import PARTIAL_DIR, SCENES_DIR, TRIALS_DIR
+from records.record import MANIFEST_NAME, read_manifest
+from records.summary import Summary
 
-PARTIAL_DIR = ".partial"
-SCENES_DIR = "scenes"
 STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulator and exit
 # A worker flying a vehicle that outlives it (hardware) gets this long to bring it down by the stop policy
 # (hil.stop: two land tries, then a return, in vehicle seconds at 1x) before it is killed.
@@ -89,7 +88,7 @@ class TrialDone:
     """One finished trial: its summary, or the harness error that prevented a record."""
 
     trial_id: str
-    summary: dict[str, Any] | None
+    summary: Summary | None
     error: str | None = None
     refused: bool = False  # the error is the machine refusing a write (records.atomic.WriteRefused)
 
@@ -100,7 +99,7 @@ class Executor(Protocol):
     def stop(self) -> None: ...
 
 
-def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
+def complete_trial(spec: TrialSpec, campaign_dir: Path) -> Summary:
     """Run one trial into `.partial/` and move the finished record into `trials/` in one rename."""
     partial = campaign_dir / PARTIAL_DIR / f"{spec.trial_id}.{os.getpid()}"
     with writing(f"the record of trial {spec.trial_id}", partial):
@@ -109,12 +108,12 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> dict[str, Any]:
     try:
         publish_directory(partial, final)
     except OSError:
-        if not (final / "manifest.json").is_file():
+        if not (final / MANIFEST_NAME).is_file():
             raise
         # A worker killed after publishing this trial and before saying so, which is why it ran again:
         # the published record stands and this copy goes.
         shutil.rmtree(partial, ignore_errors=True)
-        return read_manifest(final)["summary"]
+        return Summary.from_manifest(read_manifest(final), final / MANIFEST_NAME)
     return summary
 
 
@@ -336,7 +335,7 @@ def unpack_shipment(shipped: Shipment, cache: Path) -> dict[str, str]:
     return {value: str(root / layout) for value, layout in shipped.names.items()}
 
 
-def run_packed(spec: TrialSpec, shipped: Shipment) -> tuple[dict[str, Any], bytes]:
+def run_packed(spec: TrialSpec, shipped: Shipment) -> tuple[Summary, bytes]:
     """Run one trial in a temporary directory and return its summary and the record as a tar archive."""
     # Scene facts and shipped files are cached per machine, shared by every trial that machine runs.
     cache = Path(tempfile.gettempdir())

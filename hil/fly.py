@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -49,11 +49,9 @@ from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
 from px4.ulog import keep_in_record
 from records.atomic import write_file_atomically
-from records.clock import clock_scale, vehicle_time
-from records.record import TrialRecorder, read_events
-from reports.estimation import trial_estimation
-from reports.metrics import Trajectory, mission_metrics
-from reports.trial_summary import TrialSummary, summarize_trial
+from records.clock import clock_scale
+from records.record import TrialRecorder
+from records.summary import MissionSummary, Point, Route, Stop, Summary
 from targets import TargetOptions, TargetSpec
 
 # Horizontal speed (m/s) under which an offboard flight counts as stopped over its landing point.
@@ -65,13 +63,11 @@ JOURNAL_LANDING_WAIT_S = 300.0
 
 @dataclass(frozen=True)
 class TrialResult:
-    """What one flight came to."""
+    """What one flight came to; its figures are the record's to give (`reports`)."""
 
     outcome: str  # success | timeout | refused | aborted | error | ...
     reason: str
     record_dir: Path
-    summary: TrialSummary | None
-    estimation: dict[str, float] = field(default_factory=dict)  # on the harness's physics: PX4's estimate vs truth
     left: SafeEnd | None = None  # how the vehicle was left (hil.stop); None: never commanded
 
 
@@ -302,30 +298,23 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         except (VehicleError, SitlError, SimulatorLinkError) as exc:
             if session.vehicle is not None:
                 raise  # the flight's errors were handled above: this is the target failing to stop
-            session.finish("error", {"reason": str(exc)})
-            return TrialResult("error", str(exc), record_dir, None)
+            session.finish("error", Summary(outcome="error", reason=str(exc)))
+            return TrialResult("error", str(exc), record_dir)
         except asyncio.CancelledError as stop:
             if session.vehicle is not None:
                 raise
             _uncancel()
             reason = f"stopped ({_stopped_by(stop)}) while connecting; nothing was commanded"
             say(f"aborted: {reason}")
-            session.finish("aborted", {"reason": reason, "phase": session.phase.current,
-                                       "stopped_by": _stopped_by(stop)})
-            return TrialResult("aborted", reason, record_dir, None)
-        rows, speed = session.rows, session.speed
+            session.finish("aborted", Summary(outcome="aborted", reason=reason,
+                                              stop=Stop(session.phase.current, _stopped_by(stop))))
+            return TrialResult("aborted", reason, record_dir)
         if not options.hardware:  # a simulator's logs arrived in the record as it stopped
-            _align_ulogs(record_dir, rows, vehicle.speed_factor, recorder)
-        summary = summarize_trial(vehicle_time(pd.DataFrame(rows), speed),
-                                  mission.to_waypoint_mission().reference_path()) if rows else None
-        estimation = trial_estimation(record_dir)
-        recorder.flush()
-        ended = {**stop_fields, "left": left.value} if outcome == "aborted" and left is not None else stop_fields
-        # The figures hil fly prints (the trial summary) win over the process metrics' of the same name.
-        session.finish(outcome, {"reason": reason, **ended,
-                                 **mission_summary(rows, speed, mission, outcome, read_events(record_dir)),
-                                 **(summary.as_dict() if summary else {}), **estimation})
-    return TrialResult(outcome, reason, record_dir, summary, estimation, left)
+            _align_ulogs(record_dir, session.rows, vehicle.speed_factor, recorder)
+        stopped = Stop(**stop_fields, left=left.value if left is not None else "") if stop_fields else None
+        session.finish(outcome, MissionSummary(outcome=outcome, reason=reason, stop=stopped, speed_factor=session.speed,
+                                               route=mission_route(mission)))
+    return TrialResult(outcome, reason, record_dir, left)
 
 
 def _uncancel() -> None:
@@ -356,22 +345,15 @@ def keep_plan(mission: BenchmarkMission, vehicle: Vehicle, record_dir: Path, rec
     recorder.event("plan_kept", path=str(path))
 
 
-def mission_summary(rows: list[dict], speed: float, mission: BenchmarkMission, outcome: str,
-                    events: list[dict] | None = None) -> dict:
-    """The mission's process metrics of a flight (`reports.metrics.mission_metrics`), from its telemetry
-    in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage;
-    with the record's `events`, the stages completed (HUGE-Bench's sub-tasks done, in order)."""
+def mission_route(mission: BenchmarkMission) -> Route:
+    """The route a flight of `mission` is judged against, as its record keeps it."""
+    return Route(reference=_points(mission.reference_path()),
+                 stages=tuple((stage, _points(path)) for stage, path in mission.stage_paths()),
+                 success_radius_m=float(mission.success_radius), home=_points([mission.home_in_mission])[0])
 
-    done = [e["stage"] for e in events or () if e["kind"] == "stage_ended" and e.get("completed")]
-    out: dict = {"stages": ",".join(mission.stages), "stages_completed": len(done) / len(mission.stages)}
-    telemetry = vehicle_time(pd.DataFrame(rows), speed) if rows else pd.DataFrame()
-    flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
-    if len(flown) < 2:
-        return {**out, "success": outcome == "success", "collided": outcome == "collision"}
-    trajectory = Trajectory.from_telemetry(flown, offset=mission.home_in_mission)
-    return {**out, **mission_metrics(trajectory, mission.reference_path(), mission.stage_paths(),
-                                     goal_radius=mission.success_radius, success=outcome == "success",
-                                     collided=outcome == "collision")}
+
+def _points(path: Iterable[Iterable[float]]) -> tuple[Point, ...]:
+    return tuple(tuple(float(v) for v in point) for point in path)  # type: ignore[misc]
 
 
 def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, recorder: TrialRecorder) -> None:

@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from aio.tasks import cancel_and_wait
 from bridges.failure import FailureInjector
@@ -54,6 +54,7 @@ from onboard.sensing import SceneSensor
 from onboard.task import NavTask, scene_from_spec, task_for_mission, task_for_scene
 from profiles.compute import ComputeProfile
 from records.record import TrialRecorder
+from records.summary import Summary
 
 PLANNER_STOP_S = 2.0  # wall seconds the onboard runtime gets to stop by itself after the verdict
 ARMABLE_TIMEOUT_S = 30.0  # vehicle seconds
@@ -83,13 +84,12 @@ class NavigationResult:
     monitor: TrialMonitor
     task: NavTask
     runtime: RuntimeResult | None
-    rows: list[dict] = field(default_factory=list, repr=False)  # telemetry snapshots, when recorded here
 
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready: the verdict, the distances the judge saw, and the runtime's timing."""
-        return {"outcome": self.verdict.outcome, "reason": self.verdict.reason, "end_time_s": self.verdict.t_s,
-                "goal_distance_m": self.monitor.goal_distance_m, "min_clearance_m": self.monitor.min_clearance_m,
-                "onboard": self.runtime.summary() if self.runtime is not None else None}
+    def ending(self) -> Summary:
+        """How the flight ended, as a record keeps it where nothing more is known of the trial (a campaign
+        trial's `hil.trial` adds the platform's and the scene's facts). The runtime's own account is the
+        record's `onboard_finished` event; figures are the record's to give (`reports.figures`)."""
+        return Summary(outcome=self.verdict.outcome, reason=self.verdict.reason)
 
 
 async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule: SuccessRule, vehicle_radius: float,
@@ -112,10 +112,9 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         task = task_for_mission(mission, scene)
         monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor,
                                goal=mission.goal, airspace=mission.airspace)
-    rows: list[dict] = []
     runtime = None
     await require_on_ground(vehicle)
-    telemetry = asyncio.create_task(record_telemetry(vehicle, recorder, rows)) if record else None
+    telemetry = asyncio.create_task(record_telemetry(vehicle, recorder)) if record else None
     try:
         if hardware:
             await keep_journal(vehicle, recorder)
@@ -149,7 +148,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     if land:
         with contextlib.suppress(VehicleError):
             await land_and_wait(vehicle, recorder)
-    return NavigationResult(verdict, monitor, task, runtime, rows)
+    return NavigationResult(verdict, monitor, task, runtime)
 
 
 def navigation_target(spec: str) -> tuple[Scene, BenchmarkMission | None]:

@@ -1,17 +1,13 @@
-"""Running a campaign into a campaign directory, resumably.
-
-Layout of a campaign directory::
-
-    DIR/campaign.yaml          the campaign file, copied on the first run
-    DIR/trials/<trial id>/     one finished trial record each (published by a single rename)
-    DIR/.partial/              records in flight; whatever is here at start-up was interrupted
-    DIR/scenes/                per-scene difficulty and shortest-path facts, computed once
-    DIR/results.parquet, .csv  the results table, rebuilt from the manifests at the end of a run
-    DIR/.lock                  claimed by the run in progress (records.claim); a second run is refused, naming it
+"""Running a campaign into a campaign directory (its layout: `records.campaign_dir`), resumably.
 
 Resuming is the same command again: finished trials (directories in `trials/`) are skipped,
 interrupted ones (in `.partial/`) are discarded and run again. A kill -9 therefore loses at most the
 trials that were in flight.
+
+What is made of the finished trials (their figures, the results table) is not the runner's: the caller
+hands it a `ResultsKeeper` (the `hil` command hands reports' `reports.results.CampaignResults`), told of
+each trial as it finishes and asked for the table when the run ends, while the run still holds the
+directory.
 """
 
 from __future__ import annotations
@@ -21,16 +17,25 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tqdm import tqdm
 
 from hil.campaign import Campaign
-from hil.executors import PARTIAL_DIR, Executor
+from hil.executors import Executor
 from records.atomic import WriteRefused, writing
+from records.campaign_dir import CAMPAIGN_FILE, PARTIAL_DIR, TRIALS_DIR, finished_trials
 from records.claim import claim_directory
-from reports.results import TRIALS_DIR, write_results
 
-CAMPAIGN_FILE = "campaign.yaml"
+
+class ResultsKeeper(Protocol):
+    """What becomes of a campaign's finished trials (`reports.results.CampaignResults`)."""
+
+    def trial_finished(self, record: Path) -> None:
+        """A trial's record was published in trials/ (a resumed run is not told of those finished before)."""
+
+    def write(self) -> None:
+        """The run ends (done, interrupted or stopped by an error): write what is made of every finished trial."""
 
 
 @dataclass
@@ -55,12 +60,8 @@ def prepare_directory(campaign: Campaign, campaign_dir: Path) -> None:
     shutil.rmtree(campaign_dir / PARTIAL_DIR, ignore_errors=True)
 
 
-def finished_trials(campaign_dir: Path) -> set[str]:
-    """Ids of the trials whose records are complete (everything in trials/ is, by construction)."""
-    return {path.name for path in (campaign_dir / TRIALS_DIR).iterdir() if (path / "manifest.json").exists()}
-
-
-def run_campaign(campaign: Campaign, campaign_dir: Path, executor: Executor, *, progress: bool = True) -> RunSummary:
+def run_campaign(campaign: Campaign, campaign_dir: Path, executor: Executor, *, results: ResultsKeeper,
+                 progress: bool = True) -> RunSummary:
     """Run every trial not finished yet; Ctrl-C stops cleanly (in-flight trials are dropped).
 
     DirectoryTaken if another run holds the directory. WriteRefused if the machine refuses a write (a
@@ -68,10 +69,11 @@ def run_campaign(campaign: Campaign, campaign_dir: Path, executor: Executor, *, 
     it again once it can write resumes it.
     """
     with writing("the campaign directory", campaign_dir), claim_directory(campaign_dir, "hil run"):
-        return _run_locked(campaign, campaign_dir, executor, progress)
+        return _run_locked(campaign, campaign_dir, executor, results, progress)
 
 
-def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, progress: bool) -> RunSummary:
+def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, results: ResultsKeeper,
+                progress: bool) -> RunSummary:
     prepare_directory(campaign, campaign_dir)
     trials = campaign.trials()
     done_before = finished_trials(campaign_dir)
@@ -91,7 +93,8 @@ def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, prog
                 summary.harness_errors.append(f"{done.trial_id}: {done.error}")
                 summary.outcomes["harness error"] += 1
             else:
-                summary.outcomes[done.summary["outcome"]] += 1
+                summary.outcomes[str(done.summary.outcome)] += 1
+                results.trial_finished(campaign_dir / TRIALS_DIR / done.trial_id)
             bar.update(1)
             bar.set_postfix_str(_counts(summary.outcomes), refresh=False)
     except KeyboardInterrupt:
@@ -104,7 +107,7 @@ def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, prog
         bar.close()
         shutil.rmtree(campaign_dir / PARTIAL_DIR, ignore_errors=True)
         if stored:  # else the table would be refused too; reports read the finished trials' manifests anyway
-            write_results(campaign_dir)
+            results.write()
         summary.seconds = time.monotonic() - started
     return summary
 

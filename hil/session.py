@@ -10,7 +10,9 @@ function of its own (labgrid's strategy is the model: one object brings the targ
 - `session.attach(vehicle, name)`, for a vehicle connected elsewhere (the pytest session's connection to a
   flight controller, `hil onboard`'s), records "connected", tells the stop requests which vehicle to watch,
   records its telemetry into the record and `session.rows`, and measures its speed (`session.speed`);
-- `session.finish(outcome, summary)` finishes the record (the harness's only call of `TrialRecorder.finish`).
+- `session.finish(outcome, summary)` finishes the record (the harness's only call of `TrialRecorder.finish`)
+  with its typed summary (`records.summary`: what the trial knows of how it ran; reports compute the figures
+  from the record).
 
 The stop policy (`hil.stop`) runs inside the flight function, while the flight's parameters are still set.
 """
@@ -30,6 +32,7 @@ from hil.recording import record_telemetry
 from hil.stop import FlightPhase, Interrupts
 from records.clock import mark, speed_between
 from records.record import TrialRecorder
+from records.summary import Summary
 from targets import OpenTarget, TargetOptions, TargetSpec, open_target
 
 
@@ -42,7 +45,7 @@ class TrialSession:
         self.record_dir = Path(record_dir)
         self.interrupts = interrupts
         self.phase = FlightPhase()  # what an interrupted record names
-        self.rows: list[dict] = []  # the telemetry snapshots recorded, for the trial's own figures
+        self.rows: list[dict] = []  # the telemetry snapshots recorded, to align the target's own logs with
         self.speed = 1.0  # the vehicle's speed factor as measured over the session (records.clock)
         self.vehicle: Vehicle | None = None
 
@@ -81,6 +84,15 @@ class TrialSession:
                 await cancel_and_wait(telemetry)
             self.speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
 
-    def finish(self, outcome: str, summary: Mapping[str, Any] | None = None) -> None:
-        """The record finished with `outcome` and its summary (what a results row is made of)."""
-        self.recorder.finish(str(outcome), summary)
+    def finish(self, outcome: str, summary: Summary) -> None:
+        """The record finished with `outcome` and its summary, whose outcome it is.
+
+        The fidelity suite (hil/fidelity.py, benchmarks/sensor_noise.py) still hands a mapping of its figures
+        (tests/test_layers.py names them) until it hands a `records.summary.FiguresSummary`; such a mapping reads
+        back as one."""
+        if isinstance(summary, Summary):
+            if summary.outcome != outcome:
+                raise ValueError(f"a record finished as {outcome} with the summary of a {summary.outcome}")
+            self.recorder.finish(str(outcome), summary.to_manifest())
+        else:
+            self.recorder.finish(str(outcome), summary)

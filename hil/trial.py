@@ -1,6 +1,7 @@
 """One campaign trial: bring its target up, fly the scene's navigation task with its planner
-(`hil.navigation.fly_scene`, the one trial loop and judge), and write the trial record whose manifest
-summary becomes a results-table row.
+(`hil.navigation.fly_scene`, the one trial loop and judge) or a mission file's route on the autopilot, and
+write the trial record. Its summary (`records.summary`) says what the trial knows of how it ran; the figures
+of a results-table row are computed from the record by `reports.figures`, not here.
 
 A lockstep vehicle is simply dropped at the end; a vehicle in real time lands, as it must on PX4
 SITL or hardware. On MAVLink targets a link profile puts the impairment proxy
@@ -19,44 +20,43 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from bridges.vehicle import VehicleError
 from hil.agent_client import RemoteOnboard, remote_onboard
 from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import fly_mission, keep_plan, mission_summary
+from hil.fly import fly_mission, keep_plan, mission_route
 from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.param_journal import keep_journal
-from hil.rules import RULES, SuccessRule
+from hil.rules import RULES
 from hil.safety import require_on_ground
 from hil.session import TrialSession
 from hil.stop import dead_mans_switch, make_safe
 from missions.difficulty import scene_difficulty
 from missions.faults import load_fault_profile
-from missions.geometry import Scene, polyline_length
+from missions.geometry import polyline_length
 from missions.load import load
 from missions.paths import NoPathError, guide_path
 from missions.scenes import DEFAULT_CLEARANCE, scene_for
 from onboard.planner import load_planner
-from onboard.ros2.node_planner import latency_columns
-from onboard.ros2.topics import is_ros2
 from onboard.task import task_for_scene
 from profiles.compute import load_compute_profile
 from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
-from records.clock import vehicle_time
-from records.record import read_events, read_table
-from reports.estimation import trial_estimation
-from reports.metrics import Trajectory, timing_summary, trial_metrics
+from records.summary import (
+    MissionSummary,
+    NavigationSummary,
+    Platform,
+    SceneFacts,
+    Summary,
+)
 from targets import TargetOptions
 
 CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
 
 
-def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
+def scene_facts(name: str, config: int, cache_dir: Path) -> SceneFacts:
     """Task difficulty (TO, VO, AOL) and shortest-path length of a scene, computed once per campaign.
 
     Cached as JSON in `cache_dir` (written atomically, so two workers racing both write the same
@@ -64,29 +64,29 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> dict[str, float]:
     """
     path = cache_dir / f"{name}-c{config}.json"
     if path.exists():
-        return json.loads(path.read_text())
+        return SceneFacts(**json.loads(path.read_text()))
     scene = scene_for(name, config)
     difficulty = scene_difficulty(scene).as_row()
     try:
         shortest = polyline_length(guide_path(scene, DEFAULT_CLEARANCE))
     except NoPathError:
         shortest = polyline_length(scene.reference_path())
-    facts = {"difficulty_to": float(difficulty["to"]), "difficulty_vo": float(difficulty["vo"]),
-             "difficulty_aol": float(difficulty["aol"]), "guide_length_m": float(difficulty["path_length"]),
-             "shortest_length_m": float(shortest)}
+    facts = SceneFacts(difficulty_to=float(difficulty["to"]), difficulty_vo=float(difficulty["vo"]),
+                       difficulty_aol=float(difficulty["aol"]), guide_length_m=float(difficulty["path_length"]),
+                       shortest_length_m=float(shortest))
     cache_dir.mkdir(parents=True, exist_ok=True)
-    write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(facts)))
+    write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(dataclasses.asdict(facts))))
     return facts
 
 
-def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path, named: TrialSpec | None = None) -> dict[str, Any]:
+def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path, named: TrialSpec | None = None) -> Summary:
     """Run one trial to completion into `record_dir`; returns its manifest summary. `named`: the trial as its
     campaign names it, which the record keeps, when `spec` reads its files from copies (a Ray worker's)."""
     return asyncio.run(run_trial_async(spec, record_dir, cache_dir, named))
 
 
 async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
-                          named: TrialSpec | None = None) -> dict[str, Any]:
+                          named: TrialSpec | None = None) -> Summary:
     """Bring the trial's target up, fly it and write its record; returns the manifest summary."""
     config = (named or spec).as_config()
     if spec.mission:
@@ -118,30 +118,16 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
             flight = NavigationResult(Verdict("error", error, math.nan),
                                       TrialMonitor(scene, rule, profile.radius, task.home_in_scene), task, None)
         verdict, monitor = flight.verdict, flight.monitor
-        recorder.flush()
-        summary = {
-            "outcome": verdict.outcome,
-            "reason": verdict.reason,
-            "success": verdict.outcome == "success",
-            "collided": verdict.outcome == "collision",
-            "end_time_s": verdict.t_s,
-            # Where the navigation phase lies in the telemetry table and where home is in the scene,
-            # so reports can cut the flown track out of the record again.
-            "nav_start_ns": monitor.t0_ns,
-            "nav_end_ns": monitor.end_ns,
-            **dict(zip(("home_north", "home_east", "home_down"), flight.task.home_in_scene)),
-            **_profile_columns(profile),
-            **facts,
-            **_flight_columns(flight.rows, speed_factor, monitor, verdict, scene, profile, rule, facts),
-            **timing_summary(_optional_table(record_dir, "timing")),
-            **(latency_columns(_optional_table(record_dir, "ros2")) if is_ros2(spec.planner) else {}),
-            **trial_estimation(record_dir),  # on the harness's physics: PX4's estimate against the truth
-        }
+        summary = NavigationSummary(
+            outcome=verdict.outcome, reason=verdict.reason, end_time_s=verdict.t_s, speed_factor=speed_factor,
+            scene=spec.scene, scene_config=spec.config, planner=spec.planner, goal_radius_m=rule.goal_radius,
+            nav_start_ns=monitor.t0_ns, nav_end_ns=monitor.end_ns,
+            home=tuple(float(x) for x in flight.task.home_in_scene), platform=platform_of(profile), facts=facts)
         session.finish(verdict.outcome, summary)
     return summary
 
 
-async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
+async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str, Any]) -> MissionSummary:
     """A mission file's trial: its route flown on the autopilot as `hil fly` flies it (`hil.fly.fly_mission`:
     airspace and scene judged, stages recorded, faults applied), its comms-loss windows cut on the link."""
 
@@ -173,17 +159,17 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
         except (VehicleError, SitlError) as exc:
             outcome, reason = "error", str(exc)
         recorder.event("verdict", outcome=outcome, reason=reason)
-        recorder.flush()
-        summary = {"outcome": outcome, "reason": reason, **_profile_columns(profile),
-                   **mission_summary(session.rows, session.speed, mission, outcome, read_events(record_dir))}
+        summary = MissionSummary(outcome=outcome, reason=reason, speed_factor=session.speed,
+                                 route=mission_route(mission), platform=platform_of(profile))
         session.finish(outcome, summary)
     return summary
 
 
 def _target_options(spec: TrialSpec) -> TargetOptions:
-    """How the trial's target comes up: its profile and link."""
+    """How the trial's target comes up: its profile, link and perturbation."""
     return TargetOptions(profile=spec.profile, speed=spec.speed, link=spec.link if spec.link != NONE else None,
-                         seed=spec.seed, physics=spec.physics, connect_timeout_s=CONNECT_TIMEOUT_S)
+                         seed=spec.seed, physics=spec.physics, connect_timeout_s=CONNECT_TIMEOUT_S,
+                         perturbation=spec.perturbation)
 
 
 def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navigation:
@@ -196,34 +182,7 @@ def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navi
                       remote=remote, ros2=choice.ros2)
 
 
-def _flight_columns(rows: list[dict], speed_factor: float, monitor: TrialMonitor, verdict: Verdict, scene: Scene,
-                    profile: VehicleProfile, rule: SuccessRule, facts: dict[str, float]) -> dict[str, Any]:
-    """Per-trial metrics of the navigation phase (start point to verdict), in vehicle time."""
-    telemetry = pd.DataFrame(rows)
-    if monitor.t0_ns is not None and not telemetry.empty:
-        end_ns = monitor.end_ns if monitor.end_ns is not None else int(telemetry["t_ns"].max())
-        telemetry = telemetry[(telemetry["t_ns"] >= monitor.t0_ns) & (telemetry["t_ns"] <= end_ns)]
-    else:
-        telemetry = telemetry.iloc[0:0]
-    trajectory = Trajectory.from_telemetry(vehicle_time(telemetry, speed_factor), offset=monitor.offset) \
-        if len(telemetry) else None
-    if trajectory is None or len(trajectory) < 2:
-        return {"path_length_m": 0.0, "shortest_length_m": facts["shortest_length_m"], "oracle_success": False}
-    return trial_metrics(trajectory, scene, vehicle_radius=profile.radius, goal_radius=rule.goal_radius,
-                         shortest_length=facts["shortest_length_m"],
-                         collision_time_s=verdict.t_s if verdict.outcome == "collision" else None,
-                         success=verdict.outcome == "success")
-
-
-def _profile_columns(profile: VehicleProfile) -> dict[str, Any]:
-    return {"platform_kind": profile.category, "mass_kg": profile.mass, "twr_max": profile.twr_max,
-            "alpha_xy_max": profile.alpha_xy_max, "alpha_z_max": profile.alpha_z_max,
-            "vehicle_radius_m": profile.radius}
-
-
-def _optional_table(record_dir: Path, name: str) -> pd.DataFrame | None:
-    try:
-        return read_table(record_dir, name)
-    except FileNotFoundError:
-        return None
-
+def platform_of(profile: VehicleProfile) -> Platform:
+    """The profile's facts a results table groups trials by."""
+    return Platform(kind=profile.category, mass_kg=profile.mass, twr_max=profile.twr_max,
+                    alpha_xy_max=profile.alpha_xy_max, alpha_z_max=profile.alpha_z_max, vehicle_radius_m=profile.radius)

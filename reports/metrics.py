@@ -277,3 +277,13 @@ def timing_summary(timing: pd.DataFrame | None) -> dict[str, float]:
     table = per_cycle(timing)
     return {key: float(table[stage].mean() / 1e6) if stage in table.columns else math.nan
             for stage, key in keys.items()}
+
+
+def latency_columns(table: pd.DataFrame | None) -> dict[str, float]:
+    """A ROS 2 trial's figures from its record's "ros2" table: setpoints received and their header-stamp ages
+    (mean, median, 99th percentile; ms of wall time). None: nothing arrived."""
+    ms = table["latency_s"].to_numpy(dtype=float) * 1e3 if table is not None else np.empty(0)
+    stats = (float(np.mean(ms)), float(np.percentile(ms, 50)), float(np.percentile(ms, 99))) if len(ms) \
+        else (math.nan,) * 3
+    return {"ros2_setpoints": len(ms), **dict(zip(("ros2_latency_mean_ms", "ros2_latency_p50_ms",
+                                                    "ros2_latency_p99_ms"), stats))}

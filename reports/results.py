@@ -1,47 +1,65 @@
-"""The results table: one row per finished trial, built from the trial manifests.
+"""The results table: one row per finished trial, built from the trial records.
 
 A row is the trial's configuration (scene, config, rule, profile, target, link, fault, planner,
-repeat, seed), its outcome and failure reason, its metrics, the scene's difficulty metrics and its
-timing summary: the manifest's `config` and `summary`, flattened. Manifests are the source of
-truth; the table (`results.parquet` and `results.csv` in the campaign directory) is rebuilt from
-them, so it can never disagree with the records.
+repeat, seed: the manifest's `config`, its nested values left out), its summary's columns (outcome and
+failure reason, the platform's and the scene's facts: `records.summary`) and its figures (metrics, timing
+summary, estimation: `reports.figures`, computed from the record and kept beside it in the campaign
+directory). Records are the source of truth; the table (`results.parquet` and `results.csv` in the
+campaign directory) is rebuilt from them, so it can never disagree with the records.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from records.atomic import write_file_atomically
+from records.campaign_dir import TRIALS_DIR, trial_records
 from records.record import MANIFEST_NAME, UnreadableRecord, read_manifest
+from records.summary import Summary
+from reports.figures import keep_figures, record_figures
 
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
-TRIALS_DIR = "trials"
 
 
 def results_row(record: Path) -> dict:
     """The row of one finished trial record; UnreadableRecord (or OSError) saying why it has none."""
+    path = record / MANIFEST_NAME
     manifest = read_manifest(record)
-    config, summary, started = manifest.get("config"), manifest.get("summary") or {}, manifest.get("started")
+    config, started = manifest.get("config"), manifest.get("started")
     if manifest.get("status") != "finished":
-        raise UnreadableRecord(f"{record / MANIFEST_NAME}: expected a finished trial, got status "
-                               f"{str(manifest.get('status'))[:40]!r}")
-    if not (isinstance(config, dict) and isinstance(summary, dict) and isinstance(started, dict)):
-        raise UnreadableRecord(f"{record / MANIFEST_NAME}: expected 'config', 'summary' and 'started' objects")
+        raise UnreadableRecord(f"{path}: expected a finished trial, got status {str(manifest.get('status'))[:40]!r}")
+    if not (isinstance(config, dict) and isinstance(started, dict)):
+        raise UnreadableRecord(f"{path}: expected 'config' and 'started' objects")
+    summary = Summary.from_manifest(manifest, path)
     config = {k: v for k, v in config.items() if not isinstance(v, (dict, list))}
-    summary = {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
     # The trial id is the directory's name, whatever the manifest says: reports make paths of it.
-    return {**config, **summary, "trial_id": record.name, "outcome": manifest.get("outcome"),
-            "started": started.get("wall_clock")}
+    return {**config, **summary.columns(), **record_figures(record, manifest, summary), "trial_id": record.name,
+            "outcome": manifest.get("outcome"), "started": started.get("wall_clock")}
+
+
+@dataclass(frozen=True)
+class CampaignResults:
+    """A campaign directory's results as `hil run` goes (hil.runner.ResultsKeeper): each trial's figures kept as
+    it finishes (`reports.figures`), the table written when the run ends."""
+
+    campaign_dir: Path
+
+    def trial_finished(self, record: Path) -> None:
+        keep_figures(record)
+
+    def write(self) -> None:
+        write_results(self.campaign_dir)
 
 
 def read_trials(campaign_dir: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     """Every finished trial of a campaign directory, sorted by trial id, and every trial directory that
     could not be read as one, with why (keyed RUN/TRIAL: the campaign directory's name, the trial's)."""
     rows, unreadable = [], {}
-    for record in sorted(path for path in (Path(campaign_dir) / TRIALS_DIR).iterdir() if path.is_dir()):
+    for record in trial_records(campaign_dir):
         key = f"{Path(campaign_dir).name}/{record.name}"
         try:
             rows.append(results_row(record))

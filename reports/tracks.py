@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from records.campaign_dir import TRIALS_DIR
 from records.record import UnreadableRecord, read_table
-from reports.results import TRIALS_DIR
 
 DTW_POINTS = 150  # tracks are resampled to at most this many points before DTW (cost is quadratic)
 

@@ -27,9 +27,18 @@ from missions.scenes import scene_for
 from onboard.timing import TOTAL, per_cycle
 from px4.external_physics.simulator import TRUTH_TABLE
 from px4.ulog import read_topic
+from records.campaign_dir import TRIALS_DIR
 from records.clock import clock_scale
-from records.record import UnreadableRecord, read_events, read_manifest, read_table
+from records.record import (
+    MANIFEST_NAME,
+    UnreadableRecord,
+    read_events,
+    read_manifest,
+    read_table,
+)
+from records.summary import NavigationSummary, Summary
 from reports.estimation import QUANTITIES, estimation_errors, euler_angles
+from reports.figures import record_figures
 from reports.flight_log import SEVERITIES, VehicleLog, changed_parameters, read_tlog
 from reports.interactive import (
     EVENT_KINDS,
@@ -44,7 +53,6 @@ from reports.interactive import (
     timing_histogram,
     values,
 )
-from reports.results import TRIALS_DIR
 
 PAGES_DIR = "trials"
 HEADLINE = ("end_time_s", "duration_s", "path_length_m", "final_distance_m", "min_clearance_m", "avg_speed",
@@ -119,7 +127,7 @@ class _Flight:
 
     record: Path
     config: dict
-    summary: dict
+    summary: Summary
     events: list[dict]
     telemetry: pd.DataFrame
     commands: pd.DataFrame  # the planner's, one row per cycle (table "onboard"); empty without a planner
@@ -145,7 +153,8 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
     """The HTML page of one trial record (`totals`: its per-cycle T_tot, if already read)."""
     manifest = read_manifest(record)
     config = manifest.get("config", {})
-    summary = manifest.get("summary") or {}
+    summary = Summary.from_manifest(manifest, record / MANIFEST_NAME)
+    figures = {**summary.columns(), **record_figures(record, manifest, summary)}
     events = read_events(record)
     trial_id = config.get("trial_id", record.name)
     outcome = manifest.get("outcome", "?")
@@ -170,13 +179,13 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
              "<p><a href='../report.html'>&larr; report</a></p>",
              f"<h1>{html.escape(trial_id)}</h1>",
              f"<p>Outcome <span class='{'ok' if outcome == 'success' else 'bad'}'>{html.escape(str(outcome))}</span>"
-             + (f": {html.escape(str(summary.get('reason')))}" if summary.get("reason") else "") + "</p>",
-             "<p>" + html.escape(", ".join(f"{k} {_text(summary[k])}" for k in HEADLINE if k in summary)) + "</p>",
+             + (f": {html.escape(summary.reason)}" if summary.reason else "") + "</p>",
+             "<p>" + html.escape(", ".join(f"{k} {_text(figures[k])}" for k in HEADLINE if k in figures)) + "</p>",
              "<nav>" + "".join(f"<a href='#sec-{key}'>{html.escape(title)}</a>" for key, title, _ in sections) + "</nav>"]
     for key, title, body in sections:
         parts += [f"<h2 id='sec-{key}'>{html.escape(title)}</h2>", body]
     parts += [_table({k: v for k, v in config.items() if k != "trial_id"}, "what was flown"),
-              _table({k: v for k, v in summary.items() if not isinstance(v, (dict, list))}, "every figure"),
+              _table(figures, "every figure"),
               "</body></html>"]
     return "".join(parts)
 
@@ -266,9 +275,9 @@ def _marked_events(flight: _Flight) -> list[tuple[float, str]]:
     telemetry in simulated time, where only the navigation phase's ends (from the summary) are known.
     """
     placed = _on_telemetry_clock(flight)
-    if not placed:
-        ends = [("navigation_started", flight.summary.get("nav_start_ns")), ("verdict", flight.summary.get("nav_end_ns"))]
-        placed = [{"kind": kind, "t_ns": t} for kind, t in ends if isinstance(t, (int, float)) and not math.isnan(t)]
+    if not placed and isinstance(flight.summary, NavigationSummary):
+        ends = [("navigation_started", flight.summary.nav_start_ns), ("verdict", flight.summary.nav_end_ns)]
+        placed = [{"kind": kind, "t_ns": t} for kind, t in ends if t is not None]
     return [(float(flight.seconds(e["t_ns"])), EVENT_KINDS[e["kind"]]) for e in placed if e.get("kind") in EVENT_KINDS]
 
 
@@ -286,7 +295,7 @@ def _map_section(flight: _Flight) -> str:
     telemetry = flight.telemetry
     if telemetry.empty:
         return NOT_RECORDED.format("telemetry")
-    home = np.nan_to_num(np.array([flight.summary.get(f"home_{axis}", 0.0) for axis in ("north", "east")], float))
+    home = np.array(flight.summary.home[:2] if isinstance(flight.summary, NavigationSummary) else (0.0, 0.0))
     scene = _scene(flight.config)
     data, shapes = [], []
     if scene is not None:

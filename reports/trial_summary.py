@@ -1,4 +1,5 @@
-"""Headline numbers of one trial, from its telemetry table and the mission's reference path.
+"""Headline numbers of one trial, from its telemetry table and the mission's reference path (what `hil fly`
+prints once the flight is over, from the record: `summarize_record`).
 
 Positions are local NED metres (alt = -down); the reference path is the (K, 3) NED polyline from
 `WaypointMission.reference_path()`.
@@ -9,9 +10,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from records.clock import vehicle_time
+from records.record import MANIFEST_NAME, read_manifest, read_table
+from records.summary import MissionSummary, Summary
 
 # Below this the vehicle is on (or just leaving) the ground, where it sits wherever it landed or was
 # placed; counting those samples would charge a position offset on the pad as tracking error.
@@ -69,6 +75,19 @@ def summarize_trial(telemetry: pd.DataFrame, reference_path: np.ndarray) -> Tria
         max_speed_m_s=float(speeds.max()),
         final_distance_to_goal_m=float(np.linalg.norm(positions[-1] - reference[-1])),
     )
+
+
+def summarize_record(record: Path, reference_path: np.ndarray) -> TrialSummary | None:
+    """`summarize_trial` of a finished route flight's record, its telemetry in vehicle time at the speed measured
+    over the flight; None for a record of no flight (one that ended before it flew, or recorded no telemetry)."""
+    summary = Summary.from_manifest(read_manifest(record), record / MANIFEST_NAME)
+    if not isinstance(summary, MissionSummary):
+        return None
+    try:
+        telemetry = read_table(record, "telemetry")
+    except FileNotFoundError:
+        return None
+    return summarize_trial(vehicle_time(telemetry, summary.speed_factor), reference_path) if len(telemetry) else None
 
 
 def distance_to_polyline(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:

@@ -243,6 +243,60 @@ def test_a_profile_px4_cannot_fly_is_refused_for_px4_sitl_naming_px4s_reason(tmp
     parse_campaign({**yaml.safe_load(campaign.read_text()), "targets": ["sim"]}, str(campaign))
 
 
+# What a navigation trial's row holds: its summary's facts (records.summary) and the figures reports compute from its
+# record (reports.figures). Reports, gates, campaign files and users' saved tables name these columns.
+NAVIGATION_COLUMNS = (
+    "outcome", "reason", "success", "collided", "end_time_s", "nav_start_ns", "nav_end_ns", "home_north", "home_east",
+    "home_down", "platform_kind", "mass_kg", "twr_max", "alpha_xy_max", "alpha_z_max", "vehicle_radius_m",
+    "difficulty_to", "difficulty_vo", "difficulty_aol", "guide_length_m", "shortest_length_m", "duration_s",
+    "path_length_m", "avg_speed", "avg_curvature", "avg_acceleration", "avg_jerk", "progress", "final_distance_m",
+    "closest_distance_m", "oracle_success", "tcr_1", "tcr_2", "tcr_5", "min_clearance_m", "geofence_violation_s",
+    "altitude_violation_s", "t_map_ms", "t_plan_ms", "t_ctrl_ms", "t_tot_ms")
+# A mission file's trial: the platform's facts, its stages, and the mission metrics (per stage too).
+MISSION_COLUMNS = (
+    "outcome", "reason", "platform_kind", "mass_kg", "vehicle_radius_m", "stages", "stages_completed", "duration_s",
+    "path_length_m", "avg_speed", "progress", "final_distance_m", "closest_distance_m", "oracle_success",
+    "shortest_length_m", "success", "collided", "tcr_1", "tcr_2", "tcr_5", "tcr_2_waypoint-1", "tcr_2_land")
+
+
+def test_a_results_row_holds_every_figure_computed_once_from_its_record(tmp_path):
+    from records.campaign_dir import FIGURES_DIR
+    from reports.figures import trial_figures
+
+    square = ROOT / "missions" / "examples" / "demo_square.yaml"
+    campaign = write_campaign(tmp_path / "c.yaml", planners=["avoid"],
+                              missions=[{"scene": "forest", "configs": [0, 1]}, {"mission": str(square)}])
+    out = tmp_path / "run"
+    result = hil("run", str(campaign), "--out", str(out), "--workers", "2", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    table = pd.read_parquet(out / "results.parquet").set_index("trial_id")
+    navigation, mission = table[table["planner"] == "avoid"].iloc[0], table[table["planner"] == "autopilot"].iloc[0]
+    assert navigation.name.startswith("forest__c0__")
+    assert navigation["outcome"] == "success", navigation["reason"]
+    assert navigation[list(NAVIGATION_COLUMNS)].notna().all(), navigation[navigation.isna()]
+    assert navigation["success"] and navigation["path_length_m"] > navigation["shortest_length_m"] * 0.9
+    assert mission["outcome"] == "success" and mission[list(MISSION_COLUMNS)].notna().all(), mission[mission.isna()]
+    assert mission["stages_completed"] == 1.0 and mission["path_length_m"] > 40.0
+    # The row's figures are the record's, kept beside it as the trial finished.
+    kept = {path.stem: path for path in (out / FIGURES_DIR).iterdir()}
+    assert set(kept) == set(table.index)
+    for trial_id, figures in ((trial_id, trial_figures(out / "trials" / trial_id)) for trial_id in table.index):
+        assert table.loc[trial_id, list(figures)].to_dict() == pytest.approx(figures, nan_ok=True)
+
+    # A resumed campaign keeps what it has; a trial whose kept figures are gone or unreadable gets them again.
+    navigation_id, mission_id = navigation.name, mission.name
+    kept[navigation_id].unlink()
+    kept[mission_id].write_text("{not json")
+    untouched = {trial_id: path.stat().st_mtime_ns for trial_id, path in kept.items()
+                 if trial_id not in (navigation_id, mission_id)}
+    assert untouched
+    resumed = hil("run", str(out), "--no-progress")
+    assert resumed.returncode == 0 and "0 trials run" in resumed.stdout, resumed.stderr
+    assert kept[navigation_id].exists() and json.loads(kept[mission_id].read_text())["figures"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet").set_index("trial_id"), table)
+    assert all(kept[trial_id].stat().st_mtime_ns == mtime for trial_id, mtime in untouched.items())
+
+
 MANY = {"missions": [{"scene": "forest", "configs": [0, 1]}], "profiles": ["default", "1.00kg-SunnySky"],
         "repeats": 6}  # 24 short lockstep trials
 
@@ -270,6 +324,7 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_campaign(tmp_path):
     from hil.campaign import load_campaign
     from hil.executors import STOP, LocalPool
     from hil.runner import run_campaign
+    from reports.results import CampaignResults
 
     class SwallowingPool(LocalPool):
         def run(self, trials, campaign_dir):
@@ -281,7 +336,8 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_campaign(tmp_path):
 
     campaign = load_campaign(write_campaign(tmp_path / "c.yaml", **MANY))
     try:
-        summary = run_campaign(campaign, tmp_path / "run", SwallowingPool(1), progress=False)
+        summary = run_campaign(campaign, tmp_path / "run", SwallowingPool(1),
+                               results=CampaignResults(tmp_path / "run"), progress=False)
     finally:
         STOP.requested = False
     assert summary.interrupted and summary.ran < 4, summary

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from px4.process import free_udp_port
 from records.record import read_events, read_manifest, read_table
+from reports.figures import trial_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
@@ -44,7 +45,7 @@ def test_fly_in_lockstep_writes_a_finished_record(tmp_path):
     assert "outcome             success" in result.stdout
     manifest = read_manifest(record)
     assert manifest["status"] == "finished" and manifest["outcome"] == "success"
-    assert manifest["summary"]["path_length_m"] > 40.0
+    assert trial_figures(record)["path_length_m"] > 40.0
     telemetry = read_table(record, "telemetry")
     assert len(telemetry) > 500 and {"north", "east", "down", "armed", "flight_mode"} <= set(telemetry.columns)
     kinds = [e["kind"] for e in read_events(record)]
@@ -57,8 +58,8 @@ def test_fly_on_the_builtin_vehicle_process_over_mavlink(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     manifest = read_manifest(record)
     assert manifest["outcome"] == "success" and manifest["target"] == "sim"
-    # Summary metrics are in vehicle time: ~27 s of flight, although it took a quarter of that.
-    assert 15.0 < manifest["summary"]["duration_s"] < 60.0
+    # Figures are in vehicle time: ~27 s of flight, although it took a quarter of that.
+    assert 15.0 < trial_figures(record)["duration_s"] < 60.0
 
 
 def test_a_malformed_mission_is_refused_naming_file_and_field(tmp_path):

@@ -46,6 +46,7 @@ from px4.external_physics.lockstep import SimulatorLoop
 from px4.external_physics.simulator import TRUTH_TABLE, HarnessSimulator
 from px4.sitl import Px4Build, SitlError, SitlOptions, px4_sitl
 from records.record import read_table
+from reports.figures import trial_figures
 from reports.render import write_report
 from reports.results import load_results
 
@@ -481,5 +482,5 @@ def test_hil_fly_on_the_harness_physics_prints_px4s_estimate_against_the_truth(t
                             cwd=root, capture_output=True, text=True, timeout=300, env={**os.environ, "PX4_DIR": MAIN_BUILD})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "PX4's estimate against the truth" in result.stdout and "horizontal position (m)" in result.stdout
-    summary = json.loads((record / "manifest.json").read_text())["summary"]
-    assert 0 < summary["est_pos_h_m_low"] <= summary["est_pos_h_m"] <= summary["est_pos_h_m_high"] < 0.5
+    figures = trial_figures(record)
+    assert 0 < figures["est_pos_h_m_low"] <= figures["est_pos_h_m"] <= figures["est_pos_h_m_high"] < 0.5

@@ -23,6 +23,7 @@ from hil.trial import run_trial_async, run_trial_spec
 from onboard.planner import Command, Observation
 from onboard.task import NavTask
 from records.record import read_manifest
+from records.summary import NavigationSummary
 
 from .conftest import SPEED
 
@@ -56,22 +57,22 @@ def campaign_trial(tmp_path: Path, rule: str):
     return spec, tmp_path / f"campaign-{rule}", tmp_path / "cache"
 
 
-def campaign_verdict(tmp_path: Path, rule: str) -> dict:
+def campaign_verdict(tmp_path: Path, rule: str) -> NavigationSummary:
     return run_trial_spec(*campaign_trial(tmp_path, rule))
 
 
 @pytest.mark.parametrize("rule, outcome", [("flyingtrust", "timeout"), ("flightbench", "success")])
 def test_a_campaign_trial_judges_the_fly_past_by_its_rule(tmp_path, rule, outcome):
     summary = campaign_verdict(tmp_path, rule)
-    assert summary["outcome"] == outcome, summary["reason"]
+    assert summary.outcome == outcome, summary.reason
     if outcome == "timeout":
         # It did pass through the goal: FlightBench's judge took that as a success on the same flight.
-        assert "goal not reached and held" in summary["reason"]
-        assert summary["end_time_s"] > 90.0
+        assert "goal not reached and held" in summary.reason
+        assert summary.end_time_s > 90.0
 
 
 async def test_hil_onboard_gives_the_campaigns_verdict(sim, tmp_path):
-    expected = (await run_trial_async(*campaign_trial(tmp_path, "flyingtrust")))["outcome"]
+    expected = (await run_trial_async(*campaign_trial(tmp_path, "flyingtrust"))).outcome
     record = tmp_path / "onboard"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "hil", "onboard", "--connect", sim.url, "--mission", f"{SCENE}:{CONFIG}",
@@ -96,7 +97,7 @@ async def test_fly_past(hil_navigation):
 
 
 def test_the_pytest_plugin_gives_the_campaigns_verdict(pytester, tmp_path, monkeypatch):
-    expected = campaign_verdict(tmp_path, "flyingtrust")["outcome"]
+    expected = campaign_verdict(tmp_path, "flyingtrust").outcome
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the inner session imports the planner from this module
     pytester.makepyfile(test_fly_past=NAVIGATION_TEST.format(expected=expected))
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")

@@ -19,7 +19,7 @@ from onboard.runtime import run_planner
 from onboard.task import NavTask, task_for_scene
 from profiles.compute import load_compute_profile
 from px4.sim.realtime import SimOptions, build_vehicle
-from records.record import TrialRecorder, read_manifest, read_table
+from records.record import TrialRecorder, read_events, read_table
 
 # Lockstep sleeps resolve at the telemetry period; 100 Hz makes compute holds felt to 10 ms.
 TELEMETRY_HZ = 100
@@ -38,14 +38,14 @@ async def test_avoiding_planner_crosses_a_forest_and_its_record_holds_per_stage_
         async with lockstep() as vehicle:
             flight = await fly_scene(vehicle, navigation, scene, RULES["flyingtrust"], vehicle.ap.profile.radius,
                                      recorder, land=False)
-        recorder.finish(flight.verdict.outcome, flight.summary())
+        recorder.finish(flight.verdict.outcome)
     assert flight.verdict.outcome == "success", flight.verdict.reason
     assert flight.monitor.min_clearance_m > 0
     timing = read_table(tmp_path / "rec", "timing")
     assert {"sense", "map", "plan", "control"} <= set(timing["stage"])
-    summary = read_manifest(tmp_path / "rec")["summary"]["onboard"]
+    [finished] = [e for e in read_events(tmp_path / "rec") if e["kind"] == "onboard_finished"]
     for stage in ("map", "plan", "control", "total"):
-        stats = summary["timing_ms"][stage]
+        stats = finished["timing_ms"][stage]
         assert 0 < stats["p50_ms"] <= stats["p99_ms"] <= stats["max_ms"] and stats["mean_ms"] > 0
     cycles = read_table(tmp_path / "rec", "onboard")
     assert (cycles["emulated_s"] >= cycles["measured_s"] * 0.999).all()  # desktop: factor 1, plus rounding

@@ -26,6 +26,7 @@ from hil.recording import TLOG_NAME, record_telemetry
 from profiles.library import load_vehicle_profile
 from px4.sim.autopilot import Autopilot
 from records.record import TrialRecorder, read_events, read_manifest, read_table
+from reports.figures import trial_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 # A short hop flown by the autopilot: take off to 3 m, 8 m north, land (a PX4 SITL trial stays short too).
@@ -82,7 +83,7 @@ def check_tlog(record: Path, *, simulated_clock: bool) -> list:
     assert "BAD_DATA" not in counts and len(messages) == closed[0]["frames"]
     # ... the HEARTBEATs among them too, and they came at the vehicle's 1 Hz (at least) for the whole flight.
     assert counts["HEARTBEAT"] == closed[0]["heartbeats"]
-    flown_s = read_manifest(record)["summary"]["duration_s"]
+    flown_s = trial_figures(record)["duration_s"]
     assert counts["HEARTBEAT"] >= 0.9 * flown_s
     # From the vehicle, one system (PX4 SITL instance N is system N + 1; pymavlink leaves the source of a
     # message its dialect lacks, such as LINK_NODE_STATUS, 0).

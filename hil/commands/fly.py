@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
-    from reports.estimation import format_estimation
-    from reports.trial_summary import format_summary
+    from reports.estimation import format_estimation, trial_estimation
+    from reports.trial_summary import format_summary, summarize_record
     from targets import PX4_SITL, TargetOptions, TargetSpec
 
     try:
@@ -174,16 +174,18 @@ def run(args: argparse.Namespace) -> int:
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal
         print(f"hil fly: {exc}", file=sys.stderr)
         return 2
+    # The figures a person reads are the record's, computed from it now the flight is over.
+    summary = summarize_record(result.record_dir, plan.reference_path())
+    estimation = trial_estimation(result.record_dir)
     args.result = {"verb": "fly", "mission": mission.name, "target": target.name, "outcome": result.outcome,
                    "reason": result.reason, "record": str(result.record_dir),
-                   "summary": result.summary.as_dict() if result.summary is not None else None,
-                   "estimation": result.estimation}
-    if result.summary is not None:
-        say(format_summary(result.outcome, result.summary))
+                   "summary": summary.as_dict() if summary is not None else None, "estimation": estimation}
+    if summary is not None:
+        say(format_summary(result.outcome, summary))
     else:
         say(f"outcome  {result.outcome}")
-    if result.estimation:
-        say(format_estimation(result.estimation))
+    if estimation:
+        say(format_estimation(estimation))
     if result.reason:
         say(f"reason   {result.reason}")
     say(f"record   {result.record_dir}")

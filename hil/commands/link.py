@@ -109,11 +109,11 @@ class _RecordWriter:
                 rows, self.rows = self.rows, []
                 self.conn.send(("rows", rows))
 
-    def finish(self, outcome: str, summary: dict) -> None:
-        """The last rows, the outcome and the proxy's summary; returns once the record is finished on disk."""
+    def finish(self, outcome: str, counts: dict[str, int]) -> None:
+        """The last rows, the outcome and the proxy's counters; returns once the record is finished on disk."""
         self.conn.send(("rows", self.rows))
         self.rows = []
-        self.conn.send(("finish", (outcome, summary)))
+        self.conn.send(("finish", (outcome, counts)))
         self.process.join()
         self.conn.close()
 
@@ -121,6 +121,7 @@ class _RecordWriter:
 def _write_record(conn, record: Path, config: dict, target: str, seed: int | None) -> None:
     """The child: a trial record with a "link" table, fed from `conn` until the proxy says finish."""
     from hil.session import TrialSession
+    from records.summary import LinkSummary
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the proxy says when to stop
     # Behind the proxy for a core: a release that wakes while the writer is busy takes the core at once.
@@ -138,8 +139,8 @@ def _write_record(conn, record: Path, config: dict, target: str, seed: int | Non
             except EOFError:
                 return
             if kind == "finish":
-                outcome, summary = payload
-                session.finish(outcome, summary)
+                outcome, counts = payload
+                session.finish(outcome, LinkSummary(outcome=outcome, counts=counts))
                 return
             for row in payload:
                 session.recorder.append("link", row)

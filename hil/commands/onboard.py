@@ -128,5 +128,5 @@ async def _fly(args, navigation, scene, mission, rule, radius: float, record_dir
             # The flight controller may be a real one that outlives this run: what it changes is journaled.
             flight = await fly_scene(vehicle, navigation, scene, rule, radius, session.recorder, land=True,
                                      hardware=True, mission=mission)
-        session.finish(flight.verdict.outcome, flight.summary())
+        session.finish(flight.verdict.outcome, flight.ending())
     return flight

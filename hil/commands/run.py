@@ -50,11 +50,18 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from hil.campaign import load_campaign
-    from hil.executors import HARDWARE_STOP_GRACE_S, STOP, STOP_GRACE_S, LocalPool, RayExecutor
-    from hil.runner import CAMPAIGN_FILE, run_campaign
+    from hil.executors import (
+        HARDWARE_STOP_GRACE_S,
+        STOP,
+        STOP_GRACE_S,
+        LocalPool,
+        RayExecutor,
+    )
+    from hil.runner import run_campaign
     from records.atomic import WriteRefused
+    from records.campaign_dir import CAMPAIGN_FILE
     from records.claim import DirectoryTaken
-    from reports.results import load_results
+    from reports.results import CampaignResults, load_results
     from targets.spec import TargetSpec
 
     source = args.campaign / CAMPAIGN_FILE if args.campaign.is_dir() else args.campaign
@@ -79,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"campaign {campaign.name}: {len(campaign.trials())} trials into {campaign_dir} "
           f"({args.executor} executor{'' if args.executor == 'ray' else f', {workers} workers'})", flush=True)
     try:
-        summary = run_campaign(campaign, campaign_dir, executor, progress=not args.no_progress)
+        # Each trial's figures are computed from its record as it finishes and kept in the campaign directory, so
+        # the results table of thousands of trials reads them instead of every trial's telemetry.
+        summary = run_campaign(campaign, campaign_dir, executor, results=CampaignResults(campaign_dir),
+                               progress=not args.no_progress)
     except DirectoryTaken as exc:
         print(f"hil run: {exc}; wait for it to finish or stop it (its finished trials are kept, and running this "
               "again resumes)", file=sys.stderr)

@@ -79,6 +79,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     from hil.safety import require_on_ground
     from hil.session import TrialSession
     from hil.stop import make_safe
+    from records.summary import PytestSummary
 
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
@@ -126,7 +127,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
             # After the target is down: its last rows (the physics' truth, PX4's logs) are in the record.
             passed = getattr(request.node, "_hil_call_passed", None)
             outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
-            session.finish(outcome, {"metrics": record.metrics, "failed": record.failed})
+            session.finish(outcome, PytestSummary(outcome=outcome, metrics=record.metrics, failed=tuple(record.failed)))
 
 
 @contextlib.asynccontextmanager

@@ -24,7 +24,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from onboard.ros2.bridge import Ros2Bridge, open_backend
 from onboard.ros2.topics import Ros2Endpoint
@@ -77,12 +76,3 @@ async def run_node_planner(vehicle, endpoint: Ros2Endpoint, task: NavTask, *, se
         recorder.event("onboard_finished", **result.summary(), rejected=sum(bridge.rejected.values()))
     return result
 
-
-def latency_columns(table: pd.DataFrame | None) -> dict[str, float]:
-    """A ROS 2 trial's summary columns from its record's "ros2" table: setpoints received and their
-    header-stamp ages (mean, median, 99th percentile; ms of wall time). None: nothing arrived."""
-    ms = table["latency_s"].to_numpy(dtype=float) * 1e3 if table is not None else np.empty(0)
-    stats = (float(np.mean(ms)), float(np.percentile(ms, 50)), float(np.percentile(ms, 99))) if len(ms) \
-        else (math.nan,) * 3
-    return {"ros2_setpoints": len(ms), **dict(zip(("ros2_latency_mean_ms", "ros2_latency_p50_ms",
-                                                    "ros2_latency_p99_ms"), stats))}

@@ -1,0 +1,173 @@
+"""The figures of a finished trial, computed from its record: what a results-table row holds besides the
+trial's configuration and its summary's facts.
+
+From the summary (`records.summary`: where the navigation phase lies in the telemetry, the route a mission
+was judged against, the scene, the platform) and the record's tables:
+
+- a planner's navigation (`NavigationSummary`): the flight metrics of the navigation phase (`trial_metrics`:
+  FlightBench's, goal distances, TCR@delta, clearance), the planner's per-cycle compute time, a ROS 2 node's
+  setpoint ages;
+- a route flown by the autopilot (`MissionSummary`): the stages completed and the mission metrics of the
+  armed flight (`mission_metrics`, per stage too);
+- both: PX4's estimate against the physics' truth, where the record has them (`trial_estimation`);
+- any other summary: none (a `FiguresSummary` brings its own).
+
+A campaign keeps each trial's figures in its figures/ folder (`records.campaign_dir`), computed once, as
+the trial finishes (`keep_figures`, which `hil run` calls through `reports.results.CampaignResults`): a
+table of thousands of trials then reads a small file per trial instead of its telemetry. The file is
+derived and never part of the record: one that is missing, unreadable, of another version of these
+figures or of another run of the trial is computed again from the record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from missions.scenes import SceneError, scene_for
+from onboard.ros2.topics import is_ros2
+from records.atomic import write_file_atomically, writing
+from records.campaign_dir import FIGURES_DIR, TRIALS_DIR
+from records.clock import vehicle_time
+from records.record import (
+    MANIFEST_NAME,
+    UnreadableRecord,
+    read_events,
+    read_json_object,
+    read_manifest,
+    read_table,
+)
+from records.summary import Column, MissionSummary, NavigationSummary, Outcome, Summary
+from reports.estimation import trial_estimation
+from reports.metrics import (
+    Trajectory,
+    latency_columns,
+    mission_metrics,
+    timing_summary,
+    trial_metrics,
+)
+
+# Raise when a figure's computation changes: a campaign's kept figures of another version are computed again.
+FIGURES_VERSION = 1
+MAX_FIGURES_BYTES = 1 << 20  # a trial's figures are a few hundred numbers
+
+Figures = dict[str, Column]
+
+
+def trial_figures(record: Path, summary: Summary | None = None) -> Figures:
+    """The figures of the finished trial record in `record` (see the module doc); `summary`: its summary, when
+    read already."""
+    if summary is None:
+        summary = Summary.from_manifest(read_manifest(record), record / MANIFEST_NAME)
+    if isinstance(summary, NavigationSummary):
+        figures = _navigation(record, summary)
+    elif isinstance(summary, MissionSummary):
+        figures = _mission(record, summary)
+    else:
+        return {}
+    return {**figures, **trial_estimation(record)}
+
+
+def _navigation(record: Path, summary: NavigationSummary) -> Figures:
+    """The navigation phase's metrics, from the start point to the verdict, in vehicle time."""
+    telemetry = _optional_table(record, "telemetry")
+    if summary.nav_start_ns is not None and telemetry is not None and not telemetry.empty:
+        end_ns = summary.nav_end_ns if summary.nav_end_ns is not None else int(telemetry["t_ns"].max())
+        telemetry = telemetry[(telemetry["t_ns"] >= summary.nav_start_ns) & (telemetry["t_ns"] <= end_ns)]
+    else:
+        telemetry = pd.DataFrame()
+    trajectory = Trajectory.from_telemetry(vehicle_time(telemetry, summary.speed_factor),
+                                           offset=np.array(summary.home)) if len(telemetry) else None
+    shortest = summary.facts.shortest_length_m
+    if trajectory is None or len(trajectory) < 2:
+        flown: Figures = {"path_length_m": 0.0, "shortest_length_m": shortest, "oracle_success": False}
+    else:
+        try:
+            scene = scene_for(summary.scene, summary.scene_config)
+        except SceneError as exc:
+            raise UnreadableRecord(f"{record / MANIFEST_NAME}: summary.scene: {exc}") from None
+        flown = trial_metrics(trajectory, scene, vehicle_radius=summary.platform.vehicle_radius_m,
+                              goal_radius=summary.goal_radius_m, shortest_length=shortest,
+                              collision_time_s=summary.end_time_s if summary.outcome == Outcome.COLLISION else None,
+                              success=summary.outcome == Outcome.SUCCESS)
+    latency = latency_columns(_optional_table(record, "ros2")) if is_ros2(summary.planner) else {}
+    return {**flown, **timing_summary(_optional_table(record, "timing")), **latency}
+
+
+def _mission(record: Path, summary: MissionSummary) -> Figures:
+    """The stages completed (HUGE-Bench's sub-tasks done, in order) and the mission metrics of the armed flight,
+    in vehicle time, in the mission's frame: SR/OSR/DTS/SPL terms, CR, TCR@delta whole and per stage."""
+    route = summary.route
+    done = [e for e in read_events(record) if isinstance(e, dict) and e.get("kind") == "stage_ended"
+            and e.get("completed")]
+    out: Figures = {"stages_completed": len(done) / len(route.labels)}
+    success, collided = summary.outcome == Outcome.SUCCESS, summary.outcome == Outcome.COLLISION
+    telemetry = _optional_table(record, "telemetry")
+    telemetry = vehicle_time(telemetry, summary.speed_factor) if telemetry is not None else pd.DataFrame()
+    flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
+    if len(flown) < 2:
+        return {**out, "success": success, "collided": collided}
+    trajectory = Trajectory.from_telemetry(flown, offset=np.array(route.home))
+    stages = [(label, np.array(path)) for label, path in route.stages]
+    return {**out, **mission_metrics(trajectory, np.array(route.reference), stages,
+                                     goal_radius=route.success_radius_m, success=success, collided=collided)}
+
+
+def _optional_table(record: Path, name: str) -> pd.DataFrame | None:
+    try:
+        return read_table(record, name)
+    except FileNotFoundError:
+        return None
+
+
+def figures_path(record: Path) -> Path | None:
+    """Where a campaign keeps the figures of the trial record in `record` (None: not a campaign's trial)."""
+    if record.parent.name != TRIALS_DIR:
+        return None
+    return record.parent.parent / FIGURES_DIR / f"{record.name}.json"
+
+
+def keep_figures(record: Path) -> None:
+    """Compute a campaign trial's figures and keep them in its campaign's figures/ (written atomically; the
+    record is not touched). A record that cannot be read keeps none: the table lists it with why."""
+    try:
+        manifest = read_manifest(record)
+        summary = Summary.from_manifest(manifest, record / MANIFEST_NAME)
+        figures = trial_figures(record, summary)
+    except UnreadableRecord:
+        return
+    _write(record, manifest, figures)
+
+
+def record_figures(record: Path, manifest: dict[str, Any], summary: Summary) -> Figures:
+    """The figures of a finished trial record: its campaign's kept ones when they are this record's and this
+    version's, else computed from the record (and kept, where the campaign directory can be written)."""
+    path = figures_path(record)
+    if path is not None:
+        with contextlib.suppress(FileNotFoundError, UnreadableRecord):
+            kept = read_json_object(path, MAX_FIGURES_BYTES)
+            figures = kept.get("figures")
+            if kept.get("version") == FIGURES_VERSION and kept.get("record") == manifest.get("started") \
+                    and isinstance(figures, dict) and not any(isinstance(v, (dict, list)) for v in figures.values()):
+                return figures
+    figures = trial_figures(record, summary)
+    # A report may read a campaign it cannot write (someone else's, a read-only copy): the figures stand anyway.
+    with contextlib.suppress(OSError):
+        _write(record, manifest, figures)
+    return figures
+
+
+def _write(record: Path, manifest: dict[str, Any], figures: Figures) -> None:
+    path = figures_path(record)
+    if path is None:
+        return
+    # Tied to the record's start: a trial run again after its record was removed gets its own figures.
+    text = json.dumps({"version": FIGURES_VERSION, "record": manifest.get("started"), "figures": figures})
+    with writing(f"the figures of trial {record.name}", path):
+        path.parent.mkdir(exist_ok=True)
+        write_file_atomically(path, lambda temporary: temporary.write_text(text))
