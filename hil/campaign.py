@@ -28,6 +28,13 @@ x planners, with `repeats` trials per combination, each with its own seed::
     speed: 10                            # speed factor of real-time simulated targets
     physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
     gates: [collision, success<0.8]      # what makes `hil run` exit 1, judged on the results (config.gates, reports.gates)
+    perturb:                             # what differs between repeats (profiles.perturbation); on by default when
+      sensor_noise: true                 # repeats > 1, `perturb: off` for identical repeats. Each trial's own
+      wind_m_s: 1.0                      # sensor-noise and gust seed; steady wind up to 1 m/s from anywhere;
+      gust_m_s: 0.5                      # gusts (standard deviation per axis); the start up to 0.3 m and 5 deg
+      position_m: 0.3                    # off; latency jitter added to the link profile (none on an ideal link)
+      heading_deg: 5
+      link_jitter_ms: 2
 
 A scene entry is a navigation task for the planners: each planner flies from the scene's start to its
 goal. A mission entry (a mission file, or a suite's mission files, with `seeds` replacing the scene's)
@@ -35,6 +42,11 @@ flies the mission's route on the autopilot, as `hil fly` does, with its airspace
 comms-loss windows (cut on the simulated link), stage labels and success rule; it is not crossed
 with the planners (its planner column says `autopilot`). A relative mission path is taken from the
 campaign file's folder.
+
+Repeats are samples: each trial draws its perturbation from its own seed, and its record's config keeps
+the draw (`perturbation`) with what its target could not apply and why (`targets.spec.perturbation_gaps`:
+PX4 SIH takes none of it, PX4 on the harness's physics all but the spawn offset). Repeats that still
+fly identically (perturbation off, or a target that applies none) are one observation in the report.
 
 The file is validated as a whole; a bad one raises `ConfigError` listing every problem as
 ``FILE: FIELD.PATH: expected WHAT, got VALUE``. Expansion orders trials scene by scene so workers
@@ -76,9 +88,10 @@ from onboard.ros2.topics import OPTION_FIELDS, ROS2, Ros2Endpoint, is_ros2
 from profiles.compute import ComputeProfileError, load_compute_profile
 from profiles.library import library_profiles, load_vehicle_profile
 from profiles.link import load_link_profile
+from profiles.perturbation import OFF, Perturb, Perturbation, read_perturb
 from profiles.vehicle import ProfileError
 from px4.sih import sitl_params
-from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec
+from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec, perturbation_gaps
 
 NONE = "none"
 LOCAL = "local"  # a planner run in the harness's own process
@@ -149,10 +162,11 @@ class TrialSpec:
     physics: str = "default"  # px4-sitl and HITL boards: SIH inside PX4 or the harness's physics
     mission: str = ""  # a mission file flown on the autopilot (config: its scene seed); "": a scene task
     onboard: str = LOCAL  # where the planner runs: local, or an onboard agent's HOST:PORT
+    perturbation: Perturbation = Perturbation()  # this repeat's draw from the campaign's `perturb:`
 
     def as_config(self) -> dict[str, Any]:
         """The resolved configuration for the trial manifest."""
-        return asdict(self)
+        return {**asdict(self), "perturbation": self.perturbation.as_config()}
 
     @property
     def case(self) -> tuple[str, ...]:
@@ -181,6 +195,7 @@ class Campaign:
     physics: str = "default"
     onboards: tuple[str, ...] = (LOCAL,)
     gates: tuple[Gate, ...] = ()
+    perturb: Perturb = OFF
 
     def trials(self) -> list[TrialSpec]:
         """The cross-join, scene-major, with a stable id and seed per trial."""
@@ -197,11 +212,13 @@ class Campaign:
                 parts = (mission.scene, f"c{config}", mission.rule, _stem(profile), target, link, _stem(fault),
                          planner, compute, *board, f"r{repeat}")
                 trial_id = "__".join(_safe(p) for p in parts)
+                seed = trial_seed(self.seed, trial_id)
+                gaps = perturbation_gaps(TargetSpec.parse(target), self.physics, linked=link != NONE)
                 out.append(TrialSpec(
                     trial_id=trial_id, campaign=self.name, scene=mission.scene, config=config, rule=mission.rule,
                     profile=profile, target=target, link=link, fault=fault, planner=planner, compute=compute,
-                    rate_hz=self.rate_hz, repeat=repeat, seed=trial_seed(self.seed, trial_id), speed=self.speed,
-                    physics=self.physics, mission=mission.mission, onboard=onboard))
+                    rate_hz=self.rate_hz, repeat=repeat, seed=seed, speed=self.speed, physics=self.physics,
+                    mission=mission.mission, onboard=onboard, perturbation=self.perturb.draw(seed).without(gaps)))
         return out
 
 
@@ -237,7 +254,7 @@ _FIELDS: dict[str, Field] = {
     "rate_hz": number("planner loop rate, Hz of vehicle time", above=0, required=False, default=10.0),
     "physics": choice(("default", "harness"), required=False, default="default"),
 }
-_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes", "onboards", "gates")
+_LISTS = ("missions", "profiles", "targets", "links", "faults", "planners", "computes", "onboards", "gates", "perturb")
 
 
 def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
@@ -256,6 +273,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     computes = _names(data.get("computes", [NONE]), "computes", problems, _compute_problem)
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
     gates = _gates(data.get("gates", []), problems)
+    perturb = read_perturb(data.get("perturb"), values.get("repeats") or 1, problems)
     _check_boards_can_connect(onboards, [t for t in targets if not _target_problem(t)], values.get("physics"),
                               problems)
     if any(is_ros2(p) for p in planners):
@@ -274,7 +292,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         return Campaign(name=values["name"], seed=values["seed"], repeats=values["repeats"], missions=missions,
                         profiles=profiles, targets=targets, links=links, faults=faults, planners=planners,
                         computes=computes, rate_hz=values["rate_hz"], speed=values["speed"], source=source,
-                        physics=values["physics"], onboards=onboards, gates=gates)
+                        physics=values["physics"], onboards=onboards, gates=gates, perturb=perturb)
     raise ConfigError(problems.lines)
 
 

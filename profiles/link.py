@@ -134,17 +134,30 @@ class LinkSpec:
         return self.to_vehicle if name == "to_vehicle" else self.to_onboard
 
 
-def link_for_trial(name_or_path: str | None, seed: int, outages: tuple[tuple[float, float], ...] = ()) -> LinkSpec | None:
+def link_for_trial(name_or_path: str | None, seed: int, outages: tuple[tuple[float, float], ...] = (),
+                   jitter_ms: float = 0.0) -> LinkSpec | None:
     """The link a trial runs on: a profile (seeded) with a mission's comms-loss windows added to both
-    directions as outages; an ideal link carrying only the outages when there is no profile; None when
-    there is neither (no impairment at all)."""
+    directions as outages and `jitter_ms` (the trial's perturbation) added to every latency's jitter; an
+    ideal link carrying only the outages when there is no profile (no jitter: an ideal link stays ideal);
+    None when there is neither (no impairment at all)."""
     if name_or_path is None and not outages:
         return None
     spec = load_link_profile(name_or_path) if name_or_path else LinkSpec(name="comms-loss")
-    return dataclasses.replace(
-        spec, seed=seed,
-        to_vehicle=dataclasses.replace(spec.to_vehicle, outages=spec.to_vehicle.outages + tuple(outages)),
-        to_onboard=dataclasses.replace(spec.to_onboard, outages=spec.to_onboard.outages + tuple(outages)))
+    jitter_ms = jitter_ms if name_or_path else 0.0
+
+    def direction(part: DirectionSpec) -> DirectionSpec:
+        return dataclasses.replace(part, outages=part.outages + tuple(outages), frames=_jittered(part.frames, jitter_ms),
+                                   by_message={k: _jittered(v, jitter_ms) for k, v in part.by_message.items()})
+
+    return dataclasses.replace(spec, seed=seed, to_vehicle=direction(spec.to_vehicle),
+                               to_onboard=direction(spec.to_onboard))
+
+
+def _jittered(frames: FrameImpairment, jitter_ms: float) -> FrameImpairment:
+    if jitter_ms == 0.0:
+        return frames
+    return dataclasses.replace(frames, latency=dataclasses.replace(
+        frames.latency, jitter_ms=frames.latency.jitter_ms + jitter_ms))
 
 
 LINKS_DIR = Path(__file__).resolve().parent / "links"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridges.vehicle import VehicleConnectionError
+from profiles.perturbation import Perturbation
 from px4.process import (
     ChildProcess,
     Console,
@@ -35,6 +36,7 @@ class SimProcessOptions:
     extra_links: list[str] = field(default_factory=list)
     root: Path | None = None  # the vehicle's own folder (its ULogs under log/)
     max_stream_hz: float | None = None  # hil sim --max-stream-hz; None: its default
+    perturbation: Perturbation = Perturbation()  # hil sim --noise-seed, --wind, --gusts, --spawn, --heading
 
 
 def sim_command(port: int, options: SimProcessOptions) -> list[str]:
@@ -49,6 +51,11 @@ def sim_command(port: int, options: SimProcessOptions) -> list[str]:
         cmd += ["--root", str(options.root)]
     if options.max_stream_hz is not None:
         cmd += ["--max-stream-hz", repr(options.max_stream_hz)]
+    p = options.perturbation
+    if p != Perturbation():
+        # NAME=VALUE: argparse would take a value such as -0.3,0.1 for an option's name.
+        cmd += [f"--noise-seed={p.noise_seed}", f"--wind={','.join(map(repr, p.wind_ned))}", f"--gusts={p.gust_m_s!r}",
+                f"--spawn={','.join(map(repr, p.position_ne))}", f"--heading={p.heading_deg!r}"]
     return cmd
 
 
@@ -85,7 +92,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     """The built-in vehicle with the profile and parameters at boot, at the options' speed factor."""
     with tempfile.TemporaryDirectory(prefix="quad-hil-vehicle-") as root:
         sim_options = SimProcessOptions(profile=options.profile, speed=options.speed, params=dict(options.params),
-                                        extra_links=list(options.extra_links), root=Path(root))
+                                        extra_links=list(options.extra_links), root=Path(root),
+                                        perturbation=options.perturbation)
         try:
             async with builtin_vehicle(sim_options) as sim:
                 async with connected(sim.url, options, sim) as (vehicle, proxy):

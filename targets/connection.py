@@ -26,7 +26,7 @@ async def connected(url: str, options: TargetOptions, process: ChildProcess | No
     speed = options.speed if speed is None else speed
     async with contextlib.AsyncExitStack() as stack:
         proxy = None
-        spec = link_for_trial(options.link, options.seed, options.outages)
+        spec = link_for_trial(options.link, options.seed, options.outages, options.perturbation.link_jitter_ms)
         if spec is not None:
             if parse_url(url).scheme != "udpin":
                 raise ValueError(f"a link profile or comms-loss window needs a UDP target the proxy can stand in "

@@ -22,7 +22,8 @@ from targets.spec import OpenTarget, TargetOptions, TargetSpec
 async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
     """The flight controller on ``spec.url``, in real time."""
     if options.physics == "harness":
-        simulator = SimulatorOptions(profile=options.profile, speed=1.0, seed=options.seed)
+        simulator = SimulatorOptions(profile=options.profile, speed=1.0, seed=options.seed,
+                                     perturbation=options.perturbation)
         async with hitl_bench(spec.url, simulator, arm_allowed=options.allow_arming) as bench:
             async with connected(bench.url, options, speed=1.0) as (vehicle, proxy):
                 yield OpenTarget(vehicle, spec.name, hardware=True, simulator=bench.simulator, link=proxy)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bridges.lockstep_vehicle import LockstepVehicle
 from profiles.link import link_for_trial
+from px4.sim.perturbation import perturb
 from px4.sim.realtime import SimOptions, build_vehicle
 from targets.builtin import keep_ulogs
 from targets.spec import LOCKSTEP, OpenTarget, TargetOptions, TargetSpec
@@ -26,7 +27,8 @@ TELEMETRY_HZ = 100.0
 async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
     """The built-in vehicle with the profile and parameters, stepped in simulated time."""
     autopilot, _ = build_vehicle(SimOptions(profile=options.profile, params=dict(options.params)))
-    link = link_for_trial(options.link, options.seed, options.outages)
+    perturb(autopilot, options.perturbation)
+    link = link_for_trial(options.link, options.seed, options.outages, options.perturbation.link_jitter_ms)
     sink = (lambda row: options.sink("link", row)) if options.sink is not None else None
     with tempfile.TemporaryDirectory(prefix="quad-hil-lockstep-") as root:
         # A trial record gets the vehicle's ULog as the sim target's does (record ulog/).

@@ -30,7 +30,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     if options.physics == "harness":
         sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir,
                            airframe=options.px4_airframe or EXTERNAL_PHYSICS_AIRFRAME, params=dict(options.params))
-        simulator = SimulatorOptions(profile=options.profile, speed=options.speed, seed=options.seed)
+        simulator = SimulatorOptions(profile=options.profile, speed=options.speed, seed=options.seed,
+                                     perturbation=options.perturbation)
         async with px4_on_harness_physics(simulator, sitl, keep_in=options.keep_in, sink=options.sink) as run:
             async with connected(run.url, options, run.sitl) as (vehicle, proxy):
                 yield OpenTarget(vehicle, f"{spec.kind}:{run.sitl.instance}", hardware=False,

@@ -11,7 +11,9 @@ import signal
 from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.transport import open_transport
+from profiles.perturbation import Perturbation
 from px4.sim.mavlink_server import Link, MavlinkServer
+from px4.sim.perturbation import perturb
 from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,11 @@ async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
     return links
 
 
-async def serve(options: SimOptions, on_ready=None) -> None:
-    """Run a vehicle until SIGINT/SIGTERM; `on_ready(links)` is called once its ports are open."""
+async def serve(options: SimOptions, on_ready=None, perturbation: Perturbation = Perturbation()) -> None:
+    """Run a vehicle until SIGINT/SIGTERM, with `perturbation` (a campaign repeat's); `on_ready(links)` is
+    called once its ports are open."""
     autopilot, server = build_vehicle(options)
+    perturb(autopilot, perturbation)
     links = await attach_links(server, options.links)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridges.transport import TransportError, parse_url
 from bridges.vehicle import Vehicle
+from profiles.perturbation import Perturbation
 
 if TYPE_CHECKING:  # MAVSDK loads only where a connection is made
     from bridges.mavsdk_vehicle import MavsdkConnection
@@ -78,12 +79,41 @@ class TargetOptions:
     # More MAVLink links the flight controller opens (udpout://HOST:PORT), such as an onboard agent's own: the
     # built-in vehicle and PX4 SITL with SIH.
     extra_links: tuple[str, ...] = ()
+    # What differs between repeats (a campaign's `perturb:`, this trial's draw): the built-in vehicle takes all
+    # of it, a link profile the link jitter; perturbation_gaps says what each target leaves out.
+    perturbation: Perturbation = Perturbation()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.speed) and self.speed > 0):
             raise ValueError(f"speed factor: expected a finite number > 0, got {self.speed}")
         if self.physics not in PHYSICS:
             raise ValueError(f"physics: expected one of {', '.join(PHYSICS)}, got {self.physics!r}")
+
+
+# What a target leaves out of a trial's perturbation (profiles.perturbation), by `perturb:` field, and why.
+_NOT_ON_SIH = {
+    "sensor_noise": "PX4 SIH draws its sensor noise from C rand(), which no parameter seeds",
+    "wind_m_s": "PX4 v1.16.1's SIH has no wind parameters (no SIH_WIND_*)",
+    "gust_m_s": "PX4 v1.16.1's SIH has no wind parameters (no SIH_WIND_*)",
+    "position_m": "PX4 puts its local origin where it starts, so a spawn offset moves nothing relative to it",
+    "heading_deg": "PX4 SIH always starts facing north (no parameter sets its initial heading)",
+}
+_NOT_ON_HARDWARE = {name: "a real flight controller flies in the real world's own conditions"
+                    for name in _NOT_ON_SIH}
+
+
+def perturbation_gaps(spec: TargetSpec, physics: str, linked: bool) -> dict[str, str]:
+    """What of a trial's perturbation the target cannot apply, by `perturb:` field, with why: the built-in
+    vehicle applies all of it; PX4 on the harness's physics all but the spawn offset; SIH none of it; a link
+    profile takes the link jitter, which an ideal link (`linked` False) has not."""
+    gaps = {} if linked else {"link_jitter_ms": "no link profile: the trial's link is ideal"}
+    if spec.kind == HARDWARE and physics != "harness":
+        return {**_NOT_ON_HARDWARE, **gaps}
+    if spec.kind == PX4_SITL and physics != "harness":
+        return {**_NOT_ON_SIH, **gaps}
+    if spec.kind in (PX4_SITL, HARDWARE):  # PX4 on the harness's physics: a SITL, or a HITL board on the bench
+        return {"position_m": _NOT_ON_SIH["position_m"], **gaps}
+    return gaps
 
 
 @dataclass

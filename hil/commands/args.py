@@ -41,6 +41,33 @@ def bounded_int(low: int, high: int):
     return parse
 
 
+def bounded_float(low: float, high: float):
+    """An argparse type: a number in [low, high] (NaN and infinities are in no range)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text!r}")
+        return value
+    return parse
+
+
+def vector(size: int, limit: float):
+    """An argparse type: `size` comma-separated numbers, each within +-limit (e.g. 1.5,-0.5)."""
+    def parse(text: str) -> tuple[float, ...]:
+        try:
+            values = tuple(float(part) for part in text.split(","))
+        except ValueError:
+            values = ()
+        if len(values) != size or not all(-limit <= v <= limit for v in values):
+            raise argparse.ArgumentTypeError(f"expected {size} comma-separated numbers within +-{limit:g}, "
+                                             f"got {text!r}")
+        return values
+    return parse
+
+
 def percent(text: str) -> float:
     """A number from 0 to 100."""
     try:

@@ -7,7 +7,20 @@ import asyncio
 import sys
 from pathlib import Path
 
-from hil.commands.args import bounded_int, param_assignment, positive_float
+from hil.commands.args import (
+    bounded_float,
+    bounded_int,
+    param_assignment,
+    positive_float,
+    vector,
+)
+from profiles.perturbation import (
+    MAX_GUST_M_S,
+    MAX_HEADING_DEG,
+    MAX_POSITION_M,
+    MAX_WIND_M_S,
+    Perturbation,
+)
 
 
 def add_parser(verbs) -> None:
@@ -21,7 +34,9 @@ def add_parser(verbs) -> None:
                "  hil sim --profile default --speed 2\n"
                "  hil sim --link udpout://127.0.0.1:14540 --link udpout://127.0.0.1:14550   # offboard + QGC ports\n"
                "  hil sim --link serial:///dev/pts/5:921600                                  # over a serial port\n"
-               "  hil sim --param MPC_XY_CRUISE=8 --param COM_OF_LOSS_T=0.5")
+               "  hil sim --param MPC_XY_CRUISE=8 --param COM_OF_LOSS_T=0.5\n"
+               "  hil sim --wind 1.5,-0.5,0 --gusts 0.5 --spawn 0.2,0.1 --heading 4 --noise-seed 7   # a campaign "
+               "repeat's perturbation")
     parser.add_argument("--link", action="append", metavar="URL",
                      help="where to speak MAVLink: udpout://HOST:PORT (send there), udpin://HOST:PORT (listen), "
                           "serial:///dev/DEV:BAUD or a pyserial URL; repeat for several ports "
@@ -40,6 +55,17 @@ def add_parser(verbs) -> None:
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="the vehicle's own folder, as PX4 SITL's working directory: its ULogs go to "
                              "DIR/log/DATE/TIME.ulg, and MAVLink FTP serves it (default: a temporary folder)")
+    # A campaign's repeats differ by these (profiles.perturbation); the sim target passes a trial's draw.
+    parser.add_argument("--noise-seed", type=bounded_int(0, 2**31 - 1), default=0, metavar="N",
+                        help="seed of the sensor noise and the gusts (default: 0)")
+    parser.add_argument("--wind", type=vector(3, MAX_WIND_M_S), default=(0.0, 0.0, 0.0), metavar="N,E,D",
+                        help="steady wind, the air's velocity north, east, down in m/s (default: none)")
+    parser.add_argument("--gusts", type=bounded_float(0.0, MAX_GUST_M_S), default=0.0, metavar="M_S",
+                        help="gusts on top of the wind, standard deviation per axis in m/s (default: none)")
+    parser.add_argument("--spawn", type=vector(2, MAX_POSITION_M), default=(0.0, 0.0), metavar="N,E",
+                        help="where the vehicle starts, metres north and east of the origin (default: 0,0)")
+    parser.add_argument("--heading", type=bounded_float(-MAX_HEADING_DEG, MAX_HEADING_DEG), default=0.0,
+                        metavar="DEG", help="the vehicle's heading at start, degrees from north (default: 0)")
 
     parser.set_defaults(func=run)
 
@@ -61,8 +87,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"{READY_LINE}{url}: connect with {hint}", flush=True)
 
     try:
-        asyncio.run(serve(options, on_ready=ready))
+        asyncio.run(serve(options, on_ready=ready, perturbation=perturbation_of(args)))
     except (ValueError, OSError) as exc:
         print(f"hil sim: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def perturbation_of(args: argparse.Namespace) -> Perturbation:
+    """What --noise-seed, --wind, --gusts, --spawn and --heading ask of the vehicle (targets.builtin.sim_command
+    writes them for a campaign's trial)."""
+    return Perturbation(noise_seed=args.noise_seed, wind_ned=args.wind, gust_m_s=args.gusts, position_ne=args.spawn,
+                        heading_deg=args.heading)

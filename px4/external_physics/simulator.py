@@ -24,6 +24,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
 from profiles.library import load_vehicle_profile
+from profiles.perturbation import Perturbation
 from profiles.sensors import SensorProfile
 from profiles.vehicle import VehicleProfile
 from px4.external_physics.hil_messages import (
@@ -39,7 +40,7 @@ from px4.external_physics.hil_messages import (
 from px4.external_physics.records import RecordBuffer
 from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
 from px4.sim.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
-from px4.sim.faults import VehicleFaults
+from px4.sim.faults import MAX_GUST, VehicleFaults
 
 # Voltage fraction lost at battery-sag severity 1 (the built-in vehicle's battery readings sag the same).
 SAG_AT_FULL_SEVERITY = 0.25
@@ -72,6 +73,9 @@ class SimulatorOptions:
     motor_channels: tuple[int, ...] = (0, 1, 2, 3)
     record_rate_hz: float = 50.0
     seed: int = 0
+    # A campaign repeat's wind, gusts and heading offset (its sensor noise is `seed`'s; PX4 puts its origin
+    # where the vehicle starts, so no spawn offset).
+    perturbation: Perturbation = Perturbation()
     reply_timeout_s: float = 0.5  # wall seconds a lockstep frame waits for PX4's actuator reply
 
     def __post_init__(self) -> None:
@@ -87,6 +91,8 @@ class SimulatorOptions:
                 raise ValueError(f"{name}: expected a rate in Hz >= 0, got {value!r}")
         if not (math.isfinite(self.reply_timeout_s) and self.reply_timeout_s > 0):
             raise ValueError(f"reply_timeout_s: expected seconds > 0, got {self.reply_timeout_s!r}")
+        if not 0.0 <= self.perturbation.gust_m_s <= MAX_GUST:
+            raise ValueError(f"gusts: expected 0 to {MAX_GUST:g} m/s, got {self.perturbation.gust_m_s!r}")
 
     def vehicle_profile(self) -> VehicleProfile:
         return self.profile if isinstance(self.profile, VehicleProfile) else load_vehicle_profile(self.profile)
@@ -124,8 +130,10 @@ class HarnessSimulator:
         self.frame_us = int(round(1e6 / rate))
         self._substeps = max(1, math.ceil(self.frame_us * 1e-6 / MAX_DT - 1e-9))
         self.dyn = QuadrotorDynamics(phys, self.frame_us * 1e-6 / self._substeps)
-        self.dyn.reset(yaw=math.radians(options.yaw_deg))
-        self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned, seed=options.seed)
+        perturbation = options.perturbation
+        self.dyn.reset(yaw=math.radians(options.yaw_deg + perturbation.heading_deg))
+        self.faults = VehicleFaults(self.dyn.rotor_efficiency, self.dyn.wind_ned, seed=options.seed,
+                                    steady_wind=perturbation.wind_ned, gust=perturbation.gust_m_s / MAX_GUST)
         self.sensors = SensorSuite(sensors, options.home, seed=options.seed + 1)
         self.home = options.home
         self.time_us = 0

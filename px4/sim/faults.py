@@ -117,6 +117,7 @@ class VehicleFaults:
         self._rng = random.Random(self.seed)
         self._gust_state = [0.0, 0.0, 0.0]
         self._stuck: dict[int, tuple] = {}  # unit -> frozen reading
+        self._apply_wind()  # a vehicle made with a steady wind (a trial's perturbation) starts in it
 
     # ------------------------------------------------------------------ commands
     def inject_failure(self, unit: int, ftype: int, instance: int, enabled: bool) -> FaultResult:
