@@ -23,11 +23,23 @@ COMPARED_METRICS = ["success", "progress", "avg_speed", "avg_curvature", "avg_ac
                     "final_distance_m", "min_clearance_m", "duration_s", "t_tot_ms"]
 
 
+# How a flight went, on both targets: two pairs of repeats equal in all of these are copies of one pair
+# (compute time differs between copies of one flight, so it is not one of them).
+FLIGHT_METRICS = [m for m in COMPARED_METRICS if m != "t_tot_ms"]
+
+
 def aligned_pairs(results: pd.DataFrame, reference: str, target: str) -> pd.DataFrame:
-    """Rows of `reference` and `target` joined on `ALIGN_ON`; columns suffixed _ref and _tgt."""
+    """Rows of `reference` and `target` joined on `ALIGN_ON`, columns suffixed _ref and _tgt; pairs of repeats
+    that flew identically on both targets (every flight metric equal) count once, as observations do in
+    `reports.stats`."""
     ref = results[results["target"] == reference]
     tgt = results[results["target"] == target]
-    return ref.merge(tgt, on=ALIGN_ON, suffixes=("_ref", "_tgt"))
+    pairs = ref.merge(tgt, on=ALIGN_ON, suffixes=("_ref", "_tgt"))
+    flown = [f"{m}{side}" for m in FLIGHT_METRICS for side in ("_ref", "_tgt") if f"{m}{side}" in pairs]
+    if not flown:
+        return pairs
+    case = [c for c in ALIGN_ON if c != "repeat"]
+    return pairs[pairs[flown].isna().all(axis=1) | ~pairs.duplicated([*case, *flown])]
 
 
 def metric_gaps(results: pd.DataFrame, reference: str, target: str) -> pd.DataFrame:

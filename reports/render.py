@@ -37,7 +37,16 @@ from reports.fidelity import (
 from reports.interactive import PLOTLY_JS, div, script_tag, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
-from reports.stats import bootstrap_mean, flakiness, grouped_means, wilson_rate
+from reports.stats import (
+    Estimate,
+    bootstrap_mean,
+    describe,
+    flakiness,
+    grouped_means,
+    observations,
+    trials_behind,
+    wilson_rate,
+)
 from reports.tracks import navigation_track
 from reports.trial_pages import (
     TrialPages,
@@ -100,22 +109,25 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
         return [Heading(title, 1), *_unreadable_section(unreadable or {}), *rest,
                 *_fidelity_section(results[fidelity])]
     results = _with_derived_columns(results)
+    # What the flight sections estimate from: identical repeats once. Compute time varies between copies of
+    # one flight (it is measured on the machine), so its sections keep every trial.
+    observed = observations(results, CASE_COLUMNS, FLIGHT_COLUMNS)
     pages = pages or TrialPages()
     links = pages.links
-    blocks: list[Block] = [Heading(title, 1), *_overview(results), *_unreadable_section(unreadable or {})]
+    blocks: list[Block] = [Heading(title, 1), *_overview(results, observed), *_unreadable_section(unreadable or {})]
     if results.empty:
         return blocks
     blocks += _failed_section(results, links)
-    blocks += _success_sections(results)
-    blocks += _score_section(results)
-    blocks += _metrics_section(results)
-    blocks += _stage_section(results)
+    blocks += _success_sections(observed)
+    blocks += _score_section(observed)
+    blocks += _metrics_section(observed)
+    blocks += _stage_section(observed)
     blocks += _timing_section(results)
     blocks += _onboard_section(results)
     blocks += _timing_histograms(results, pages.cycle_totals_ms)
     blocks += _estimation_section(results)
-    blocks += _flakiness_section(results)
-    blocks += _track_section(results)
+    blocks += _flakiness_section(observed)
+    blocks += _track_section(observed)
     targets = list(dict.fromkeys(results["target"]))
     if len(targets) > 1:
         blocks += _comparison_section(results, targets)
@@ -244,7 +256,7 @@ def _with_derived_columns(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _overview(results: pd.DataFrame) -> list[Block]:
+def _overview(results: pd.DataFrame, observed: pd.DataFrame) -> list[Block]:
     runs = ", ".join(dict.fromkeys(results["run"])) if "run" in results else "-"
     if results.empty:
         return [Paragraph(f"Runs: {runs}. No finished trials.")]
@@ -252,7 +264,13 @@ def _overview(results: pd.DataFrame) -> list[Block]:
     text = (f"Runs: {runs}. {len(results)} trials: {results['scene'].nunique()} scenes, "
             f"{results['profile'].nunique()} vehicle profiles, {results['target'].nunique()} targets, "
             f"{results['planner'].nunique()} planners. Intervals are 95 %: Wilson score for rates, BCa "
-            "bootstrap (bias-corrected and accelerated, B = 1000, seeded) for means.")
+            "bootstrap (bias-corrected and accelerated, B = 1000, seeded) for means, over observations (n).")
+    if len(observed) < len(results):
+        text += (f" {len(results) - len(observed)} trials flew exactly as another repeat of their test case "
+                 "(every flight figure equal to the last bit: nothing perturbed their repeats, `perturb: off` or a "
+                 f"target that applies none of it): the {len(results)} trials are {len(observed)} "
+                 f"observation{'s' if len(observed) > 1 else ''}. A figure from one observation has no interval "
+                 "and says how many identical repeats it stands for.")
     return [Paragraph(text), Table(counts)]
 
 
@@ -293,6 +311,10 @@ def _score_section(results: pd.DataFrame) -> list[Block]:
             Table(table)]
 
 
+# A test case (hil.campaign.TrialSpec.case), and the figures of how it flew: repeats of a case equal in all
+# of these flew the same flight (stats.observations). Compute time is not one: it varies between copies.
+CASE_COLUMNS = ["scene", "config", "rule", "profile", "target", "link", "fault", "planner", "compute", "onboard",
+                "mission"]
 METRIC_COLUMNS = [("SR", "success"), ("OSR", "oracle_success"), ("DTS (m)", "final_distance_m"),
                   ("SPL", "spl"), ("CR", "collided"), ("CSPL", "cspl"),
                   *[(f"TCR@{d:g}", f"tcr_{d:g}") for d in TCR_TOLERANCES],
@@ -301,20 +323,26 @@ METRIC_COLUMNS = [("SR", "success"), ("OSR", "oracle_success"), ("DTS (m)", "fin
 RATE_COLUMNS = {"success", "oracle_success", "collided"}  # pass/fail per trial: Wilson intervals
 SAFETY_COLUMNS = [("Min clearance (m)", "min_clearance_m"), ("Geofence viol. (s)", "geofence_violation_s"),
                   ("Altitude viol. (s)", "altitude_violation_s")]
+FLIGHT_COLUMNS = ["outcome", "end_time_s", "duration_s", "path_length_m", "stages_completed",
+                  *(column for _, column in METRIC_COLUMNS + SAFETY_COLUMNS)]
 
 
 def _metric_table(results: pd.DataFrame, by: list[str], columns: list[tuple[str, str]], digits: int = 2) -> pd.DataFrame:
+    """Per group of `by`, each column's mean [95 % CI]; n counts observations, and `trials` how many trials they
+    stand for where identical repeats made those more (`results` from stats.observations)."""
     rows = []
     for key, group in results.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key))
         row["n"] = len(group)
+        if "repeats" in group and group["repeats"].sum() > len(group):
+            row["trials"] = int(group["repeats"].sum())
         for label, column in columns:
             if column in group:
                 values = group[column].to_numpy(float)
                 estimate = wilson_rate(values) if column in RATE_COLUMNS else \
                     bootstrap_mean(values, label=f"{column}|{key}")
-                row[label] = estimate.format(digits)
+                row[label] = describe(estimate, trials_behind(group, column), digits)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -323,7 +351,8 @@ def _metrics_section(results: pd.DataFrame) -> list[Block]:
     return [Heading("Benchmark metrics"),
             Paragraph("Per planner and scenario: UAV-ON SR, OSR, DTS, SPL; HUGE-Bench CR, CSPL, TCR@1/2/5; "
                       "FlightBench Progress, average speed, curvature, acceleration ((1/L) int |a|^2 dt) and "
-                      "jerk ((1/L) int |j|^2 dt). Each cell: mean [95 % CI]."),
+                      "jerk ((1/L) int |j|^2 dt). Each cell: mean [95 % CI] over n observations (trials: how many "
+                      "trials those are, where identical repeats counted once)."),
             Table(_metric_table(results, ["planner", "scene"], METRIC_COLUMNS)),
             Heading("Safety", 3),
             Table(_metric_table(results, ["planner", "scene"], SAFETY_COLUMNS))]
@@ -395,12 +424,15 @@ def _estimation_section(results: pd.DataFrame) -> list[Block]:
             Table(per_trial)]
 
 
-def _flakiness_section(results: pd.DataFrame) -> list[Block]:
+def _flakiness_section(observed: pd.DataFrame) -> list[Block]:
     case = ["scene", "config", "rule", "profile", "target", "link", "fault", "planner"]
-    table = flakiness(results, case)
+    table = flakiness(observed, case)
     flaky = table[table["flaky"]]
-    text = (f"{len(table)} test cases, {int((table['n'] > 1).sum())} repeated; {len(flaky)} flaky "
-            "(passed in some repeats and failed in others).")
+    copies = int(((table["trials"] > 1) & (table["n"] == 1)).sum())
+    text = (f"{len(table)} test cases, {int((table['trials'] > 1).sum())} repeated"
+            + (f" ({copies} flew every repeat identically: one observation each, nothing to tell a flaky case "
+               "by)" if copies else "")
+            + f"; {len(flaky)} flaky (passed in some repeats and failed in others).")
     blocks: list[Block] = [Heading("Flakiness"), Paragraph(text)]
     if len(flaky):
         shown = flaky.sort_values("pass_rate").head(FLAKY_SHOWN)
@@ -494,9 +526,11 @@ def _is_hardware(target: str) -> bool:
 
 
 def _ci_columns(table: pd.DataFrame, label: str) -> pd.DataFrame:
-    keys = [c for c in table.columns if c not in ("value", "low", "high", "n")]
+    keys = [c for c in table.columns if c not in ("value", "low", "high", "n", "trials")]
     out = table[keys].copy()
-    out[label] = [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in zip(table["value"], table["low"], table["high"])]
+    out[label] = [describe(Estimate(v, lo, hi, n), trials)
+                  for v, lo, hi, n, trials in zip(table["value"], table["low"], table["high"], table["n"],
+                                                  table["trials"])]
     out["n"] = table["n"]
     return out
 

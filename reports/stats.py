@@ -7,6 +7,10 @@ the skew where the plain percentile interval covers the true mean less often tha
 resampling is seeded, so a report rendered twice from the same results shows the same intervals.
 Every rate (success, collision, a test's pass rate) carries a 95 % Wilson score interval instead,
 which stays honest at small n and at 0 % or 100 %, where a bootstrap collapses to a point.
+
+Intervals are over observations, not trials: repeats of a test case that flew the same flight to the last
+bit (a deterministic target whose repeats nothing perturbed) are one observation (`observations`), since
+copies of one flight say nothing about how another would go.
 """
 
 from __future__ import annotations
@@ -93,6 +97,25 @@ def wilson_rate(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -
     return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
+def observations(frame: pd.DataFrame, case: list[str], flight: list[str]) -> pd.DataFrame:
+    """One row per observation, with column `repeats`: how many trials it stands for.
+
+    Trials of one test case (equal in the `case` columns) whose `flight` columns are all equal, to the last
+    bit, flew one flight: the first stands for all of them. A trial with nothing measured (every float
+    `flight` column NaN: it never flew, or its error left no figures) is its own observation, since two
+    failures to fly are two events. Columns of either list the frame lacks are left out.
+    """
+    keys = [c for c in (*case, *flight) if c in frame]
+    measured = [c for c in flight if c in frame and pd.api.types.is_float_dtype(frame[c])]
+    out = frame.assign(repeats=1)
+    if frame.empty or not measured:
+        return out
+    flown = frame[measured].notna().any(axis=1)
+    sizes = frame[flown].groupby(keys, dropna=False, sort=False)[keys[0]].transform("size")
+    out.loc[sizes.index, "repeats"] = sizes
+    return out[~flown | ~frame.duplicated(keys)]
+
+
 def significant(estimate: Estimate) -> bool:
     """True when a difference's interval excludes zero."""
     return not math.isnan(estimate.value) and (estimate.low > 0 or estimate.high < 0)
@@ -100,7 +123,9 @@ def significant(estimate: Estimate) -> bool:
 
 def grouped_means(frame: pd.DataFrame, by: list[str], column: str, *, rate: bool = False,
                   seed: int = SEED) -> pd.DataFrame:
-    """Per group of `by`: mean of `column` with its interval, as columns value, low, high, n.
+    """Per group of `by`: mean of `column` with its interval, as columns value, low, high, n, and trials (how
+    many trials the n observations stand for: more than n where `frame` is `observations`' and some were
+    identical repeats).
 
     `rate`: the column is pass/fail, and gets the Wilson interval instead of the bootstrap.
     """
@@ -110,8 +135,23 @@ def grouped_means(frame: pd.DataFrame, by: list[str], column: str, *, rate: bool
         values = group[column].to_numpy(float)
         estimate = wilson_rate(values) if rate else bootstrap_mean(values, seed=seed, label=f"{column}|{key}")
         rows.append({**dict(zip(by, key)), "value": estimate.value, "low": estimate.low, "high": estimate.high,
-                     "n": estimate.n})
-    return pd.DataFrame(rows, columns=[*by, "value", "low", "high", "n"])
+                     "n": estimate.n, "trials": trials_behind(group, column)})
+    return pd.DataFrame(rows, columns=[*by, "value", "low", "high", "n", "trials"])
+
+
+def trials_behind(group: pd.DataFrame, column: str) -> int:
+    """How many trials stand behind the values of `column` in a group of observations (NaNs left out)."""
+    present = group[column].notna()
+    return int(group.loc[present, "repeats"].sum()) if "repeats" in group else int(present.sum())
+
+
+def describe(estimate: Estimate, trials: int, digits: int = 2) -> str:
+    """An estimate as a report prints it: with its interval over two observations or more; one observation
+    has no interval, and says how many identical repeats it stands for."""
+    if math.isnan(estimate.value) or estimate.n != 1:
+        return estimate.format(digits)
+    copies = f": {trials} identical repeats" if trials > 1 else ""
+    return f"{estimate.value:.{digits}f} (1 observation{copies})"
 
 
 def flakiness(frame: pd.DataFrame, case: list[str], passed: str = "success", *, seed: int = SEED) -> pd.DataFrame:
