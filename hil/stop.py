@@ -210,6 +210,17 @@ class Interrupts:
                      "harness lets go: the vehicle's own failsafe is then in charge")
         elif len(self.received) <= 3 or where is None:
             self.say(f"{name}: letting go")
+            self._cancel_after_the_first(name)
+
+    def _cancel_after_the_first(self, name: str) -> None:
+        # A cancellation requested before the task has taken the one before is merged into it (one
+        # CancelledError, without its message), and the flight takes that as the first request, to land: requests
+        # handled in one turn of a busy loop would never let go. This one waits until the first has been taken.
+        if self.task.done():
+            return
+        if self.task.cancelling():
+            asyncio.get_running_loop().call_later(0.01, self._cancel_after_the_first, name)
+        else:
             self.task.cancel(name)
 
 

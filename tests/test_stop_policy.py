@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from hil.stop import SafeEnd, make_safe
+from hil.stop import Interrupts, SafeEnd, make_safe
 from profiles.library import load_vehicle_profile
 from px4.modes import FlightMode
 from px4.sim.autopilot import Autopilot
@@ -118,3 +118,29 @@ async def test_a_crash_in_a_flight_lands_the_vehicle_before_the_error_goes_on(tm
         await run_trial("lockstep", TargetOptions(), mission, tmp_path / "r", config={}, options=options)
     assert flown["vehicle"].state.altitude < 0.3 and not flown["vehicle"].state.armed
     assert "landing" in [e["kind"] for e in read_events(tmp_path / "r")]
+
+
+async def test_a_third_interrupt_made_before_the_first_was_taken_still_lets_go():
+    """Three Ctrl-C handled in one turn of a busy harness's loop: asyncio merges a cancellation requested before
+    the task has taken the one before, so the flight, taking the first as "land", would never let go."""
+    taken: list[str] = []
+
+    async def flight() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError as stop:
+            taken.append(stop.args[0])
+            asyncio.current_task().uncancel()  # as hil.fly does: the stop policy runs on
+        try:
+            await asyncio.sleep(60)  # bringing the vehicle down
+        except asyncio.CancelledError as stop:
+            taken.append(stop.args[0])
+
+    task = asyncio.create_task(flight())
+    await asyncio.sleep(0)
+    interrupts = Interrupts(task, lambda text: None)
+    interrupts.airborne = lambda: "ARMED at 5.0 m in MISSION"
+    for _ in range(3):
+        interrupts.request("SIGINT")
+    await asyncio.wait_for(task, 2.0)
+    assert taken == ["SIGINT", "SIGINT"]
