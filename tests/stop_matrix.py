@@ -51,6 +51,13 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 SILENCE_WALL_S = 2.5
 
 
+def phases_a_signal_may_land_in(phase: str) -> list[str]:
+    """The phase aimed at, or the next when the harness had just moved on (a loaded machine's test process sees
+    the event late); past a mission flight's takeoff phase too, which is over in tens of ms."""
+    at = ORDER.index(phase)
+    return ORDER[at:at + (3 if ORDER[at + 1:at + 2] == ["takeoff"] else 2)]
+
+
 def cases(first: int) -> list[tuple[str, signal.Signals]]:
     """The (phase, signal) pairs a vehicle is stopped at: every pair with HIL_STOP_MATRIX=full; by default each
     phase once, the signals taking turns from SIGNALS[first], so that each hits two or three phases (and two
@@ -173,8 +180,7 @@ async def stop_at_each_phase(vehicle, phase: str, sig: signal.Signals, tmp_path:
             manifest = read_manifest(record)
             summary = manifest["summary"]
             assert manifest["outcome"] == "aborted" and summary["stopped_by"] == sig.name, manifest
-            # The phase the signal arrived in: the one aimed at, or the next when the harness had just moved on.
-            assert summary["phase"] in ORDER[ORDER.index(phase):ORDER.index(phase) + 2], (phase, summary["phase"])
+            assert summary["phase"] in phases_a_signal_may_land_in(phase), (phase, summary["phase"])
             said = "while connecting" if summary["phase"] == "connecting" else f"during {summary['phase']}"
             assert f"aborted: stopped ({sig.name}) {said}" in out, out[-3000:]
             assert_landed_and_restored(client, before, timeout=10.0)
