@@ -72,8 +72,9 @@ from px4.sim.faults import SIM_FAULT_COMMAND
 NAN = float("nan")
 # A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.
 REASON_WINDOW_S = 2.0
-# PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second.
-ARM_CONFIRM_S = 3.0
+# PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second; a harness starved
+# of CPU (MAVSDK drops callbacks it cannot deliver in time) may miss a few of them.
+ARM_CONFIRM_S = 6.0
 # Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
 # trusts the wall clock alone (the stamps stopped: link lost).
 CLOCK_GRACE_S = 1.0
@@ -314,16 +315,18 @@ class MavsdkVehicle(VehicleBase):
         self.offboard = OffboardAsync(self._system)
 
     async def wait_armable(self, timeout: float = 30.0) -> None:
-        """Wait until the autopilot reports it passes its pre-arm checks and knows where home is."""
-        deadline = time.monotonic() + timeout
-        while not (self._armable and self._home is not None):
-            if self._home is None:
-                # MAVSDK may have received HOME_POSITION before our subscription existed; it caches it.
-                self._on_home(await self.telemetry_plugin.home())
-            if time.monotonic() > deadline:
-                reason = self._recent_reason() or "no reason given"
-                raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({reason})")
-            await asyncio.sleep(0.05)
+        """Wait until the autopilot reports it passes its pre-arm checks and knows where home is, for up to
+        `timeout` seconds of vehicle time (a simulator that falls behind gets its own seconds to settle)."""
+        try:
+            async with self.deadline(timeout):
+                while not (self._armable and self._home is not None):
+                    if self._home is None:
+                        # MAVSDK may have received HOME_POSITION before our subscription existed; it caches it.
+                        self._on_home(await self.telemetry_plugin.home())
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            reason = self._recent_reason() or "no reason given"
+            raise VehicleError(f"{self.url}: not armable after {timeout:.1f} s ({reason})") from None
 
     @property
     def home(self) -> GeoOrigin:
@@ -497,24 +500,26 @@ class MavsdkVehicle(VehicleBase):
         but not carried out by v1.16 (the vehicle stays in its mode). So a refused or ignored start
         is repeated until the vehicle is in MISSION mode or MISSION_START_WINDOW_S has passed.
         """
-        deadline = time.monotonic() + MISSION_START_WINDOW_S / self.speed_factor
-        while True:
-            try:
-                await self.mission.start_mission()
-            except MavsdkError as exc:
-                result = _name(getattr(exc, "result", ""))
-                if time.monotonic() > deadline:
-                    await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
-                    raise CommandDenied("start mission", result, self._recent_reason()) from exc
-            else:
-                with contextlib.suppress(VehicleError):
-                    await self.wait_until(lambda s: s.flight_mode == "MISSION", MISSION_MODE_CONFIRM_S,
-                                          "mission mode")
-                    return
-                if time.monotonic() > deadline:
-                    raise CommandDenied("start mission", "IGNORED", self._recent_reason()
-                                        or f"accepted, but still in {self._state.flight_mode} mode")
-            await self.sleep(MISSION_START_RETRY_S)
+        refused = ""  # the last refusal's result; "" while starts were accepted but not carried out
+        try:
+            # A start sent as the window closes still gets its confirmation time, as every start before it.
+            async with self.deadline(MISSION_START_WINDOW_S + MISSION_MODE_CONFIRM_S):
+                while True:
+                    try:
+                        await self.mission.start_mission()
+                        refused = ""
+                    except MavsdkError as exc:
+                        refused = _name(getattr(exc, "result", ""))
+                    else:
+                        with contextlib.suppress(VehicleError):
+                            await self.wait_until(lambda s: s.flight_mode == "MISSION", MISSION_MODE_CONFIRM_S,
+                                                  "mission mode")
+                            return
+                    await self.sleep(MISSION_START_RETRY_S)
+        except TimeoutError:
+            await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
+            raise CommandDenied("start mission", refused or "IGNORED", self._recent_reason()
+                                or ("" if refused else f"accepted, but still in {self._state.flight_mode} mode")) from None
 
     async def mission_progress(self) -> AsyncIterator[MissionProgress]:
         async for p in self.mission.subscribe_mission_progress():
