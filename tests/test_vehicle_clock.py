@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -17,7 +19,11 @@ from pymavlink.dialects.v20 import common as mavlink
 from bridges.mavlink_frames import FrameSplitter
 from bridges.mavsdk_vehicle import connect
 from px4.process import die_with_parent, free_udp_port
+from px4.sim.realtime import MAX_LAG_S, SimOptions, build_vehicle, run_realtime
 from targets.builtin import SimProcessOptions, builtin_vehicle
+from targets.sim_server import attach_links
+
+from .mavlink_client import Client
 
 
 async def test_a_simulator_that_falls_behind_its_speed_factor_stretches_vehicle_time_waits():
@@ -129,3 +135,94 @@ def test_hil_sim_caps_each_stream_in_wall_time_so_fast_runs_keep_their_speed():
     vehicle = (attitude[-1][1] - attitude[0][1]) / 1000.0
     assert 30 <= (len(attitude) - 1) / wall <= 60, f"{(len(attitude) - 1) / wall:.0f} ATTITUDE a wall second"
     assert vehicle / (len(attitude) - 1) >= 0.1, "each ATTITUDE is ~0.16 vehicle s after the last, not 0.01"
+
+
+def test_a_vehicle_process_starved_again_and_again_says_it_falls_behind_once():
+    """SIGSTOP/SIGCONT, as a machine that starves `hil sim` does: one "falling behind" to a client, not one
+    for every second it was behind (the record of a flight on a loaded machine says so once)."""
+    async def fly() -> list[str]:
+        async with builtin_vehicle(SimProcessOptions(speed=2.0)) as sim:
+            client = Client(sim.url)
+            try:
+                for _ in range(3):
+                    sim.proc.send_signal(signal.SIGSTOP)
+                    time.sleep(1.2)
+                    sim.proc.send_signal(signal.SIGCONT)
+                    client.collect(1.5, set())  # past the end of the window that held the stall
+                return [text for text in client.texts if "falling behind" in text]
+            finally:
+                client.close()
+    said = asyncio.run(fly())
+    assert len(said) == 1, said
+
+
+async def test_a_stalled_vehicle_holds_its_clock_back_in_whole_steps_and_answers_while_it_catches_up():
+    """A stall longer than MAX_LAG_S (the event loop blocked, as in a process the scheduler leaves out): vehicle
+    time is held back, not raced through; every advance is whole physics steps; a command that comes in as the
+    catch-up starts is answered within a slice of it, not after the backlog; the vehicle says it fell behind
+    once a flight, and again after the next arming."""
+    speed, stall_s = 4.0, 0.6
+    autopilot, server = build_vehicle(SimOptions(speed=speed))
+    while autopilot.prearm_failure() is not None:
+        autopilot.run(0.1)
+    port = free_udp_port()
+    await attach_links(server, [f"udpin://127.0.0.1:{port}"])
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    request = mavlink.MAVLink_command_long_message(1, 1, mavlink.MAV_CMD_REQUEST_MESSAGE, 0,
+                                                   mavlink.MAVLINK_MSG_ID_AUTOPILOT_VERSION, 0, 0, 0, 0, 0, 0)
+    request_bytes = request.pack(mavlink.MAVLink(None, srcSystem=245, srcComponent=190))
+    advances, send_at_next_advance = [], []
+    advance = autopilot.advance
+
+    def watched(until, due=math.inf, steps=None):
+        if send_at_next_advance:
+            send_at_next_advance.clear()
+            client.sendto(request_bytes, ("127.0.0.1", port))
+        # Each chunk costs what it does in a vehicle streaming to several clients (alone here, a backlog of a
+        # second takes a couple of milliseconds, within one slice).
+        time.sleep(0.0005)
+        before = autopilot.time_s
+        taken = advance(until, due, steps)
+        advances.append((autopilot.time_s - before, taken))
+        return taken
+    autopilot.advance = watched
+    answered_at = []
+
+    def on_message(link, msg, t_ns) -> None:
+        if msg.get_type() == "COMMAND_LONG":
+            answered_at.append(autopilot.time_s)
+    server.on_message = on_message
+    said = []
+    stop = asyncio.Event()
+    runner = asyncio.create_task(run_realtime(autopilot, server, speed, stop, on_behind=said.append))
+    try:
+        await asyncio.sleep(0.3)
+        # A stall that is caught up (shorter than MAX_LAG_S), with a command coming in as the catch-up starts.
+        caught_up_from = autopilot.time_s
+        time.sleep(0.8 * MAX_LAG_S)  # the loop is blocked: the vehicle's process is not running
+        send_at_next_advance.append(True)
+        await asyncio.sleep(0.3)
+        # One that is not: longer than MAX_LAG_S.
+        stalled_at = (time.monotonic(), autopilot.time_s)
+        time.sleep(stall_s)
+        await asyncio.sleep(0.3)
+        wall, vehicle = time.monotonic() - stalled_at[0], autopilot.time_s - stalled_at[1]
+        assert autopilot.arm().accepted  # a new flight
+        await asyncio.sleep(0.2)
+        time.sleep(stall_s)
+        await asyncio.sleep(1.2)  # past the end of the next window
+        time.sleep(stall_s)
+        await asyncio.sleep(1.2)
+    finally:
+        stop.set()
+        held_back = await runner
+        client.close()
+        for link in server.links:
+            link.transport.close()
+        server.close()
+    assert all(abs(advanced - taken * autopilot.dt) < 1e-9 for advanced, taken in advances), "a stretched step"
+    assert vehicle <= (wall - stall_s + MAX_LAG_S) * speed + 0.05, f"{vehicle:.2f} vehicle s in {wall:.2f} wall s"
+    assert held_back >= 1
+    # The backlog was 0.8 * MAX_LAG_S * speed vehicle seconds; a slice is a few hundredths of one.
+    assert answered_at and answered_at[0] - caught_up_from < 0.4 * MAX_LAG_S * speed, (answered_at, caught_up_from)
+    assert len(said) == 2, said
