@@ -76,8 +76,12 @@ async def builtin_vehicle(options: SimProcessOptions | None = None) -> AsyncIter
     """
     options = options or SimProcessOptions()
     port = free_udp_port()
+    # A session of its own, as PX4 SITL gets (px4.sitl): the kernel's autogroup scheduling shares the CPU
+    # between sessions first, so a vehicle in the harness's session had one share with the harness and
+    # whatever else its shell started (CPU burners, a test run) and fell behind where PX4 kept its pace.
+    # A Ctrl-C in that shell reaches the harness alone, which brings the vehicle down and stops it.
     proc = subprocess.Popen(sim_command(port, options), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+                            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
     sim = SimProcess("built-in vehicle", proc, Console(proc.stdout), url=f"udpin://127.0.0.1:{port}")
     try:
         await sim.while_alive(sim.console.first(READY_LINE), VehicleConnectionError, "opened its links")
