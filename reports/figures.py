@@ -164,7 +164,7 @@ def record_figures(record: Path, manifest: dict[str, Any], summary: Summary) -> 
 
 def _write(record: Path, manifest: dict[str, Any], figures: Figures) -> None:
     path = figures_path(record)
-    if path is None:
+    if path is None or not figures:  # a summary with no figures to compute (one from before, the fidelity suite's)
         return
     # Tied to the record's start: a trial run again after its record was removed gets its own figures.
     text = json.dumps({"version": FIGURES_VERSION, "record": manifest.get("started"), "figures": figures})

@@ -36,7 +36,7 @@ from records.record import (
     read_manifest,
     read_table,
 )
-from records.summary import NavigationSummary, Summary
+from records.summary import Summary
 from reports.estimation import QUANTITIES, estimation_errors, euler_angles
 from reports.figures import record_figures
 from reports.flight_log import SEVERITIES, VehicleLog, changed_parameters, read_tlog
@@ -127,7 +127,7 @@ class _Flight:
 
     record: Path
     config: dict
-    summary: Summary
+    columns: dict  # its results-table columns: the summary's and the figures (records from before typed summaries too)
     events: list[dict]
     telemetry: pd.DataFrame
     commands: pd.DataFrame  # the planner's, one row per cycle (table "onboard"); empty without a planner
@@ -154,7 +154,7 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
     manifest = read_manifest(record)
     config = manifest.get("config", {})
     summary = Summary.from_manifest(manifest, record / MANIFEST_NAME)
-    figures = {**summary.columns(), **record_figures(record, manifest, summary)}
+    columns = {**summary.columns(), **record_figures(record, manifest, summary)}
     events = read_events(record)
     trial_id = config.get("trial_id", record.name)
     outcome = manifest.get("outcome", "?")
@@ -164,7 +164,7 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
     # Lockstep stamps in simulated time already; a real-time target at a speed factor does not.
     scale = 1.0 if config.get("target") == "lockstep" else clock_scale(float(config.get("speed", 1.0)))
     commands = _optional(record, "onboard")
-    flight = _Flight(record, config, summary, events, telemetry, commands if commands is not None else pd.DataFrame(),
+    flight = _Flight(record, config, columns, events, telemetry, commands if commands is not None else pd.DataFrame(),
                      read_tlog(record, t0), t0 or 0, scale)
     sections = [("flight", "Flight against setpoints", _flight_section(flight)),
                 ("map", "Track over the scene", _map_section(flight)),
@@ -180,12 +180,12 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
              f"<h1>{html.escape(trial_id)}</h1>",
              f"<p>Outcome <span class='{'ok' if outcome == 'success' else 'bad'}'>{html.escape(str(outcome))}</span>"
              + (f": {html.escape(summary.reason)}" if summary.reason else "") + "</p>",
-             "<p>" + html.escape(", ".join(f"{k} {_text(figures[k])}" for k in HEADLINE if k in figures)) + "</p>",
+             "<p>" + html.escape(", ".join(f"{k} {_text(columns[k])}" for k in HEADLINE if k in columns)) + "</p>",
              "<nav>" + "".join(f"<a href='#sec-{key}'>{html.escape(title)}</a>" for key, title, _ in sections) + "</nav>"]
     for key, title, body in sections:
         parts += [f"<h2 id='sec-{key}'>{html.escape(title)}</h2>", body]
     parts += [_table({k: v for k, v in config.items() if k != "trial_id"}, "what was flown"),
-              _table(figures, "every figure"),
+              _table(columns, "every figure"),
               "</body></html>"]
     return "".join(parts)
 
@@ -272,12 +272,12 @@ def _marked_events(flight: _Flight) -> list[tuple[float, str]]:
     """Events that can be placed on the telemetry's time axis, as (vehicle seconds, label).
 
     Events carry the harness's clock; so does telemetry over MAVLink, but a lockstep vehicle stamps its
-    telemetry in simulated time, where only the navigation phase's ends (from the summary) are known.
+    telemetry in simulated time, where only the navigation phase's ends (from the summary's columns) are known.
     """
     placed = _on_telemetry_clock(flight)
-    if not placed and isinstance(flight.summary, NavigationSummary):
-        ends = [("navigation_started", flight.summary.nav_start_ns), ("verdict", flight.summary.nav_end_ns)]
-        placed = [{"kind": kind, "t_ns": t} for kind, t in ends if t is not None]
+    if not placed:
+        ends = [("navigation_started", flight.columns.get("nav_start_ns")), ("verdict", flight.columns.get("nav_end_ns"))]
+        placed = [{"kind": kind, "t_ns": t} for kind, t in ends if isinstance(t, (int, float)) and not math.isnan(t)]
     return [(float(flight.seconds(e["t_ns"])), EVENT_KINDS[e["kind"]]) for e in placed if e.get("kind") in EVENT_KINDS]
 
 
@@ -295,7 +295,7 @@ def _map_section(flight: _Flight) -> str:
     telemetry = flight.telemetry
     if telemetry.empty:
         return NOT_RECORDED.format("telemetry")
-    home = np.array(flight.summary.home[:2] if isinstance(flight.summary, NavigationSummary) else (0.0, 0.0))
+    home = np.nan_to_num(np.array([flight.columns.get(f"home_{axis}", 0.0) for axis in ("north", "east")], float))
     scene = _scene(flight.config)
     data, shapes = [], []
     if scene is not None:
