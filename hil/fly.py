@@ -59,6 +59,8 @@ LAND_SETTLE_SPEED = 0.3
 # Vehicle seconds a flight controller found flying after a harness run died on it gets to come down by its
 # own failsafe (COM_DL_LOSS_T, the hold, a return) before the next run gives up restoring its journal.
 JOURNAL_LANDING_WAIT_S = 300.0
+# The share of MIS_TAKEOFF_ALT at which a mission's climb counts as done (PX4's own takeoff ends just short of it).
+TAKEOFF_REACHED = 0.9
 
 
 @dataclass(frozen=True)
@@ -143,11 +145,10 @@ async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialReco
                     stages: StageLog) -> tuple[str, str]:
     try:
         async with vehicle.deadline(plan.time_budget):
-            await vehicle.arm()
-            recorder.event("armed")
             if plan.mode == "mission":
                 await _fly_uploaded(vehicle, plan, recorder, stages)
             else:
+                await _arm(vehicle, recorder)
                 await _fly_offboard(vehicle, plan, recorder, stages)
     except TimeoutError:
         stages.close(completed=False)
@@ -165,9 +166,17 @@ async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
     waypoints = _mission_waypoints(mission)
     # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
     async with vehicle.params_changed({"MIS_TAKEOFF_ALT": mission.takeoff_altitude}):
+        # Uploaded before arming, as QGroundControl does: an upload a loaded machine or link makes slow must not
+        # outlast PX4's disarming of a vehicle left armed on the ground (COM_DISARM_PRFLT, 10 s).
         await vehicle.upload_mission(waypoints)
         recorder.event("mission_uploaded", items=len(waypoints))
+        await _arm(vehicle, recorder)
         await _run_uploaded(vehicle, mission, recorder, stages)
+
+
+async def _arm(vehicle: Vehicle, recorder: TrialRecorder) -> None:
+    await vehicle.arm()
+    recorder.event("armed")
 
 
 async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
@@ -175,10 +184,18 @@ async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
         async for seq in vehicle.mission_items_reached():
             recorder.event("mission_item_reached", seq=seq)
 
-    reached_task = asyncio.create_task(log_reached())
+    async def log_climbed() -> None:
+        # The mission's takeoff is PX4's own: the climb is over when the vehicle is near MIS_TAKEOFF_ALT.
+        with contextlib.suppress(VehicleError):  # it never got there: the flight's own end says why
+            await vehicle.wait_until(lambda s: s.altitude >= TAKEOFF_REACHED * mission.takeoff_altitude,
+                                     mission.time_budget, "the mission's takeoff")
+            recorder.event("takeoff_complete", altitude=vehicle.state.altitude)
+
+    watchers = [asyncio.create_task(log_reached())]
     try:
         await vehicle.start_mission()
         recorder.event("mission_started")
+        watchers.append(asyncio.create_task(log_climbed()))
         async for progress in vehicle.mission_progress():
             recorder.event("mission_progress", current=progress.current, total=progress.total)
             if 0 <= progress.current < len(mission.waypoints):
@@ -186,7 +203,8 @@ async def _run_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: Tr
             if progress.finished:
                 break
     finally:
-        await cancel_and_wait(reached_task)
+        for task in watchers:
+            await cancel_and_wait(task)
 
 
 async def _fly_offboard(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:

@@ -123,6 +123,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
                 _planner_host(vehicle, navigation, scene, task, recorder) as host:
             await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
             await vehicle.arm()
+            recorder.event("armed")
             await vehicle.takeoff(task.altitude)
             recorder.event("at_start", altitude=vehicle.state.altitude)
             caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}

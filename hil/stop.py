@@ -224,11 +224,15 @@ class Interrupts:
             self.task.cancel(name)
 
 
-# The phase a flight is in, from the trial record's own events: what an interrupted record names.
+# The phase a flight is in, from the trial record's own events (what an interrupted record names): the phase
+# each event begins. An offboard flight takes off, then starts its setpoints; a mission flight is
+# uploaded before it is armed, started, and then climbs in PX4's own takeoff.
 _PHASE_AFTER = {"connected": "checklist", "preflight": "arming", "armed": "takeoff",
-                "mission_uploaded": "mission start", "takeoff_complete": "mission start",
-                "mission_started": "mid-mission", "offboard_started": "mid-mission", "mission_progress": "mid-mission",
-                "waypoint_reached": "mid-mission", "landing": "landing", "landed": "landed"}
+                "takeoff_complete": "mission start", "at_start": "mission start", "offboard_started": "mid-mission",
+                "navigation_started": "mid-mission", "waypoint_reached": "mid-mission", "landing": "landing",
+                "landed": "landed"}
+_MISSION_PHASE_AFTER = {**_PHASE_AFTER, "armed": "mission start", "mission_started": "takeoff",
+                        "takeoff_complete": "mid-mission", "mission_item_reached": "mid-mission"}
 
 
 class FlightPhase:
@@ -236,9 +240,12 @@ class FlightPhase:
 
     def __init__(self) -> None:
         self.current = "connecting"
+        self._after = _PHASE_AFTER
 
     def __call__(self, kind: str, fields: dict) -> None:
-        self.current = _PHASE_AFTER.get(kind, self.current)
+        if kind == "mission_uploaded":
+            self._after = _MISSION_PHASE_AFTER
+        self.current = self._after.get(kind, self.current)
 
 
 @contextlib.asynccontextmanager

@@ -39,11 +39,10 @@ MISSION = ROOT / "missions" / "examples" / "demo_square.yaml"
 # A parameter the run sets for its flight (journaled on a flight controller) and must leave as it found it.
 CRUISE = ("MPC_XY_CRUISE", 4.0)
 FENCED = {"GF_MAX_HOR_DIST": 200.0, "GF_MAX_VER_DIST": 60.0}  # the checklist wants the vehicle's own fence on
-# The record event each phase begins with (None: the record exists, the harness has not yet said "connected").
-# A mission flight's takeoff phase is the vehicle armed on the ground while the mission uploads (tens of ms on
-# an idle machine: the signal often lands in mission start); its climb is recorded as mid-mission.
-PHASES = {"connecting": None, "checklist": "connected", "arming": "preflight", "takeoff": "armed",
-          "mission start": "mission_uploaded", "mid-mission": "mission_item_reached", "landing": "landing"}
+# The record event each phase begins with (None: the record exists, the harness has not yet said "connected"),
+# in the order a mission flight goes through them: uploaded and armed on the ground, started, then PX4's climb.
+PHASES = {"connecting": None, "checklist": "connected", "arming": "preflight", "mission start": "armed",
+          "takeoff": "mission_started", "mid-mission": "takeoff_complete", "landing": "landing"}
 ORDER = list(PHASES)
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Wall seconds of silence before the vehicle's own data-link-loss failsafe acts, at the vehicle's speed factor:
@@ -53,9 +52,9 @@ SILENCE_WALL_S = 2.5
 
 def phases_a_signal_may_land_in(phase: str) -> list[str]:
     """The phase aimed at, or the next when the harness had just moved on (a loaded machine's test process sees
-    the event late); past a mission flight's takeoff phase too, which is over in tens of ms."""
+    the event late); past a mission flight's mission start too, which is over in tens of ms."""
     at = ORDER.index(phase)
-    return ORDER[at:at + (3 if ORDER[at + 1:at + 2] == ["takeoff"] else 2)]
+    return ORDER[at:at + (3 if ORDER[at + 1:at + 2] == ["mission start"] else 2)]
 
 
 def cases(first: int) -> list[tuple[str, signal.Signals]]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from bridges.lockstep_vehicle import LockstepVehicle
-from hil.stop import Interrupts, SafeEnd, make_safe
+from hil.stop import FlightPhase, Interrupts, SafeEnd, make_safe
 from profiles.library import load_vehicle_profile
 from px4.modes import FlightMode
 from px4.sim.autopilot import Autopilot
@@ -144,3 +144,26 @@ async def test_a_third_interrupt_made_before_the_first_was_taken_still_lets_go()
         interrupts.request("SIGINT")
     await asyncio.wait_for(task, 2.0)
     assert taken == ["SIGINT", "SIGINT"]
+
+
+@pytest.mark.parametrize("events, phases", [
+    # hil fly's mission: uploaded and armed on the ground, started, PX4's own climb, the route, the landing.
+    (["connected", "preflight", "mission_uploaded", "armed", "mission_started", "mission_progress",
+      "takeoff_complete", "mission_item_reached", "landing"],
+     ["checklist", "arming", "arming", "mission start", "takeoff", "takeoff", "mid-mission", "mid-mission",
+      "landing"]),
+    # An offboard route: the harness's takeoff, then its setpoints.
+    (["connected", "preflight", "armed", "takeoff_complete", "offboard_started", "waypoint_reached", "landing"],
+     ["checklist", "arming", "takeoff", "mission start", "mid-mission", "mid-mission", "landing"]),
+    # A campaign's navigation trial.
+    (["connected", "armed", "at_start", "navigation_started", "landing"],
+     ["checklist", "takeoff", "mission start", "mid-mission", "landing"]),
+], ids=["mission", "offboard", "navigation"])
+def test_the_phase_follows_the_flights_own_events(events, phases):
+    phase = FlightPhase()
+    assert phase.current == "connecting"
+    seen = []
+    for kind in events:
+        phase(kind, {})
+        seen.append(phase.current)
+    assert seen == phases
