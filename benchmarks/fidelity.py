@@ -46,11 +46,8 @@ from hil.fidelity import (
     save_runs,
     target_spec,
 )
+from records.fidelity_run import CANDIDATE, ESTIMATE, REFERENCE, TRUTH
 from reports.fidelity import (
-    CANDIDATE,
-    ESTIMATE,
-    REFERENCE,
-    TRUTH,
     compare,
     differences,
     format_table,

@@ -24,6 +24,7 @@ from benchmarks.quick import parse_args  # noqa: E402
 from bridges.vehicle import VehicleError  # noqa: E402
 from hil.fidelity import TARGETS, connected, run_record_dir  # noqa: E402
 from hil.session import TrialSession  # noqa: E402
+from records.summary import Summary  # noqa: E402
 
 FIELDS = {"HIGHRES_IMU": ("xacc", "yacc", "zacc", "xgyro", "ygyro", "zgyro", "xmag", "ymag", "zmag", "abs_pressure"),
           "ATTITUDE": ("roll", "pitch", "yaw", "rollspeed", "pitchspeed", "yawspeed")}
@@ -59,7 +60,7 @@ async def measure(target: str, speed: float, px4_dir: str | None) -> dict[str, d
                 await vehicle.takeoff(5.0, timeout=30.0)
             hover = await _sample(vehicle, WINDOW_S)
             await vehicle.land()
-        session.finish("success", {})
+        session.finish("success", Summary(outcome="success"))
     return {"rest": rest, "hover": hover}
 
 

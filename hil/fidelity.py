@@ -47,8 +47,8 @@ from hil.param_journal import keep_journal
 from hil.safety import require_on_ground
 from hil.session import TrialSession
 from hil.stop import dead_mans_switch, make_safe
-from records.record import TrialRecorder
-from reports.fidelity import (
+from records.campaign_dir import TRIALS_DIR
+from records.fidelity_run import (
     CANDIDATE,
     ESTIMATE,
     FIDELITY_KIND,
@@ -56,7 +56,8 @@ from reports.fidelity import (
     TRACE_TABLE,
     TRUTH,
 )
-from reports.results import TRIALS_DIR
+from records.record import TrialRecorder
+from records.summary import FiguresSummary
 from targets import TargetOptions, TargetSpec
 
 TAKEOFF_ALT = 5.0
@@ -730,8 +731,8 @@ async def run_target(target: str, runs: int, speed: float, px4_dir: str | None =
             keeper = _Keeper(name, trace_dir, session.recorder)
             figures = await fly_suite(lambda flight: connected(session, target, speed, px4_dir, flight, say), quick,
                                       keeper.keep, measure_on)
-            session.finish("success", {**{f"{FIGURE_PREFIX}{k}": v for k, v in figures.items()},
-                                       "fidelity_source": keeper.source})
+            session.finish("success", FiguresSummary(outcome="success", figures={
+                **{f"{FIGURE_PREFIX}{k}": v for k, v in figures.items()}, "fidelity_source": keeper.source}))
         say(f"{target} run {run + 1}/{runs} (on its {keeper.source}): "
             + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
         results.append(figures)

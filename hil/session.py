@@ -85,14 +85,7 @@ class TrialSession:
             self.speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
 
     def finish(self, outcome: str, summary: Summary) -> None:
-        """The record finished with `outcome` and its summary, whose outcome it is.
-
-        The fidelity suite (hil/fidelity.py, benchmarks/sensor_noise.py) still hands a mapping of its figures
-        (tests/test_layers.py names them) until it hands a `records.summary.FiguresSummary`; such a mapping reads
-        back as one."""
-        if isinstance(summary, Summary):
-            if summary.outcome != outcome:
-                raise ValueError(f"a record finished as {outcome} with the summary of a {summary.outcome}")
-            self.recorder.finish(str(outcome), summary.to_manifest())
-        else:
-            self.recorder.finish(str(outcome), summary)
+        """The record finished with `outcome` and its summary, whose outcome it is."""
+        if summary.outcome != outcome:
+            raise ValueError(f"a record finished as {outcome} with the summary of a {summary.outcome}")
+        self.recorder.finish(str(outcome), summary.to_manifest())

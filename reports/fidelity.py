@@ -14,14 +14,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# How fidelity runs are kept as trial records (hil/fidelity.py writes them, `hil report` reads them).
-FIDELITY_KIND = "fidelity"  # the record's config "kind"
-REFERENCE, CANDIDATE = "reference", "candidate"  # the record's config "role"
-FIGURE_PREFIX = "fidelity."  # summary keys: fidelity.<figure name>
-TRACE_TABLE = "fidelity"  # the telemetry of every flight, one row per sample
-# What a run's figures are measured on: the vehicle's estimate (LOCAL_POSITION_NED: what the autopilot
-# flies on and the harness judges trials on) or the simulator's ground truth (PX4 SIH streams it).
-ESTIMATE, TRUTH = "estimate", "truth"
+from records.fidelity_run import (
+    CANDIDATE,
+    FIDELITY_KIND,
+    FIGURE_PREFIX,
+    REFERENCE,
+)
+
 # How far PX4 SIH's position estimate wanders in 4 s of hover (m; v1.16.1, 4 runs: 0.13-0.29 m
 # horizontally, 0.25-0.54 m vertically after the takeoff). An overshoot smaller than this cannot be
 # told from the estimate's wander, so no overshoot band is narrower.

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from records.fidelity_run import FIDELITY_KIND
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
 from reports.estimation import QUANTITIES
 from reports.fidelity import (
-    FIDELITY_KIND,
     MIN_RELATIVE_BAND,
     compare_records,
     differences,

@@ -20,17 +20,19 @@ from hil import fidelity
 from hil.cli import main as hil_main
 from hil.fidelity import BUILTIN, PX4_SITL, Sample, Trace, fly_suite, run_target
 from px4.sim.realtime import SimOptions, build_vehicle
-from records.record import read_events, read_manifest, read_table
-from reports.fidelity import (
+from records.fidelity_run import (
     CANDIDATE,
     ESTIMATE,
     FIDELITY_KIND,
     FIGURE_PREFIX,
-    FIGURES,
-    QUICK_FIGURES,
     REFERENCE,
     TRACE_TABLE,
     TRUTH,
+)
+from records.record import read_events, read_manifest, read_table
+from reports.fidelity import (
+    FIGURES,
+    QUICK_FIGURES,
     Figure,
     band,
     compare,

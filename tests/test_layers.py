@@ -129,11 +129,6 @@ def test_imports_inside_functions_only_in_the_command_line_dispatch_the_pytest_p
 # Reports read records; the harness below its command line and pytest plugin writes them and never reads a figure
 # back: what it knows of a trial goes into the record's summary (records.summary), and reports compute the rest.
 READS_REPORTS = ("hil/commands/", "hil/cli.py", "hil/pytest_plugin/")
-# Still importing reports, each with why; the list only shrinks (the last test below fails on a stale entry).
-STILL_IMPORTS_REPORTS = {
-    "hil/fidelity.py": "the fidelity suite's figure definitions (reports.fidelity) and its records' place "
-                       "(reports.results.TRIALS_DIR): being moved onto the trial session by another change",
-}
 
 
 def _hil_modules_importing_reports() -> dict[str, list[str]]:
@@ -148,18 +143,8 @@ def _hil_modules_importing_reports() -> dict[str, list[str]]:
 
 
 def test_the_harness_below_its_command_line_does_not_import_reports():
-    found = _hil_modules_importing_reports()
-    wrong = [line for relative, lines in found.items() if relative not in STILL_IMPORTS_REPORTS for line in lines]
+    wrong = [line for lines in _hil_modules_importing_reports().values() for line in lines]
     assert not wrong, "hil imports reports (compute figures in reports.figures, from the record):\n" + "\n".join(wrong)
-    stale = set(STILL_IMPORTS_REPORTS) - set(found)
-    assert not stale, f"no longer import reports, so no longer need their exception: {sorted(stale)}"
-
-
-# Handing session.finish a mapping instead of a records.summary dataclass; the list only shrinks.
-FINISHES_WITH_A_MAPPING = {
-    "hil/fidelity.py": "its figures as fidelity.<name> (records.summary.FiguresSummary is the type to adopt)",
-    "benchmarks/sensor_noise.py": "an empty summary, from the same change as hil/fidelity.py's (a plain Summary)",
-}
 
 
 def _finish_calls_with_a_mapping(path: Path) -> list[int]:
@@ -188,7 +173,4 @@ def test_a_trial_session_is_finished_with_a_typed_summary_not_a_dict():
         lines = _finish_calls_with_a_mapping(path)
         if lines:
             found[str(path.relative_to(ROOT))] = lines
-    wrong = {relative: lines for relative, lines in found.items() if relative not in FINISHES_WITH_A_MAPPING}
-    assert not wrong, f"a dict handed to session.finish (hand a records.summary dataclass): {wrong}"
-    stale = set(FINISHES_WITH_A_MAPPING) - set(found)
-    assert not stale, f"no longer hand session.finish a mapping, so no longer need their exception: {sorted(stale)}"
+    assert not found, f"a dict handed to session.finish (hand a records.summary dataclass): {found}"
