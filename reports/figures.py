@@ -6,11 +6,17 @@ was judged against, the scene, the platform) and the record's tables:
 
 - a planner's navigation (`NavigationSummary`): the flight metrics of the navigation phase (`trial_metrics`:
   FlightBench's, goal distances, TCR@delta, clearance), the planner's per-cycle compute time, a ROS 2 node's
-  setpoint ages;
+  setpoint ages; and how close its verdict was: `margin_clearance_m` (the minimum clearance to the scene's
+  obstacles, the vehicle radius taken off, on the telemetry the judge used) and `margin_fence_m` (the closest
+  approach to the scene's rectangle or ceiling, negative beyond it);
 - a route flown by the autopilot (`MissionSummary`): the stages completed and the mission metrics of the
-  armed flight (`mission_metrics`, per stage too);
+  armed flight (`mission_metrics`, per stage too); its margins are NaN, since its summary names no scene or
+  airspace to measure them against;
 - both: PX4's estimate against the physics' truth, where the record has them (`trial_estimation`);
 - any other summary: none (a `FiguresSummary` brings its own).
+
+Neither summary carries the time budget, so the time margin (`margin_time_s`) is the report's, from the rule's
+budget (`reports.render.Margins`).
 
 A campaign keeps each trial's figures in its figures/ folder (`records.campaign_dir`), computed once, as
 the trial finishes (`keep_figures`, which `hil run` calls through `reports.results.CampaignResults`): a
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +60,8 @@ from reports.metrics import (
 )
 
 # Raise when a figure's computation changes: a campaign's kept figures of another version are computed again.
-FIGURES_VERSION = 1
+FIGURES_VERSION = 2
+MARGIN_FIGURES = ("margin_clearance_m", "margin_fence_m")  # the distance margins; NaN where not applicable
 MAX_FIGURES_BYTES = 1 << 20  # a trial's figures are a few hundred numbers
 
 Figures = dict[str, Column]
@@ -85,7 +93,8 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
                                            offset=np.array(summary.home)) if len(telemetry) else None
     shortest = summary.facts.shortest_length_m
     if trajectory is None or len(trajectory) < 2:
-        flown: Figures = {"path_length_m": 0.0, "shortest_length_m": shortest, "oracle_success": False}
+        flown: Figures = {"path_length_m": 0.0, "shortest_length_m": shortest, "oracle_success": False,
+                          **dict.fromkeys(MARGIN_FIGURES, math.nan)}
     else:
         try:
             scene = scene_for(summary.scene, summary.scene_config)
@@ -95,6 +104,9 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
                               goal_radius=summary.goal_radius_m, shortest_length=shortest,
                               collision_time_s=summary.end_time_s if summary.outcome == Outcome.COLLISION else None,
                               success=summary.outcome == Outcome.SUCCESS)
+        # A scene without obstacles has an infinite clearance: no margin to speak of.
+        clearance = flown["min_clearance_m"]
+        flown["margin_clearance_m"] = clearance if math.isfinite(clearance) else math.nan
     latency = latency_columns(_optional_table(record, "ros2")) if is_ros2(summary.planner) else {}
     return {**flown, **timing_summary(_optional_table(record, "timing")), **latency}
 
@@ -110,6 +122,7 @@ def _mission(record: Path, summary: MissionSummary) -> Figures:
     telemetry = _optional_table(record, "telemetry")
     telemetry = vehicle_time(telemetry, summary.speed_factor) if telemetry is not None else pd.DataFrame()
     flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
+    out.update(dict.fromkeys(MARGIN_FIGURES, math.nan))
     if len(flown) < 2:
         return {**out, "success": success, "collided": collided}
     trajectory = Trajectory.from_telemetry(flown, offset=np.array(route.home))

@@ -11,7 +11,8 @@ Per trial (`trial_metrics`, from the flown trajectory in the scene frame):
 * HUGE-Bench TCR@delta: the fraction of reference-trajectory points within delta metres
   of the flown path (a polyline).
 * Safety: minimum clearance (obstacle distance minus the vehicle radius), seconds outside the
-  geofence rectangle and seconds above the flight ceiling.
+  geofence rectangle and seconds above the flight ceiling, and the fence margin: the smallest distance from
+  the vehicle to the rectangle's sides or the ceiling (negative: outside).
 
 Per group of trials (`group_metrics`): UAV-ON's SR, OSR, DTS, SPL and HUGE-Bench's CR, CSPL and
 mean TCR@1/2/5.
@@ -171,19 +172,24 @@ class SafetyFigures:
     min_clearance_m: float  # smallest obstacle distance minus the vehicle radius (negative: contact)
     geofence_violation_s: float  # time outside the scene's rectangle
     altitude_violation_s: float  # time above the flight ceiling
+    margin_fence_m: float  # closest the vehicle came to a side of the rectangle or the ceiling (negative: beyond)
 
 
 def safety_figures(trajectory: Trajectory, scene: Scene, vehicle_radius: float) -> SafetyFigures:
     if len(trajectory) == 0:
-        return SafetyFigures(math.nan, 0.0, 0.0)
+        return SafetyFigures(math.nan, 0.0, 0.0, math.nan)
     clearance = scene.distance(trajectory.pos) - vehicle_radius
     horizontal = np.all((trajectory.pos[:, :2] >= scene.bounds_min[:2]) & (trajectory.pos[:, :2] <= scene.bounds_max[:2]),
                         axis=1)
     above = trajectory.pos[:, 2] < scene.bounds_min[2]
+    # Signed room left to each limit; the floor is the ground, which the clearance and the judge already cover.
+    room = np.column_stack([trajectory.pos[:, :2] - scene.bounds_min[:2], scene.bounds_max[:2] - trajectory.pos[:, :2],
+                            trajectory.pos[:, 2] - scene.bounds_min[2]])
     return SafetyFigures(
         min_clearance_m=float(clearance.min()) if np.isfinite(clearance.min()) else math.inf,
         geofence_violation_s=_time_where(~horizontal, trajectory.t),
         altitude_violation_s=_time_where(above, trajectory.t),
+        margin_fence_m=float(room.min()),
     )
 
 

@@ -9,8 +9,9 @@ on its own, report.html still shows its tables and figures; its interactive plot
 Sections: outcomes; success by scenario (FLYINGTRUST Fig. 9); success against platform capability
 (Fig. 10); platform x scenario heatmaps (Figs. 12-16); composite score (Table II); benchmark
 metrics (FlightBench, UAV-ON, HUGE-Bench) with CIs; safety; onboard computation time (FlightBench
-Table 5); flakiness; flown tracks on the scene; and, when the runs cover more than one target,
-simulation versus hardware.
+Table 5); flakiness; marginal verdicts (trials within a user-set margin of their verdict's limit, and how
+often each case's verdict flipped across repeats and targets); flown tracks on the scene; and, when the runs
+cover more than one target, simulation versus hardware.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import base64
 import html
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from reports.fidelity import (
     compare_records,
     differences,
 )
+from reports.figures import MARGIN_FIGURES
 from reports.interactive import PLOTLY_JS, div, script_tag, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -59,6 +61,17 @@ TRACK_SCENES = 4  # scene configurations with a track plot
 TRACKS_PER_PLOT = 8
 OVERLAYS = 3  # aligned sim/hardware pairs drawn over each other
 FLAKY_SHOWN = 30
+MARGINAL_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class Margins:
+    """How close to its limit a verdict must be to count as marginal: `metres` for the clearance and the fence,
+    `seconds` for the time budget; `budgets`: each rule's time budget (s), which the records do not carry."""
+
+    metres: float = 0.25
+    seconds: float = 5.0
+    budgets: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,15 +110,17 @@ Block = Heading | Paragraph | Table | Figure | Html
 
 # ----------------------------------------------------------------------------------------- assembling
 def build_report(results: pd.DataFrame, title: str = "Campaign report",
-                 pages: TrialPages | None = None, unreadable: dict[str, str] | None = None) -> list[Block]:
+                 pages: TrialPages | None = None, unreadable: dict[str, str] | None = None,
+                 margins: Margins = Margins()) -> list[Block]:
     """Every block of the report, from a results table (one or more runs concatenated); `pages` are
     the trial pages written for it (`reports.trial_pages`): their links, and the timing they read;
-    `unreadable` the trial records that could not be read, with why (RUN/TRIAL -> reason)."""
+    `unreadable` the trial records that could not be read, with why (RUN/TRIAL -> reason); `margins` what
+    counts as a marginal verdict."""
     # Fidelity runs fly the manoeuvre suite, not a mission: a table of their own, after the rest.
     fidelity = results["kind"] == FIDELITY_KIND if "kind" in results else pd.Series(False, index=results.index)
     if fidelity.any():
         missions = results[~fidelity]
-        rest = build_report(missions, title, pages)[1:] if not missions.empty else []
+        rest = build_report(missions, title, pages, margins=margins)[1:] if not missions.empty else []
         return [Heading(title, 1), *_unreadable_section(unreadable or {}), *rest,
                 *_fidelity_section(results[fidelity])]
     results = _with_derived_columns(results)
@@ -127,6 +142,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
     blocks += _timing_histograms(results, pages.cycle_totals_ms)
     blocks += _estimation_section(results)
     blocks += _flakiness_section(observed)
+    blocks += _marginal_section(results, margins)
     blocks += _track_section(observed)
     targets = list(dict.fromkeys(results["target"]))
     if len(targets) > 1:
@@ -424,9 +440,12 @@ def _estimation_section(results: pd.DataFrame) -> list[Block]:
             Table(per_trial)]
 
 
+# A test case as flakiness and marginal verdicts count its repeats.
+CASE = ["scene", "config", "rule", "profile", "target", "link", "fault", "planner"]
+
+
 def _flakiness_section(observed: pd.DataFrame) -> list[Block]:
-    case = ["scene", "config", "rule", "profile", "target", "link", "fault", "planner"]
-    table = flakiness(observed, case)
+    table = flakiness(observed, CASE)
     flaky = table[table["flaky"]]
     copies = int(((table["trials"] > 1) & (table["n"] == 1)).sum())
     text = (f"{len(table)} test cases, {int((table['trials'] > 1).sum())} repeated"
@@ -440,7 +459,72 @@ def _flakiness_section(observed: pd.DataFrame) -> list[Block]:
             blocks.append(Paragraph(f"The {FLAKY_SHOWN} least reliable of the {len(flaky)} flaky cases:"))
         shown = shown.assign(**{"pass rate": [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in
                                               zip(shown["pass_rate"], shown["low"], shown["high"])]})
-        blocks.append(Table(shown[[*case, "n", "pass rate"]]))
+        blocks.append(Table(shown[[*CASE, "n", "pass rate"]]))
+    return blocks
+
+
+# Each margin's label, unit, and the outcome that ends a trial at its limit: that trial stopped at contact (or
+# at the fence), so its margin is about zero by construction and says nothing of how near it came to missing.
+MARGIN_KINDS = {"margin_clearance_m": ("clearance", "m", "collision"), "margin_fence_m": ("fence", "m", "breach"),
+                "margin_time_s": ("time", "s", "timeout")}
+
+
+def trial_margins(results: pd.DataFrame, margins: Margins) -> pd.DataFrame:
+    """Each trial's margins (`MARGIN_KINDS`' columns, NaN where not applicable) and `marginal`: those within the
+    user's margin of zero, either side, as "label value unit" text ("" when none is). The time margin is a
+    success's budget less its time: a timeout used its budget whole, and how close it came is a distance to
+    the goal, not a time."""
+    out = pd.DataFrame(index=results.index)
+    for column in MARGIN_FIGURES:
+        out[column] = pd.to_numeric(results[column], errors="coerce") if column in results else math.nan
+    budget = results["rule"].map(margins.budgets) if "rule" in results else math.nan
+    succeeded = results["success"].fillna(False).astype(bool) if "success" in results else False
+    used = pd.to_numeric(results["end_time_s"], errors="coerce") if "end_time_s" in results else math.nan
+    out["margin_time_s"] = (pd.to_numeric(budget, errors="coerce") - used).where(succeeded)
+    outcomes = results["outcome"] if "outcome" in results else pd.Series("", index=results.index)
+    marginal = []
+    for (_, row), outcome in zip(out.iterrows(), outcomes):
+        marginal.append(", ".join(
+            f"{label} {row[column]:+.2f} {unit}" for column, (label, unit, ended) in MARGIN_KINDS.items()
+            if outcome != ended and abs(row[column]) <= (margins.seconds if unit == "s" else margins.metres)))
+    out["marginal"] = marginal
+    return out
+
+
+def _marginal_section(results: pd.DataFrame, margins: Margins) -> list[Block]:
+    table = results.drop(columns=list(MARGIN_FIGURES), errors="ignore").join(trial_margins(results, margins))
+    marginal = table[table["marginal"] != ""]
+    across_targets = [c for c in CASE if c != "target"]
+    flips = []
+    for key, group in table.groupby(across_targets, sort=True, dropna=False):
+        by_target = group.groupby("target")["outcome"].nunique()
+        by_repeat = group.groupby("repeat").agg(outcomes=("outcome", "nunique"), targets=("target", "nunique"))
+        compared = by_repeat.loc[by_repeat["targets"] > 1, "outcomes"]
+        flips.append({**dict(zip(across_targets, key if isinstance(key, tuple) else (key,))),
+                      "trials": len(group), "marginal trials": int((group["marginal"] != "").sum()),
+                      "flipped across repeats": f"{int((by_target > 1).sum())} of {len(by_target)} targets",
+                      "flipped across targets": f"{int((compared > 1).sum())} of {len(compared)} repeats",
+                      "flipped": bool((by_target > 1).any() or (compared > 1).any())})
+    flips = pd.DataFrame(flips)
+    shown_cases = flips[(flips["marginal trials"] > 0) | flips["flipped"]]
+    text = (f"A verdict is marginal when one of its margins is within {margins.metres:g} m (the minimum clearance "
+            f"to an obstacle less the vehicle radius; the closest approach to the fence or ceiling) or "
+            f"{margins.seconds:g} s (a success's time budget less the time it took) of zero (`hil report "
+            f"--margin-m/--margin-s`), leaving out the limit the verdict ended at (a collision's clearance, a "
+            f"breach's fence, a timeout's time): {len(marginal)} of {len(table)} trials are, and "
+            f"{int(flips['flipped'].sum())} of {len(flips)} test cases (all targets together) flipped their "
+            "verdict across repeats or targets.")
+    blocks: list[Block] = [Heading("Marginal verdicts"), Paragraph(text)]
+    if len(marginal):
+        if len(marginal) > MARGINAL_SHOWN:
+            blocks.append(Paragraph(f"The first {MARGINAL_SHOWN} of the {len(marginal)} marginal trials:"))
+        columns = ["trial_id", "outcome", "marginal", *[c for c in TRIAL_COLUMNS[2:] if c in marginal]]
+        shown = marginal[columns].head(MARGINAL_SHOWN)
+        blocks.append(Table(shown.rename(columns={"marginal": "within the margin"})))
+    if len(shown_cases):
+        blocks += [Paragraph("Test cases with a marginal trial or a flipped verdict (a flip across repeats: one "
+                             "target's repeats disagree; across targets: one repeat's targets disagree):"),
+                   Table(shown_cases.drop(columns="flipped"))]
     return blocks
 
 
@@ -599,7 +683,7 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 
 def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign report",
-                 unreadable: dict[str, str] | None = None) -> tuple[Path, Path]:
+                 unreadable: dict[str, str] | None = None, margins: Margins = Margins()) -> tuple[Path, Path]:
     """Write report.md (+ report_files/*.png), report.html (figures inline, Plotly from report_files/, no CDN)
     and a page per trial (trials/, Plotly from report_files/) into `out_dir`; returns the paths of
     report.md and report.html. `unreadable` (RUN/TRIAL -> why) lists the trial records that could not be
@@ -612,7 +696,7 @@ def write_report(results: pd.DataFrame, out_dir: Path, title: str = "Campaign re
     missions = results[results["kind"] != FIDELITY_KIND] if "kind" in results else results
     pages = write_trial_pages(missions, out_dir) if "run_dir" in results and not missions.empty else TrialPages()
     unreadable.update(pages.unreadable)
-    blocks = build_report(results, title, pages, unreadable)
+    blocks = build_report(results, title, pages, unreadable, margins)
     for block in blocks:
         if isinstance(block, Figure):
             (figures_dir / f"{block.name}.png").write_bytes(block.png)

@@ -251,7 +251,7 @@ NAVIGATION_COLUMNS = (
     "difficulty_to", "difficulty_vo", "difficulty_aol", "guide_length_m", "shortest_length_m", "duration_s",
     "path_length_m", "avg_speed", "avg_curvature", "avg_acceleration", "avg_jerk", "progress", "final_distance_m",
     "closest_distance_m", "oracle_success", "tcr_1", "tcr_2", "tcr_5", "min_clearance_m", "geofence_violation_s",
-    "altitude_violation_s", "t_map_ms", "t_plan_ms", "t_ctrl_ms", "t_tot_ms")
+    "altitude_violation_s", "margin_clearance_m", "margin_fence_m", "t_map_ms", "t_plan_ms", "t_ctrl_ms", "t_tot_ms")
 # A mission file's trial: the platform's facts, its stages, and the mission metrics (per stage too).
 MISSION_COLUMNS = (
     "outcome", "reason", "platform_kind", "mass_kg", "vehicle_radius_m", "stages", "stages_completed", "duration_s",
@@ -277,6 +277,9 @@ def test_a_results_row_holds_every_figure_computed_once_from_its_record(tmp_path
     assert navigation["success"] and navigation["path_length_m"] > navigation["shortest_length_m"] * 0.9
     assert mission["outcome"] == "success" and mission[list(MISSION_COLUMNS)].notna().all(), mission[mission.isna()]
     assert mission["stages_completed"] == 1.0 and mission["path_length_m"] > 40.0
+    # A mission's summary names no scene or airspace: no margin to measure, and the columns say so.
+    assert mission[["margin_clearance_m", "margin_fence_m"]].isna().all()
+    assert navigation["margin_clearance_m"] == navigation["min_clearance_m"] > 0
     # The row's figures are the record's, kept beside it as the trial finished.
     kept = {path.stem: path for path in (out / FIGURES_DIR).iterdir()}
     assert set(kept) == set(table.index)

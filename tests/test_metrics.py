@@ -74,6 +74,7 @@ def test_safety_figures_clearance_and_geofence_time():
     assert figures.min_clearance_m == pytest.approx(1.0 - 0.5 - 0.2)
     assert figures.altitude_violation_s == pytest.approx(1.5)  # samples at 8.0, 8.5, 9.0 count to the next
     assert figures.geofence_violation_s == 0.0
+    assert figures.margin_fence_m == pytest.approx(-0.5)  # 0.5 m above the ceiling, its closest to any limit
 
 
 def test_uav_on_and_huge_bench_group_metrics_by_hand():
