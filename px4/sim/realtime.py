@@ -31,7 +31,9 @@ MAX_LAG_S = 0.25
 # the sockets first: a command that came in meanwhile is answered within a slice, not after the backlog.
 SLICE_S = 0.004
 # The speed kept is judged over windows of this many wall seconds: below BEHIND_SHARE of the speed factor,
-# the vehicle says so, once a flight, so a trial on an overloaded machine is not taken for real time.
+# with vehicle time held back in the window, the vehicle says so, once a flight, so a trial on an overloaded
+# machine is not taken for real time. A stall that was caught up is not falling behind, even where its
+# catch-up fell in the next window.
 BEHIND_WINDOW_S = 1.0
 BEHIND_SHARE = 0.9
 # No stream goes out faster than this many messages per wall second. At 4x (the tests' speed) every
@@ -73,7 +75,9 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
     held back (each time it trailed by more than MAX_LAG_S of wall time, after having caught up).
 
     `on_behind(kept)` is called once a flight (again only after the next arming) with the speed factor the
-    vehicle kept over a window of BEHIND_WINDOW_S wall seconds when that was below BEHIND_SHARE of `speed`.
+    vehicle kept over a window of BEHIND_WINDOW_S wall seconds when that was below BEHIND_SHARE of `speed`
+    and vehicle time was held back in it.
+
     No stream is sent more often than `max_stream_hz` times a wall second: its interval in vehicle time
     follows the speed kept over the last window (the speed asked, to begin with), so a vehicle that falls
     behind still streams at that rate rather than less often.
@@ -85,7 +89,7 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
     server.min_stream_interval_s = speed / max_stream_hz
     loop = asyncio.get_running_loop()
     start_wall, start_sim = loop.time(), autopilot.time_s
-    window_wall, window_sim = start_wall, start_sim
+    window_wall, window_sim, window_dropped = start_wall, start_sim, 0.0
     held_back, holding = 0, False
     said, was_armed = False, autopilot.armed
     max_lag = MAX_LAG_S * speed
@@ -94,19 +98,21 @@ async def run_realtime(autopilot: Autopilot, server: MavlinkServer, speed: float
         if autopilot.armed and not was_armed:
             said = False
         was_armed = autopilot.armed
+        target = start_sim + (now - start_wall) * speed
+        dropped = target - autopilot.time_s - max_lag
+        if dropped > 0:
+            held_back += not holding
+            holding = True
+            window_dropped += dropped
+            start_sim -= dropped
+            target -= dropped
         if now - window_wall >= BEHIND_WINDOW_S:
             kept = (autopilot.time_s - window_sim) / (now - window_wall)
-            if kept < BEHIND_SHARE * speed and not said and on_behind is not None:
+            if kept < BEHIND_SHARE * speed and window_dropped > 0 and not said and on_behind is not None:
                 on_behind(kept)
                 said = True
             server.min_stream_interval_s = min(max(kept, 1.0), speed) / max_stream_hz
-            window_wall, window_sim = now, autopilot.time_s
-        target = start_sim + (now - start_wall) * speed
-        if target - autopilot.time_s > max_lag:
-            held_back += not holding
-            holding = True
-            start_sim -= target - autopilot.time_s - max_lag
-            target = autopilot.time_s + max_lag
+            window_wall, window_sim, window_dropped = now, autopilot.time_s, 0.0
         slice_end = now + SLICE_S
         while True:
             stepped = autopilot.advance(target, steps=STEPS_PER_SERVICE)
