@@ -16,7 +16,14 @@ link, as a plain client: arms, takes off (the autopilot's own take-off) and wait
 Goal: the built-in vehicle keeps at least PX4's fraction at every factor and load (within KEPT_SLACK,
 the stamp and scheduling jitter of a window). The machine may be shared: the load average is printed.
 
+PX4 SITL asks for real-time priorities for its threads (SCHED_FIFO: SIH and its work queues at 99, its
+MAVLink threads at 50), and gets them where it may, as root: they then run before every ordinary process,
+burners included. The built-in vehicle is an ordinary process. The last line says how many threads of
+each were real-time. To compare the two as a user without that privilege runs them (PX4 then runs every
+thread in SCHED_OTHER, as the built-in vehicle does), take CAP_SYS_NICE away:
+
     PX4_DIR=../shared/px4/v1.16.1 python benchmarks/pace.py [--speeds 1,2,4] [--burners 2] [--window 10]
+    setpriv --bounding-set -sys_nice --inh-caps -sys_nice python benchmarks/pace.py
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ class Pace:
     acks_ms: list[float] = field(default_factory=list)
     lost: int = 0
     behind: int = 0
+    realtime: tuple[int, int] = (0, 0)  # threads in a real-time scheduling class, of all its threads
     error: str = ""
 
     def quantile(self, q: int) -> float:
@@ -214,20 +222,32 @@ def burners(count: int) -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def started(target: str, speed: float, px4_dir: str | None) -> AsyncIterator[int]:
-    """The target running at `speed`; yields the UDP port its API link sends to."""
+async def started(target: str, speed: float, px4_dir: str | None) -> AsyncIterator[tuple[int, int]]:
+    """The target running at `speed`; yields the UDP port its API link sends to and its process id."""
     if target == "builtin":
         async with builtin_vehicle(SimProcessOptions(speed=speed, params=PARAMS)) as sim:
-            yield int(sim.url.rsplit(":", 1)[1])
+            yield int(sim.url.rsplit(":", 1)[1]), sim.proc.pid
     else:
         async with px4_sitl(SitlOptions(speed=speed, px4_dir=px4_dir, params=PARAMS)) as sitl:
-            yield sitl.ports.offboard_remote
+            yield sitl.ports.offboard_remote, sitl.proc.pid
+
+
+def realtime_threads(pid: int) -> tuple[int, int]:
+    """(threads of process `pid` in SCHED_FIFO or SCHED_RR, all its threads). PX4 SITL puts most of its
+    threads there when it may (as root: CAP_SYS_NICE), and they then run before any other process's."""
+    classes = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            classes.append(os.sched_getscheduler(int(tid)))
+    return sum(c in (os.SCHED_FIFO, os.SCHED_RR) for c in classes), len(classes)
 
 
 async def run(target: str, speed: float, window_s: float, px4_dir: str | None) -> Pace:
     try:
-        async with started(target, speed, px4_dir) as port:
-            return await asyncio.to_thread(measure, port, speed, window_s)
+        async with started(target, speed, px4_dir) as (port, pid):
+            pace = await asyncio.to_thread(measure, port, speed, window_s)
+            pace.realtime = realtime_threads(pid)
+            return pace
     except Exception as exc:  # noqa: BLE001 - a run that cannot fly is a result of the table, not a crash
         return Pace(error=f"{type(exc).__name__}: {exc}")
 
@@ -259,11 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     cols = f"{'kept':>6} {'ACK p50':>7} {'ACK p99':>7} {'lost':>4} {'behind':>6}"
     print(f"{'':13} | {'built-in vehicle':<35} | {px4_name:<35}")
     print(f"{'speed burners':13} | {cols} | {cols} | load")
-    worse = []
+    worse, realtime = [], {}
     for count in (0, args.burners):
         for speed in speeds:
             with burners(count):
                 results = {t: asyncio.run(run(t, speed, args.window, args.px4_dir)) for t in targets}
+            realtime.update({t: pace.realtime for t, pace in results.items() if not pace.error})
             px4 = results.get("px4", Pace(error="no PX4 build"))
             print(f"{speed:4g}x {count:7d} | {row(results['builtin'])} | {row(px4)} | {os.getloadavg()[0]:.1f}")
             for target, pace in results.items():
@@ -271,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    {target}: {pace.error}")
             if not px4.error and not results["builtin"].kept >= px4.kept - KEPT_SLACK:
                 worse.append(f"{speed:g}x with {count} burners")
+    print("real-time threads (SCHED_FIFO/RR), of all: " + "; ".join(
+        f"{'built-in vehicle' if t == 'builtin' else px4_name} {rt} of {n}" for t, (rt, n) in realtime.items()))
     if "px4" in targets:
         print(f"goal: the built-in vehicle keeps at least PX4's fraction at every factor and load: "
               f"{'met' if not worse else 'NOT met (' + '; '.join(worse) + ')'}")
