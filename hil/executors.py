@@ -37,9 +37,11 @@ import sys
 import tarfile
 import tempfile
 import traceback
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Protocol
 
 from config.loading import read_bytes
@@ -118,11 +120,18 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> Summary:
 
 
 # ---------------------------------------------------------------------------------------- local pool
-def _stop_worker(*_) -> None:
+def _stop_worker(signum: int, frame: FrameType | None) -> None:
     """SIGTERM: SystemExit unwinds the running trial; asyncio.run cancels its tasks, simulators are
     stopped on the way out. The task the exit interrupted is abandoned on purpose, so asyncio's
-    "exception was never retrieved" report of it is silenced rather than printed as a traceback."""
+    "exception was never retrieved" report of it is silenced rather than printed as a traceback, and so is
+    Python's "never awaited" of a trial the exit caught between its coroutine's creation and its start."""
+    if frame is not None and frame.f_code is _stop_again.__code__:
+        # The alarm of `_stop_again` came before its hook returned (a loaded machine deschedules a worker for
+        # longer than the alarm's millisecond): raising here would be ignored again, so it comes once more.
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
     sys.exit(128 + signal.SIGTERM)
 
 
