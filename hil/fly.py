@@ -283,14 +283,15 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                     outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options,
                                                                                say, session.phase)
                     keep_plan(mission, vehicle, record_dir, recorder)
-                    if options.hardware and not options.dry_run and outcome == "aborted":
-                        # A stop request asks the process to end once the vehicle is safe: a ULog download takes
-                        # from seconds to many minutes (a radio, a busy link), longer than systemd, docker or a CI
-                        # runner waits before SIGKILL, which would leave the record unfinished.
-                        recorder.event("ulog_unavailable", reason="not downloaded after a stop request")
-                        say("the flight controller keeps its ULog of this flight (not downloaded after a stop)")
-                    elif options.hardware and not options.dry_run:
-                        await _keep_ulog(vehicle, record_dir, session.rows, recorder, say)
+                    if options.hardware and not options.dry_run:
+                        if outcome == "aborted":
+                            # A stop request asks the process to end once the vehicle is safe: a ULog download
+                            # takes from seconds to many minutes (a radio, a busy link), longer than systemd, docker
+                            # or a CI runner waits before SIGKILL, which would leave the record unfinished.
+                            recorder.event("ulog_unavailable", reason="not downloaded after a stop request")
+                            say("the flight controller keeps its ULog of this flight (not downloaded after a stop)")
+                        else:
+                            await _keep_ulog(vehicle, record_dir, session.rows, recorder, say)
                 except VehicleError as exc:
                     refused = isinstance(exc, JournalRestoreRefused) or "refused" in str(exc)
                     outcome, reason = ("refused" if refused else "error"), str(exc)

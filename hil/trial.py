@@ -53,7 +53,9 @@ from records.summary import (
 )
 from targets import TargetOptions
 
-CONNECT_TIMEOUT_S = 20.0  # wall seconds for a MAVLink target to answer
+# Wall seconds a flight controller the harness did not start gets to answer (one it started is waited for
+# while its process lives: targets).
+CONNECT_TIMEOUT_S = 20.0
 
 
 def scene_facts(name: str, config: int, cache_dir: Path) -> SceneFacts:
