@@ -22,6 +22,14 @@ log = logging.getLogger(__name__)
 READY_LINE = "built-in vehicle on "
 
 
+def behind_text(kept: float, speed: float) -> str:
+    """What the vehicle says when it fell behind its speed factor: the factor it kept to two significant figures
+    (said only below 0.9 of the factor, so a kept 0.6 at 4x reads 0.6x, never a whole 1x nor the factor itself);
+    from 100x on, whole numbers, which the g format would write with an exponent."""
+    figure = f"{kept:.2g}" if kept < 100 else f"{kept:.0f}"
+    return f"Simulation falling behind: {figure}x kept of {speed:g}x"
+
+
 async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
     """Open every connection string and bind it to the server."""
     links = []
@@ -48,7 +56,7 @@ async def serve(options: SimOptions, on_ready=None, perturbation: Perturbation =
         def behind(kept: float) -> None:
             # Told to the clients too (a STATUSTEXT warning, kept in a trial's events and telemetry log),
             # so a trial on an overloaded machine says it did not run at the speed it was given.
-            text = f"Simulation falling behind: {kept:.0f}x kept of {options.speed:g}x"
+            text = behind_text(kept, options.speed)
             log.warning(text)
             autopilot.say(mavlink.MAV_SEVERITY_WARNING, text)
 
