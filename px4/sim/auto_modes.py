@@ -15,6 +15,9 @@ from px4.sim.autopilot_types import ACCEPTED, AutoPhase, CommandResult, denied
 from px4.sim.flight_task import Kind, Triplet
 from px4.sim.mission_items import MissionItem
 
+# m: the approach line ends this close to the circle (horizontally; vertically NAV_MC_ALT_RAD)
+ORBIT_ENTRY_RADIUS = 1.0
+
 
 class AutoModes:
     """Takeoff, return and mission navigation.
@@ -44,6 +47,25 @@ class AutoModes:
             self._start_mission_item()
         return ACCEPTED
 
+
+    # --- orbit
+    def _navigate_orbit(self, dt: float) -> tuple[float | None, float | None, float | None]:
+        """Orbit: the line to the circle as an auto leg at MPC_XY_CRUISE, then round; the controller's caps."""
+        orbit, pos = self._orbit, self.position
+        if orbit.approaching:
+            if orbit.entry is None:
+                orbit.entry = orbit.entry_point(pos, self.dyn.yaw)
+                self._set_triplet(Triplet(orbit.entry, Kind.POSITION, previous=pos,
+                                          cruise_speed=self.params["MPC_XY_CRUISE"]))
+            if not self._reached(orbit.entry, ORBIT_ENTRY_RADIUS):
+                out = self._auto_setpoint(dt)
+                return None, out.speed_up, out.speed_down
+            orbit.approaching = False
+            self._auto_active = False  # a later auto mode starts its task afresh, not from the line's end
+        sp = orbit.setpoint(pos, self._orbit_yaw, math.radians(self.params["MPC_YAWRAUTO_MAX"]), dt)
+        self._orbit_yaw = sp.yaw if math.isfinite(sp.yaw) else self.dyn.yaw
+        self.current_setpoint = sp
+        return None, None, None
 
     # --- takeoff and return
     def _navigate_takeoff(self) -> None:

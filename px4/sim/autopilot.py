@@ -563,9 +563,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             self._fly_sticks()
             want_takeoff = self._climb_wanted(self.current_setpoint)
         elif self.mode == FlightMode.ORBIT and self._orbit is not None:
-            sp = self._orbit.setpoint(self.position, self._orbit_yaw, math.radians(self.params["MPC_YAWRAUTO_MAX"]), dt)
-            self._orbit_yaw = sp.yaw if math.isfinite(sp.yaw) else self.dyn.yaw
-            self.current_setpoint = sp
+            caps = self._navigate_orbit(dt)
         else:
             if self.mode == FlightMode.TAKEOFF:
                 self._navigate_takeoff()

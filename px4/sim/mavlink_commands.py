@@ -83,9 +83,8 @@ class CommandHandler:
         elif command == C.MAV_CMD_DO_REPOSITION:
             result = self._reposition(p, frame)
         elif command == C.MAV_CMD_DO_ORBIT:
-            alt = p[6] + (ap.origin.alt_m if frame in (C.MAV_FRAME_GLOBAL_RELATIVE_ALT, C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT)
-                          and not math.isnan(p[6]) else 0.0)
-            result = ap.orbit(p[0], p[1], p[2], p[4], p[5], alt)
+            # param7 is AMSL in every frame, as PX4's orbit reads it (see px4.sim.orbit).
+            result = ap.orbit(p[0], p[1], p[2], p[4], p[5], p[6])
         elif command == C.MAV_CMD_DO_CHANGE_SPEED:
             result = ap.change_speed(p[1])
         elif command == C.MAV_CMD_MISSION_START:
