@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import numpy as np
 import pytest
+
+from records.record import read_table
 
 HOVER_TEST = '''
 import pytest
@@ -57,11 +63,42 @@ def test_a_rerun_keeps_the_failed_attempts_record_and_writes_its_own(pytester):
         assert manifest["config"]["attempt"] == attempt and manifest["outcome"] == "failed", manifest
 
 
-def test_repeats_report_a_pass_rate_with_an_interval(pytester):
-    result = run(pytester, "0.5", "--hil-repeat", "3")
+def flown(records: Path) -> list[tuple[dict, np.ndarray]]:
+    """Each run's manifest and its track (north, east, down), in run order."""
+    runs = sorted(records.iterdir())
+    return [(json.loads((r / "manifest.json").read_text()), read_table(r, "telemetry")[["north", "east", "down"]]
+             .to_numpy()) for r in runs]
+
+
+def test_repeats_are_perturbed_runs_and_report_a_pass_rate_over_them(pytester):
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, "0.5", "--hil-repeat", "3", "--hil-seed", "5", f"--junitxml={junit}")
     result.assert_outcomes(passed=3)
     out = result.stdout.str()
-    assert "HIL pass rates over 3 runs" in out and "100% [44%, 100%]  n=3" in out  # Wilson: 3 of 3 is no proof of 100 %
+    assert "HIL pass rates over 3 runs" in out and "perturbed from --hil-seed 5" in out
+    assert "100% [44%, 100%]  n=3  test_hover" in out  # Wilson: 3 of 3 is no proof of 100 %
+    runs = flown(pytester.path / "records")
+    # Three flights: the built-in vehicle in lockstep flies each run's own wind, spawn and sensor noise.
+    assert all(not np.array_equal(a[1], b[1]) for a, b in itertools.combinations(runs, 2))
+    assert len({r[0]["seed"] for r in runs}) == 3 and len({tuple(r[0]["config"]["perturbation"]["wind_ned"])
+                                                           for r in runs}) == 3
+    assert all(0 < math.hypot(*manifest["config"]["perturbation"]["position_ne"]) <= 0.3 for manifest, _ in runs)
+    # The JUnit XML says which perturbation each run flew, as its record does.
+    cases = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in ET.parse(junit).iter("testcase")]
+    assert sorted(int(c["hil_seed"]) for c in cases) == sorted(r[0]["seed"] for r in runs)
+    assert sorted(json.loads(c["hil_perturbation"])["heading_deg"] for c in cases) == \
+        sorted(r[0]["config"]["perturbation"]["heading_deg"] for r in runs)
+
+
+def test_repeats_with_perturbation_off_fly_one_flight_and_count_as_one_observation(pytester):
+    result = run(pytester, "0.5", "--hil-repeat", "3", "--hil-perturb", "off")
+    result.assert_outcomes(passed=3)
+    out = result.stdout.str()
+    assert "perturbation off" in out and "100% (1 observation: 3 identical runs, no interval)  test_hover" in out
+    runs = flown(pytester.path / "records")
+    assert all(np.array_equal(runs[0][1], track) for _, track in runs)
+    assert all(manifest["seed"] is None and manifest["config"]["perturbation"]["wind_ned"] == [0, 0, 0]
+               for manifest, _ in runs)
 
 
 def test_an_async_hil_test_runs_without_any_asyncio_configuration(pytester):

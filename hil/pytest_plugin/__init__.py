@@ -4,7 +4,9 @@
     pytest tests/hil --hil-target sim --hil-target px4-sitl   # every test on both, same assertions
     pytest tests/hil --hil-target px4-sitl --hil-profile 1.40kg-EMAX
     pytest tests/hil --hil-target serial:///dev/ttyACM0:921600 --hil-arm   # a flight controller on the bench
-    pytest tests/hil --hil-repeat 10                   # pass rate with a 95 % interval per test
+    pytest tests/hil --hil-repeat 10                   # pass rate with a 95 % interval per test, each run
+                                                       # perturbed (--hil-seed N; --hil-perturb off: identical
+                                                       # runs, which count as one observation)
     pytest tests/hil --hil-env lab.yaml --hil-target bench     # a target named in the lab file
 
 Fixtures: `hil_vehicle` (connected, armable, telemetry recorded into the test's trial record),

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from hil.commands.args import bounded_int
+
 if TYPE_CHECKING:
     from hil.pytest_plugin.lab import Lab, LabTarget
 
@@ -43,6 +45,10 @@ class HilConfig:
     physics: str = "default"
     lab: Lab | None = None  # --hil-env: the lab's targets by name
     onboard: str | None = None  # --hil-onboard: hil_navigation's planners run on this onboard agent
+    # --hil-perturb (on by default for --hil-repeat > 1): each run flies a campaign's default perturbation
+    # (profiles.perturbation), drawn from its seed, which --hil-seed and the run's index give.
+    perturb: bool = False
+    seed: int = 0
 
     def entry(self, name: str) -> LabTarget:
         """The lab's target of that name, else the name as a target with the command line's options."""
@@ -68,6 +74,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--allow-hardware-faults", action="store_true",
                     help="allow fault injection on a connection-string target")
     group.addoption("--hil-repeat", type=int, default=1, help="run each HIL test N times and report its pass rate")
+    group.addoption("--hil-perturb", choices=("on", "off", "none"), default=None,
+                    help="what differs between runs, as a campaign's perturb: (profiles.perturbation): sensor-noise "
+                         "seed, wind and gusts, start position and heading, link jitter, each run its own draw; "
+                         "'off' (or 'none') flies every run nominal, and identical runs count as one observation "
+                         "(default: on with --hil-repeat > 1)")
+    group.addoption("--hil-seed", type=bounded_int(0, 2**31 - 1), default=0, metavar="N",
+                    help="seed the runs' perturbations derive from, with each run's index (default: 0)")
     group.addoption("--hil-physics", choices=("default", "harness"), default="default",
                     help="px4-sitl: PX4's own SIH (default) or the harness's physics as PX4's simulator (profile "
                          "sensors and physical faults act on PX4's sensors); a connection string: 'harness' closes "
@@ -113,7 +126,14 @@ def pytest_configure(config: pytest.Config) -> None:
         record_root=Path(config.getoption("--hil-record-dir") or Path("runs") / f"pytest-{stamp}"),
         speed=speed, arm=config.getoption("--hil-arm"),
         allow_hardware_faults=config.getoption("--allow-hardware-faults"), repeat=config.getoption("--hil-repeat"),
-        physics=config.getoption("--hil-physics"), lab=lab, onboard=onboard)
+        physics=config.getoption("--hil-physics"), lab=lab, onboard=onboard,
+        perturb=_perturbed(config.getoption("--hil-perturb"), config.getoption("--hil-repeat")),
+        seed=config.getoption("--hil-seed"))
+
+
+def _perturbed(choice: str | None, repeat: int) -> bool:
+    """--hil-perturb as a campaign's perturb: reads: on for repeats unless turned off, and on when asked."""
+    return choice == "on" or (choice is None and repeat > 1)
 
 
 def _lab(path: str) -> Lab:

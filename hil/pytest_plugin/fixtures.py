@@ -8,6 +8,7 @@ flies (records, targets, MAVSDK, pandas) is imported by the fixture that needs i
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from hil.pytest_plugin.config import CONFIG, HilConfig, target_kind
 from hil.pytest_plugin.target import LINK, ONBOARD, SIMULATOR, LinkUnderTest
 
 if TYPE_CHECKING:
+    from hil.pytest_plugin.lab import LabTarget
+    from profiles.perturbation import Perturbation
     from records.record import TrialRecorder
 
 
@@ -58,6 +61,7 @@ class TestRecord:
     metrics: dict = field(default_factory=dict)
     failed: list = field(default_factory=list)
     recorder: TrialRecorder | None = None  # the test's trial record while its vehicle is up
+    rows: list = field(default_factory=list)  # its telemetry snapshots (the session's): the flight it flew
 
 
 RECORD = pytest.StashKey[TestRecord]()
@@ -99,13 +103,19 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     request.node.user_properties.append(("hil_record", str(record_dir)))
     link_name = opts.get("link") or hil_config.link
     params = opts.get("params", {})
+    seed, perturbation = _perturbation(hil_config, entry, hil_repeat, link_name)
     config = {"test": request.node.nodeid, "target": hil_target, "profile": hil_profile, "link": link_name,
-              "params": params, "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt}
-    with TrialSession(record_dir, config=config, target=hil_target) as session:
+              "params": params, "speed": hil_config.speed, "repeat": hil_repeat, "attempt": attempt,
+              "perturbation": perturbation.as_config()}
+    if seed is not None:
+        request.node.user_properties.extend([("hil_seed", str(seed)),
+                                             ("hil_perturbation", json.dumps(perturbation.as_config()))])
+    with TrialSession(record_dir, config=config, target=hil_target, seed=seed) as session:
         recorder = session.recorder
+        record.rows = session.rows
         try:
             async with bring_up(entry, hil_config, hil_profile, params, link_name, session, request,
-                                hil_bench) as vehicle:
+                                hil_bench, perturbation) as vehicle:
                 record.recorder = recorder
                 await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
                 # A running flight controller is not rebooted between tests: what the test changes is set
@@ -128,6 +138,22 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
             passed = getattr(request.node, "_hil_call_passed", None)
             outcome = "not_run" if passed is None else "passed" if passed else "failed"  # None: setup failed/skipped
             session.finish(outcome, PytestSummary(outcome=outcome, metrics=record.metrics, failed=tuple(record.failed)))
+
+
+def _perturbation(config: HilConfig, entry: LabTarget, repeat: int,
+                  link: str | None) -> tuple[int | None, Perturbation]:
+    """This run's seed (from --hil-seed and the run's index, as a campaign's trial seed is from its id) and what
+    it flies: a campaign's default perturbation drawn from that seed, less what its target cannot apply
+    (`targets.spec.perturbation_gaps`, named in the record). With --hil-perturb off, no seed: the nominal flight."""
+    from hil.campaign import trial_seed
+    from profiles.perturbation import Perturb, Perturbation
+    from targets.spec import TargetSpec, perturbation_gaps
+
+    if not config.perturb:
+        return None, Perturbation()
+    seed = trial_seed(config.seed, f"run{repeat}")
+    gaps = perturbation_gaps(TargetSpec.parse(entry.target), entry.physics or config.physics, linked=link is not None)
+    return seed, Perturb().draw(seed).without(gaps)
 
 
 @contextlib.asynccontextmanager

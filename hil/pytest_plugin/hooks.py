@@ -3,6 +3,7 @@ record in a failure's report, and the pass-rate summary of repeated runs."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import re
 
@@ -51,11 +52,24 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     record = item.stash.get(RECORD, None)
     if report.when == "call":
         item._hil_call_passed = report.passed
+        if record is not None and record.rows:
+            # What the test flew, as the test ended: the pass-rate summary counts runs that flew it to the last
+            # bit as one observation, and the JUnit XML (the teardown report's properties) keeps it.
+            flight = [("hil_flight", flight_digest(record.rows)), ("hil_snapshots", str(len(record.rows)))]
+            report.user_properties.extend(flight)
+            item.user_properties.extend(flight)
     if record is not None and report.failed:
         lines = [f"trial record: {record.path}"]
         if record.failed:
             lines.append("failed metrics: " + ", ".join(f"{m} = {record.metrics[m]:.4g}" for m in record.failed))
         report.sections.append(("hil", "\n".join(lines)))
+
+
+def flight_digest(rows: list[dict]) -> str:
+    """A flight's telemetry to the last bit (every snapshot's values, which repr writes exactly; not its harness
+    stamps), as 16 hex digits: two runs with the same digest flew the same flight."""
+    values = repr([[value for name, value in row.items() if name != "t_ns"] for row in rows])
+    return hashlib.blake2b(values.encode(), digest_size=8).hexdigest()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -64,17 +78,27 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     import pandas as pd
 
-    from reports.stats import flakiness
+    from reports.stats import flakiness, observations
 
     rows = []
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         if report.when == "call" and "[" in report.nodeid and "run" in report.nodeid:
             case = re.sub(r"-?run\d+(?=\]|-)", "", report.nodeid).replace("[]", "")
-            rows.append({"case": case, "success": float(report.passed)})
+            flight = dict(report.user_properties)
+            rows.append({"case": case, "success": float(report.passed),
+                         "snapshots": float(flight.get("hil_snapshots", "nan")), "flight": flight.get("hil_flight")})
     if not rows:
         return
-    table = flakiness(pd.DataFrame(rows), ["case"])
-    terminalreporter.section(f"HIL pass rates over {cfg.repeat} runs (95 % Wilson interval)")
+    # A run without telemetry (no hil_vehicle) is its own observation, as a campaign trial that never flew.
+    table = flakiness(observations(pd.DataFrame(rows), ["case"], ["snapshots", "flight"]), ["case"])
+    varied = f"each run perturbed from --hil-seed {cfg.seed}" if cfg.perturb else "perturbation off"
+    terminalreporter.section(f"HIL pass rates over {cfg.repeat} runs (95 % Wilson interval over distinct flights; "
+                             f"{varied})")
     for row in table.itertuples():
         mark = "  flaky" if row.flaky else ""
-        terminalreporter.write_line(f"{row.pass_rate:6.0%} [{row.low:.0%}, {row.high:.0%}]  n={row.n}  {row.case}{mark}")
+        copies = f" of {row.trials} runs: identical runs count once" if row.trials > row.n else ""
+        if row.n == 1 and row.trials > 1:
+            rate = f"{row.pass_rate:6.0%} (1 observation: {row.trials} identical runs, no interval)"
+        else:
+            rate = f"{row.pass_rate:6.0%} [{row.low:.0%}, {row.high:.0%}]  n={row.n}{copies}"
+        terminalreporter.write_line(f"{rate}  {row.case}{mark}")

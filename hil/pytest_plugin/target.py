@@ -13,6 +13,7 @@ from hil.pytest_plugin.config import HilConfig
 
 if TYPE_CHECKING:  # the lab file is read only when --hil-env names one
     from hil.pytest_plugin.lab import LabTarget
+    from profiles.perturbation import Perturbation
 
 
 @dataclass
@@ -39,9 +40,9 @@ SIMULATOR = pytest.StashKey[object]()
 
 @contextlib.asynccontextmanager
 async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: dict, link_name: str | None, session,
-                   request, bench: BenchConnections):
+                   request, bench: BenchConnections, perturbation: Perturbation):
     """Start (or reach) the target through the test's trial session (hil.session) and yield its connected
-    Vehicle, its telemetry recorded; stop everything after.
+    Vehicle, its telemetry recorded, flying `perturbation` (this run's); stop everything after.
 
     The impairment proxy's frame rows (or, in lockstep, the same model's) go to the test's
     `hil_link`; PX4's console and logs into the test's trial record. A running flight controller
@@ -68,7 +69,7 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
 
     physics = entry.physics or config.physics
     options = TargetOptions(profile=profile, speed=entry.speed or config.speed, params=params, link=link_name,
-                            physics=physics, sink=sink, allow_arming=config.arm or entry.arm)
+                            physics=physics, sink=sink, allow_arming=config.arm or entry.arm, perturbation=perturbation)
     if spec.kind == PX4_SITL:
         try:
             Px4Build.locate(options.px4_dir)
