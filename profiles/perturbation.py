@@ -128,6 +128,18 @@ class Perturbation:
         return dataclasses.replace(self, **{_ATTRIBUTES[name]: getattr(nominal, _ATTRIBUTES[name]) for name in dropped},
                                    not_applied=self.not_applied + tuple(dropped.items()))
 
+    def describe(self) -> str:
+        """One line for the person flying it: what differs from the nominal flight, and what could not."""
+        north, east, _ = self.wind_ned
+        said = {"sensor_noise": f"noise seed {self.noise_seed}",
+                "wind_m_s": f"wind {math.hypot(north, east):.2f} m/s toward {math.degrees(math.atan2(east, north)) % 360:.0f} deg",
+                "gust_m_s": f"gusts {self.gust_m_s:g} m/s",
+                "position_m": f"start {self.position_ne[0]:+.2f} m N {self.position_ne[1]:+.2f} m E",
+                "heading_deg": f"heading {self.heading_deg:+.1f} deg", "link_jitter_ms": f"link jitter {self.link_jitter_ms:g} ms"}
+        missing = dict(self.not_applied)
+        return "; ".join([text for name, text in said.items() if name not in missing]
+                         + [f"not applied: {name} ({why})" for name, why in missing.items()])
+
     def as_config(self) -> dict[str, Any]:
         """The trial manifest's record of what was flown, and what was not applied and why."""
         return {**dataclasses.asdict(self), "not_applied": dict(self.not_applied)}

@@ -157,3 +157,26 @@ def test_identical_repeats_are_one_observation_and_trials_that_never_flew_are_ea
                           + ["error"] * 2 + ["success"], "path_length_m": [5.0, 5.0, 5.0 + 1e-15, np.nan, np.nan, 5.0]})
     observed = observations(frame, ["scene"], ["outcome", "path_length_m"])
     assert observed["repeat"].tolist() == [0, 2, 3, 4, 0] and observed["repeats"].tolist() == [2, 1, 1, 1, 1]
+
+
+def hil_fly(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hil", "fly", "demo_square", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_hil_fly_flies_a_plan_under_the_perturbation_its_seed_draws_and_refuses_it_on_a_flight_controller(tmp_path):
+    tracks = {}
+    for name, seed in (("a", "5"), ("again", "5"), ("b", "6")):
+        done = hil_fly("--target", "lockstep", "--perturb-seed", seed, "--record-dir", str(tmp_path / name))
+        assert done.returncode == 0, done.stderr
+        config = json.loads((tmp_path / name / "manifest.json").read_text())["config"]
+        assert config["perturb_seed"] == int(seed) and 0 < math.hypot(*config["perturbation"]["wind_ned"]) <= 1.0
+        assert f"perturbed (seed {seed}): noise seed {seed}; wind " in done.stdout
+        tracks[name] = read_table(tmp_path / name, "telemetry")[["north", "east", "down"]].to_numpy()
+    # The recorded seed flies the same flight again; another seed, another flight.
+    assert np.array_equal(tracks["a"], tracks["again"]) and not np.array_equal(tracks["a"][:len(tracks["b"])],
+                                                                               tracks["b"][:len(tracks["a"])])
+    # Refused before anything is connected (no one listens on that port), with exit 2.
+    refused = hil_fly("--target", "udpin://127.0.0.1:9", "--arm", "--perturb-seed", "5")
+    assert refused.returncode == 2 and "--perturb-seed perturbs a simulated vehicle" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -10,7 +10,13 @@ import signal
 import sys
 from pathlib import Path
 
-from hil.commands.args import add_json, param_assignment, percent, positive_float
+from hil.commands.args import (
+    add_json,
+    bounded_int,
+    param_assignment,
+    percent,
+    positive_float,
+)
 from hil.exit_codes import ERROR, INTERRUPTED, for_outcome
 
 
@@ -72,6 +78,11 @@ def add_parser(verbs) -> None:
     parser.add_argument("--connect-timeout", type=positive_float, default=15.0,
                         help="seconds to wait for a running autopilot (a connection string) to answer (default: 15); "
                              "a vehicle the harness starts is waited for while its process is alive and starting")
+    parser.add_argument("--perturb-seed", type=bounded_int(0, 2**31 - 1), metavar="N",
+                        help="fly under the perturbation a campaign's repeat draws from seed N (perturb:'s defaults: "
+                             "its own sensor noise and gusts, wind up to 1 m/s, the start up to 0.3 m and 5 deg off, "
+                             "2 ms of link jitter with --link), kept in the record; simulated targets only "
+                             "(default: the nominal flight)")
     safety = parser.add_argument_group("safety (the harness's own limits, on top of the flight controller's)")
     safety.add_argument("--dry-run", action="store_true",
                         help="connect, check, upload: everything but arming")
@@ -108,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from missions.load import load
     from profiles.library import load_vehicle_profile
     from profiles.link import load_link_profile
+    from profiles.perturbation import Perturb, Perturbation
     from px4.params import ParamStore
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
@@ -115,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.estimation import format_estimation, trial_estimation
     from reports.trial_summary import format_summary, summarize_record
     from targets import PX4_SITL, TargetOptions, TargetSpec
+    from targets.spec import perturbation_gaps
 
     try:
         mission = load(args.mission)
@@ -129,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
                 sitl_params(load_vehicle_profile(args.profile))  # refuses a profile SIH cannot fly, saying why
         if args.link:
             load_link_profile(args.link)
+        perturbation = Perturbation() if args.perturb_seed is None else Perturb().draw(args.perturb_seed).without(
+            perturbation_gaps(target, args.physics, linked=args.link is not None))
         # A flight controller that is already running keeps its parameters: the flight sets, journals and
         # restores them; simulators take them at boot.
         options = TargetOptions(profile=args.profile, speed=args.speed if target.simulated else 1.0,
@@ -137,9 +152,13 @@ def run(args: argparse.Namespace) -> int:
                                 connect_timeout_s=args.connect_timeout, allow_arming=args.arm,
                                 # A mission's comms-loss windows cut the simulated link; a real radio is not cut.
                                 outages=tuple((w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss)
-                                if target.simulated else ())
+                                if target.simulated else (), perturbation=perturbation)
     except (ConfigError, ValueError, Px4NotFound) as exc:
         print(f"hil fly: {exc}", file=sys.stderr)
+        return 2
+    if not target.simulated and args.perturb_seed is not None:
+        print(f"hil fly: --perturb-seed perturbs a simulated vehicle (sim, lockstep, px4-sitl); {target.name} is a "
+              "flight controller, which flies in the real world's own wind and sensor noise", file=sys.stderr)
         return 2
     if not target.simulated and not args.arm:
         print(f"hil fly: refusing to arm {target.name} without --arm: a target other than 'sim' may be a real "
@@ -154,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=options.speed, params=params,
                             physics=args.physics, link=args.link,
-                            px4_airframe=args.px4_airframe if target.kind == PX4_SITL else None)
+                            px4_airframe=args.px4_airframe if target.kind == PX4_SITL else None,
+                            **({} if args.perturb_seed is None else
+                               {"perturb_seed": args.perturb_seed, "perturbation": perturbation.as_config()}))
     show = functools.partial(show_status, mission=plan) if interactive() else None
 
     async def go():
@@ -169,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
             return await flight_
 
     say(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...")
+    if args.perturb_seed is not None:
+        say(f"perturbed (seed {args.perturb_seed}): {perturbation.describe()}")
     try:
         result = asyncio.run(go())
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal
