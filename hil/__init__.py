@@ -3,11 +3,11 @@
 `version()` is the installed harness's version (`hil --version`, the pytest plugin's JUnit properties).
 """
 
-import importlib.metadata
-
 
 def version() -> str:
     """The installed quad-hil's version (the source tree's when it is not installed)."""
+    import importlib.metadata  # 20-30 ms that every `hil` command but --version would pay on import
+
     try:
         return importlib.metadata.version("quad-hil")
     except importlib.metadata.PackageNotFoundError:

@@ -63,13 +63,22 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
 
 
+class _VersionAction(argparse._VersionAction):
+    """argparse's --version, reading the installed version only when asked for: the package metadata costs
+    every other command line tens of milliseconds."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"hil (quad-hil) {version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hil", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Hardware-in-the-loop harness for quadrotor navigation: fly missions on the built-in "
                     "PX4-compatible vehicle, PX4 SITL or a real PX4, and record every trial.",
         epilog=TOUR + "\n" + exit_codes.HELP)
-    parser.add_argument("--version", action="version", version=f"hil (quad-hil) {version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-v: info, -vv: debug, MAVSDK's own log included)")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")

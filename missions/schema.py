@@ -48,7 +48,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -69,9 +69,11 @@ from config.loading import load_yaml
 from missions import templates
 from missions.faults import parse_faults
 from missions.geo import GeoOrigin
-from missions.geometry import Scene
 from missions.templates import MISSION_TYPES, RoutePoint
 from missions.waypoint import MAX_ALTITUDE_M, Waypoint, WaypointMission
+
+if TYPE_CHECKING:  # numba and scipy: 0.3 s that a mission without a scene (hil fly's first line) does without
+    from missions.geometry import Scene
 
 # FLYINGTRUST's trial settings (Sec. IV): 4 m/s cap, 2 m success radius, 1.5 min budget.
 DEFAULT_SPEED_CAP, DEFAULT_SUCCESS_RADIUS, DEFAULT_TIME_BUDGET = 4.0, 2.0, 90.0
@@ -449,11 +451,12 @@ def _localized(mapping: dict, home: GeoOrigin | None, problems: Problems) -> dic
 
 
 def _read_scene(mapping: dict, problems: Problems, base_dir: Path, seed: int | None) -> tuple[SceneRef | None, Scene | None]:
-    from missions.scenes import SCENES, SceneError
-
     values = _block(mapping, "scene", _SCENE, problems)
     if values is None:
         return None, None
+    # The scene generators (numba, scipy: 0.3 s) only for a mission with a scene.
+    from missions.scenes import SCENES, SceneError
+
     if (values["generator"] is None) == (values["file"] is None):
         problems.add("scene", "expected exactly one of generator (with seed) or file")
         return None, None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import signal
 import sys
@@ -151,6 +150,8 @@ def _finite(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from onboard.agent.server import served
 
     token = _token(args)
@@ -192,6 +193,8 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 async def _serve(args: argparse.Namespace, token: str, serves) -> int:
+    import asyncio
+
     from onboard.agent.clock import BoardClock
     from onboard.agent.server import Agent
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import os
 import signal
@@ -112,10 +111,7 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.default_int_handler)
     from config.errors import ConfigError
-    from hil.field import abort_key, interactive, show_status
-    from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
     from hil.safety import SafetyLimits
-    from hil.stop import Interrupts
     from missions.load import load
     from profiles.library import load_vehicle_profile
     from profiles.link import load_link_profile
@@ -124,8 +120,6 @@ def run(args: argparse.Namespace) -> int:
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
-    from reports.estimation import format_estimation, trial_estimation
-    from reports.trial_summary import format_summary, summarize_record
     from targets import PX4_SITL, TargetOptions, TargetSpec
     from targets.spec import perturbation_gaps
 
@@ -166,6 +160,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     limits = SafetyLimits.around(plan, breach_action=args.breach_action, radius_m=args.geofence_radius,
                                  max_altitude_m=args.max_altitude)
+    say(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...")
+    if args.perturb_seed is not None:
+        say(f"perturbed (seed {args.perturb_seed}): {perturbation.describe()}")
+    # The flight's own modules (MAVSDK, pandas, numba, scipy...), about a second on a quiet machine: after the
+    # command line and the mission are known good and the person has been told what flies.
+    import asyncio
+
+    from hil.field import abort_key, interactive, show_status
+    from hil.fly import FlightOptions, default_record_dir, mission_config, run_trial
+    from hil.stop import Interrupts
+    from reports.estimation import format_estimation, trial_estimation
+    from reports.trial_summary import format_summary, summarize_record
+
     flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
                            min_battery_pct=args.min_battery, params=params if not target.simulated else {},
                            vehicle_radius=radius, inject_faults=target.simulated,
@@ -189,9 +196,6 @@ def run(args: argparse.Namespace) -> int:
         with abort_key(lambda: interrupts.request("abort key")):
             return await flight_
 
-    say(f"flying {mission.name} ({len(plan.waypoints)} waypoints, {mission.mode}) on {target.name}...")
-    if args.perturb_seed is not None:
-        say(f"perturbed (seed {args.perturb_seed}): {perturbation.describe()}")
     try:
         result = asyncio.run(go())
     except (Px4NotFound, SitlError, ConfigError) as exc:  # ConfigError: an untrustworthy parameter journal

@@ -8,15 +8,17 @@ into the "link" table of a trial record in DIR (finished on Ctrl-C / SIGTERM).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import multiprocessing
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hil.commands.args import positive_float
+
+if TYPE_CHECKING:  # imported where used: every `hil` command line builds this verb's parser
+    import asyncio
 
 
 def add_parser(verbs) -> None:
@@ -85,6 +87,8 @@ class _RecordWriter:
     BATCH_S = 0.02
 
     def __init__(self, record: Path, config: dict, target: str, seed: int | None) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context("spawn")  # no copy of this process's event loop or sockets
         self.conn, child = context.Pipe()
         self.rows: list[dict] = []
@@ -102,6 +106,8 @@ class _RecordWriter:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send a batch every BATCH_S until `stop` is set (the rows after that go with `finish`)."""
+        import asyncio
+
         while not stop.is_set():
             with contextlib.suppress(asyncio.TimeoutError):  # wait_for's: a class of its own on Python 3.10
                 await asyncio.wait_for(stop.wait(), self.BATCH_S)
@@ -147,6 +153,8 @@ def _write_record(conn, record: Path, config: dict, target: str, seed: int | Non
 
 
 async def _serve(args: argparse.Namespace, spec, proxy_class) -> int:
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import sys
 import time
 from pathlib import Path
 
-from bridges.vehicle import VehicleError
 from hil import exit_codes
 from hil.commands.args import positive_float
 from hil.rules import RULES
-from hil.safety import UnexpectedVehicleState
 
 
 def add_parser(verbs) -> None:
@@ -64,10 +61,14 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bridges.vehicle import VehicleError
     from config.errors import ConfigError
     from hil.campaign import planner_choice
     from hil.navigation import Navigation, navigation_target
     from hil.rules import SuccessRule
+    from hil.safety import UnexpectedVehicleState
     from missions.scenes import SceneError
     from onboard.planner import load_planner
     from onboard.profile_table import format_table

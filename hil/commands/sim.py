@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -71,6 +70,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from px4.sim.realtime import ONBOARD_PORT, SimOptions
     from targets.sim_server import READY_LINE, serve
 

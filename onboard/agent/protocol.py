@@ -24,13 +24,15 @@ Times are the agent's monotonic clock in nanoseconds (the board's clock), never 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # asyncio itself is imported where it is used: `hil agent --help` needs only the constants
+    import asyncio
 
 VERSION = 1
 DEFAULT_PORT = 7780
@@ -145,6 +147,8 @@ async def read_message(reader: asyncio.StreamReader, limit: int = MAX_MESSAGE_BY
     """The next message, or None at the end of the stream; raises ProtocolError for a line that is too
     long, not UTF-8, not JSON, or not an object with a string ``op``. `limit`: the line limit `reader` was
     opened with (`open_stream`'s, or the agent's `REQUEST_MAX_BYTES`), for the error to name."""
+    import asyncio
+
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
@@ -175,6 +179,8 @@ async def send(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
 
 def open_stream(host: str, port: int) -> Any:
     """asyncio.open_connection with the protocol's line limit."""
+    import asyncio
+
     return asyncio.open_connection(host, port, limit=MAX_MESSAGE_BYTES)
 
 
