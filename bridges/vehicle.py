@@ -15,9 +15,20 @@ import math
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Callable,
+    Mapping,
+    Protocol,
+    Sequence,
+)
 
 from missions.geo import GeoOrigin
+
+if TYPE_CHECKING:
+    from bridges.truth import GroundTruth
 
 # A ground station's heartbeat period (vehicle seconds; Vehicle.ground_station_heartbeats): twice PX4's
 # 1 Hz, so that one datagram lost on a radio is far from COM_DL_LOSS_T.
@@ -126,6 +137,7 @@ class Vehicle(Protocol):
     speed_factor: float  # vehicle seconds per wall second (1 for hardware, inf for lockstep)
     journal: ParamJournal | None  # where params_changed keeps originals first (hardware); None: not kept
     echoes_setpoints: bool  # whether setpoint_echo yields (MAVLink targets stream the setpoint they fly)
+    truth: GroundTruth | None  # where the vehicle truly is (bridges.truth), set by its target; None: the estimate alone
 
     @property
     def home(self) -> GeoOrigin:
@@ -279,6 +291,7 @@ class VehicleBase:
         # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
         # for hardware); None for simulators that die with the run anyway.
         self.journal: ParamJournal | None = None
+        self.truth: GroundTruth | None = None  # a target that has one sets it (bridges.truth.truth_of)
 
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state

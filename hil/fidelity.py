@@ -41,6 +41,13 @@ from typing import AsyncContextManager
 import numpy as np
 
 from aio.tasks import cancel_and_wait
+from bridges.truth import (
+    HIL_STATE_QUATERNION,
+    SET_MESSAGE_INTERVAL,
+    TRUTH_HZ,
+    sih_origin,
+    sih_truth_ned,
+)
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from config.loading import read_text
 from hil.param_journal import keep_journal
@@ -74,12 +81,7 @@ MISSION_LEG = 20.0
 MISSION_RADIUS = 2.0  # acceptance radius of the mission's fly-through waypoints
 # The return: a low return altitude keeps the flight short; both targets get the same values.
 RTL_PARAMS = {"RTL_RETURN_ALT": 15.0, "RTL_DESCEND_ALT": 10.0}
-SET_MESSAGE_INTERVAL = 511  # MAV_CMD
 ATTITUDE = 30  # message id
-# The simulator's ground truth (PX4 SIH streams it on request), its message id and rate (vehicle Hz).
-HIL_STATE_QUATERNION = 115
-TRUTH_HZ = 50.0
-EARTH_RADIUS_M = 6371000.0  # a local tangent plane is exact enough over the suite's 100 m
 # The heading's stream rate while recording (vehicle Hz): enough for a yaw step, light on the harness.
 ATTITUDE_HZ = 30.0
 # Arrived: this close and this slow (PX4's position estimate wanders by ~0.3 m and 0.2 m/s in hover).
@@ -318,15 +320,11 @@ async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> Non
 async def _follow_truth(mavlink, trace: Trace) -> None:
     # HIL_STATE_QUATERNION from SIH carries no time (time_usec 0): each truth goes with the next
     # LOCAL_POSITION_NED, at most one truth interval (20 ms of vehicle time) late.
-    origin: tuple[float, float, float] | None = None
+    origin = None
     async for msg in mavlink.subscribe_message("HIL_STATE_QUATERNION"):
         f = json.loads(msg.fields_json)
-        lat, lon, alt = f["lat"] * 1e-7, f["lon"] * 1e-7, f["alt"] * 1e-3
-        if origin is None:
-            origin = (lat, lon, alt)
-        n = math.radians(lat - origin[0]) * EARTH_RADIUS_M
-        e = math.radians(lon - origin[1]) * EARTH_RADIUS_M * math.cos(math.radians(origin[0]))
-        trace.latest_truth = (n, e, origin[2] - alt, f["vx"] / 100.0, f["vy"] / 100.0, f["vz"] / 100.0)
+        origin = origin or sih_origin(f)
+        trace.latest_truth = sih_truth_ned(f, origin)
 
 
 async def _follow_attitude(mavlink, trace: Trace) -> None:

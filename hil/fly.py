@@ -21,12 +21,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from aio.tasks import cancel_and_wait
+from bridges.truth import GroundTruth
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
-from hil.monitor import RouteJudge
+from hil.monitor import RouteJudge, judged_on
 from hil.navigation import apply_faults
 from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal
 from hil.preflight import run_checklist
@@ -116,7 +118,7 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     caller decides whether the target may be faulted).
     """
     stages = StageLog(recorder)
-    judge = RouteJudge(mission, vehicle_radius, recorder, vehicle.speed_factor)
+    judge = RouteJudge(mission, vehicle_radius, recorder, vehicle.speed_factor, truth=vehicle.truth)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
     watching = asyncio.create_task(judge.watch(vehicle))
     faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder))
@@ -275,9 +277,11 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         recorder = session.recorder
         stop_fields: dict = {}
         left: SafeEnd | None = None
+        truth: GroundTruth | None = None
         try:
             async with session.target(spec, target_options) as opened:
                 vehicle = opened.vehicle
+                truth = vehicle.truth
                 status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
                 try:
                     outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options,
@@ -332,7 +336,8 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
             _align_ulogs(record_dir, session.rows, vehicle.speed_factor, recorder)
         stopped = Stop(**stop_fields, left=left.value if left is not None else "") if stop_fields else None
         session.finish(outcome, MissionSummary(outcome=outcome, reason=reason, stop=stopped, speed_factor=session.speed,
-                                               route=mission_route(mission)))
+                                               route=mission_route(mission),
+                                               **mission_judged(mission, options.vehicle_radius, truth)))
     return TrialResult(outcome, reason, record_dir, left)
 
 
@@ -369,6 +374,15 @@ def mission_route(mission: BenchmarkMission) -> Route:
     return Route(reference=_points(mission.reference_path()),
                  stages=tuple((stage, _points(path)) for stage, path in mission.stage_paths()),
                  success_radius_m=float(mission.success_radius), home=_points([mission.home_in_mission])[0])
+
+
+def mission_judged(mission: BenchmarkMission, vehicle_radius: float, truth: GroundTruth | None) -> dict[str, Any]:
+    """What the judge of a flight of `mission` watched beside its route (its positions, with the target's `truth`;
+    the scene, the airspace, the vehicle's radius): the summary's fields, from which a reader takes the
+    clearance and fence margins."""
+    scene = None if mission.scene is None else {k: v for k, v in asdict(mission.scene).items() if v is not None}
+    return {"judged_on": judged_on(truth), "scene": scene, "airspace": asdict(mission.airspace),
+            "judged_radius_m": float(vehicle_radius)}
 
 
 def _points(path: Iterable[Iterable[float]]) -> tuple[Point, ...]:

@@ -19,6 +19,10 @@ other three (`TrialMonitor`); a route flown by the autopilot adds none, its flig
 the mission is finished (`RouteJudge`). Besides: error and onboard_lost, told to the judge by the trial
 loop (`fail`, `lost`). Times are vehicle time: telemetry stamps are scaled by the target's speed factor (a
 lockstep vehicle stamps in simulated time already).
+
+Positions are the truth where the target has one (`bridges.truth`: the built-in vehicle's state, PX4 SIH's
+ground truth, the harness's physics) and the estimate the telemetry reports only where nothing else exists
+(hardware), or for a snapshot whose truth is not known yet; `judged_on` says which decided.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ from typing import Protocol
 
 import numpy as np
 
+from bridges.truth import GroundTruth
 from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.rules import SuccessRule
 from missions.geometry import Scene
 from missions.schema import Airspace, BenchmarkMission
 from records.clock import clock_scale
+from records.fidelity_run import ESTIMATE, TRUTH
 from records.summary import Outcome
 
 # Flight modes a vehicle falls into by itself when a failsafe triggers (MAVSDK's names).
@@ -175,13 +181,17 @@ class Judge:
     `offset` maps the vehicle's local NED frame (origin at its home) into the scene's or mission's frame.
     `conditions` are checked in order; `contact` (also among them) tells clearances, for the reports and the
     fault schedule's triggers. Outcomes in `carry_on` are reported to `carried_on` (once per kind) instead
-    of deciding: a mission whose termination rule flies on after a collision or breach.
+    of deciding: a mission whose termination rule flies on after a collision or breach. `truth`: the target's
+    (module docstring), None where it has none.
     """
 
     def __init__(self, conditions: Sequence[EndCondition], offset: np.ndarray, speed_factor: float = 1.0,
                  contact: SceneContact | None = None, carry_on: frozenset[Outcome] = frozenset(),
-                 on_carried_on: Callable[[Outcome, str, VehicleState], None] = lambda outcome, reason, state: None):
+                 on_carried_on: Callable[[Outcome, str, VehicleState], None] = lambda outcome, reason, state: None,
+                 truth: GroundTruth | None = None):
         self.conditions = tuple(conditions)
+        self.truth = truth
+        self.on_estimate = 0  # snapshots judged on the estimate because the target's truth was not known yet
         self.offset = np.asarray(offset, dtype=float)
         self.contact = contact
         self._scale = clock_scale(speed_factor)
@@ -209,6 +219,12 @@ class Judge:
     def min_clearance_m(self) -> float:
         return self.contact.min_clearance_m if self.contact is not None else math.inf
 
+    @property
+    def judged_on(self) -> str:
+        """TRUTH where the target has one (`on_estimate` counts the snapshots judged before it was known), else
+        ESTIMATE."""
+        return judged_on(self.truth)
+
     def start(self, state: VehicleState) -> None:
         """Start the mission clock (the vehicle is at the start point)."""
         self._t0_ns = state.t_ns
@@ -219,7 +235,11 @@ class Judge:
             return self.verdict
         t = (state.t_ns - self._t0_ns) / 1e9 * self._scale
         self.end_ns, self.elapsed_s, self.judged_at = state.t_ns, t, state
-        position = np.array([state.north, state.east, state.down]) + self.offset
+        true = self.truth.position(state) if self.truth is not None else None
+        if true is None:
+            true = (state.north, state.east, state.down)
+            self.on_estimate += self.truth is not None
+        position = np.array(true) + self.offset
         snapshot = Snapshot(state, t, position, position.tolist())
         for condition in self.conditions:
             found = condition(snapshot)
@@ -263,7 +283,8 @@ class TrialMonitor(Judge):
     and time budget, from the start point on (`start`). `goal` (scene frame) is the scene's unless given."""
 
     def __init__(self, scene: Scene, rule: SuccessRule, vehicle_radius: float, offset: np.ndarray,
-                 speed_factor: float = 1.0, goal: np.ndarray | None = None, airspace: Airspace | None = None) -> None:
+                 speed_factor: float = 1.0, goal: np.ndarray | None = None, airspace: Airspace | None = None,
+                 truth: GroundTruth | None = None) -> None:
         self.scene = scene
         self.rule = rule
         self.radius = vehicle_radius
@@ -272,7 +293,7 @@ class TrialMonitor(Judge):
         self._goal_held = GoalHeld(self.goal, rule)
         conditions = [contact, *([AirspaceLimits(airspace)] if airspace is not None else []), left_on_its_own,
                       self._goal_held, TimeBudget(rule.time_budget_s, self._goal_held)]
-        super().__init__(conditions, offset, speed_factor, contact=contact)
+        super().__init__(conditions, offset, speed_factor, contact=contact, truth=truth)
 
     @property
     def goal_distance_m(self) -> float:
@@ -285,7 +306,8 @@ class RouteJudge(Judge):
     flight itself decides success (the mission finished). A collision or breach the mission's termination
     lets the flight go on after is recorded once per kind (`recorder`) and kept in `carried_on`."""
 
-    def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder, speed_factor: float = 1.0):
+    def __init__(self, mission: BenchmarkMission, vehicle_radius: float, recorder, speed_factor: float = 1.0,
+                 truth: GroundTruth | None = None):
         scene = mission.scene.load() if mission.scene is not None else None
         contact = SceneContact(scene, vehicle_radius) if scene is not None else None
         carry_on = frozenset(outcome for outcome, stops in ((Outcome.COLLISION, mission.termination.stop_on_collision),
@@ -298,7 +320,7 @@ class RouteJudge(Judge):
 
         super().__init__([*([contact] if contact is not None else []), AirspaceLimits(mission.airspace)],
                          mission.home_in_mission, speed_factor, contact=contact, carry_on=carry_on,
-                         on_carried_on=record)
+                         on_carried_on=record, truth=truth)
 
     def judge(self, state: VehicleState) -> Verdict | None:
         """One snapshot judged; the clock starts at the first armed one, and nothing is judged disarmed."""
@@ -314,6 +336,11 @@ class RouteJudge(Judge):
         if self.verdict is None:
             raise VehicleError("telemetry ended")
         return self.verdict
+
+
+def judged_on(truth: GroundTruth | None) -> str:
+    """What a judge with `truth` (a target's, or None) judges on: records.fidelity_run's TRUTH or ESTIMATE."""
+    return TRUTH if truth is not None else ESTIMATE
 
 
 def _fmt(position: np.ndarray) -> str:

@@ -107,11 +107,12 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     if mission is None:
         task = task_for_scene(scene, speed_cap=rule.speed_cap or math.inf, goal_radius=rule.goal_radius,
                               time_budget=rule.time_budget_s)
-        monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor)
+        monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor,
+                               truth=vehicle.truth)
     else:
         task = task_for_mission(mission, scene)
         monitor = TrialMonitor(scene, rule, vehicle_radius, task.home_in_scene, vehicle.speed_factor,
-                               goal=mission.goal, airspace=mission.airspace)
+                               goal=mission.goal, airspace=mission.airspace, truth=vehicle.truth)
     runtime = None
     await require_on_ground(vehicle)
     telemetry = asyncio.create_task(record_telemetry(vehicle, recorder)) if record else None
@@ -145,7 +146,8 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
     finally:
         if telemetry is not None:
             await cancel_and_wait(telemetry)
-    recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s)
+    recorder.event("verdict", outcome=verdict.outcome, reason=verdict.reason, t_s=verdict.t_s,
+                   judged_on=monitor.judged_on, judged_on_estimate=monitor.on_estimate)
     if land:
         with contextlib.suppress(VehicleError):
             await land_and_wait(vehicle, recorder)

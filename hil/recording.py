@@ -17,6 +17,7 @@ import struct
 from bridges.mavlink_frames import frame_header
 from bridges.vehicle import Vehicle, VehicleState
 from records.record import TrialRecorder
+from records.truth import TRUTH_TABLE
 
 TLOG_NAME = "telemetry.tlog"
 _STAMP = struct.Struct(">Q")
@@ -24,13 +25,19 @@ _HEARTBEAT = 0  # MAVLink message id
 
 
 async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list[dict] | None = None) -> None:
-    """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics), and
-    every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
+    """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics), where the
+    target has a truth (`Vehicle.truth`) the true position as of each snapshot into table `truth` (keyed by the
+    snapshot's t_ns), and every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
+    truth = vehicle.truth
+
     def record(state: VehicleState) -> None:
         row = state.as_row()
         if keep is not None:
             keep.append(row)
         recorder.append("telemetry", row)
+        true = truth.position(state) if truth is not None else None
+        if true is not None:
+            recorder.append(TRUTH_TABLE, {"t_ns": state.t_ns, "north": true[0], "east": true[1], "down": true[2]})
 
     tlog = asyncio.create_task(record_tlog(vehicle, recorder))
     try:

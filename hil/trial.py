@@ -23,7 +23,7 @@ from typing import Any
 from bridges.vehicle import VehicleError
 from hil.agent_client import RemoteOnboard, remote_onboard
 from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import fly_mission, keep_plan, mission_route
+from hil.fly import fly_mission, keep_plan, mission_judged, mission_route
 from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.param_journal import keep_journal
@@ -122,6 +122,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
         verdict, monitor = flight.verdict, flight.monitor
         summary = NavigationSummary(
             outcome=verdict.outcome, reason=verdict.reason, end_time_s=verdict.t_s, speed_factor=speed_factor,
+            judged_on=monitor.judged_on,
             scene=spec.scene, scene_config=spec.config, planner=spec.planner, goal_radius_m=rule.goal_radius,
             nav_start_ns=monitor.t0_ns, nav_end_ns=monitor.end_ns,
             home=tuple(float(x) for x in flight.task.home_in_scene), platform=platform_of(profile), facts=facts)
@@ -142,9 +143,11 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
         recorder = session.recorder
         options = dataclasses.replace(_target_options(spec), outages=tuple(
             (w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss))
+        truth = None
         try:
             async with session.target(spec.target, options) as opened:
                 vehicle = opened.vehicle
+                truth = vehicle.truth
                 await require_on_ground(vehicle)
                 if opened.hardware:  # a flight controller that outlives the run, as in hil fly
                     await keep_journal(vehicle, recorder)
@@ -162,7 +165,8 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
             outcome, reason = "error", str(exc)
         recorder.event("verdict", outcome=outcome, reason=reason)
         summary = MissionSummary(outcome=outcome, reason=reason, speed_factor=session.speed,
-                                 route=mission_route(mission), platform=platform_of(profile))
+                                 route=mission_route(mission), platform=platform_of(profile),
+                                 **mission_judged(mission, profile.radius, truth))
         session.finish(outcome, summary)
     return summary
 

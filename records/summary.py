@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Union
 
 from config.fields import shown
+from records.fidelity_run import ESTIMATE
 from records.record import UnreadableRecord
 
 Column = Union[str, float, int, bool, None]  # one cell of a results-table row
@@ -247,10 +248,12 @@ class NavigationSummary(Summary):
     home: Point  # the vehicle's home (its local frame's origin) in the scene's frame
     platform: Platform
     facts: SceneFacts
+    judged_on: str = ESTIMATE  # the positions the judge used: the target's truth or its estimate (records.truth)
 
     def columns(self) -> dict[str, Column]:
         return {**super().columns(), "success": self.outcome == Outcome.SUCCESS,
                 "collided": self.outcome == Outcome.COLLISION, "end_time_s": self.end_time_s,
+                "judged_on": self.judged_on,
                 "nav_start_ns": self.nav_start_ns, "nav_end_ns": self.nav_end_ns,
                 **dict(zip(("home_north", "home_east", "home_down"), self.home)), **self.platform.columns(),
                 **self.facts.columns()}
@@ -265,6 +268,7 @@ class NavigationSummary(Summary):
         return cls(**cls._ending(fields), end_time_s=fields.number("end_time_s", nan=True),
                    speed_factor=fields.number("speed_factor", infinite=True, positive=True),
                    scene=fields.text("scene"), scene_config=fields.integer("scene_config"),
+                   judged_on=fields.text("judged_on", default=ESTIMATE),
                    planner=fields.text("planner"), goal_radius_m=fields.number("goal_radius_m", positive=True),
                    nav_start_ns=fields.stamp("nav_start_ns"), nav_end_ns=fields.stamp("nav_end_ns"),
                    home=home, platform=Platform.read(fields), facts=SceneFacts.read(fields))  # type: ignore[arg-type]
@@ -309,19 +313,40 @@ class MissionSummary(Summary):
     speed_factor: float  # vehicle seconds per second of the telemetry's stamps, as measured over the flight
     route: Route
     platform: Platform | None = None  # a campaign trial's
+    # What the judge watched beside the route, for the margins (reports.figures): its positions (records.truth),
+    # the mission's scene as its file names it ({generator, seed} or {file}; None: no scene), the airspace
+    # (missions.schema.Airspace's fields) and the radius of the vehicle's collision sphere (m).
+    judged_on: str = ESTIMATE
+    scene: Mapping[str, Any] | None = None
+    airspace: Mapping[str, Any] | None = None
+    judged_radius_m: float = 0.0
 
     def columns(self) -> dict[str, Column]:
         platform = self.platform.columns() if self.platform is not None else {}
-        return {**super().columns(), **platform, "stages": ",".join(self.route.labels)}
+        return {**super().columns(), **platform, "stages": ",".join(self.route.labels), "judged_on": self.judged_on}
 
     def _facts(self) -> dict[str, Any]:
-        return {"speed_factor": self.speed_factor, "route": self.route.to_manifest()}
+        judged = {"scene": self.scene, "airspace": self.airspace, "judged_radius_m": self.judged_radius_m}
+        return {"speed_factor": self.speed_factor, "route": self.route.to_manifest(),
+                **{name: value for name, value in judged.items() if value is not None}}
 
     @classmethod
     def read(cls, fields: _Fields) -> MissionSummary:
         route = Route.read(_Fields(fields.mapping("route"), fields.path, f"{fields.prefix}route."))
         return cls(**cls._ending(fields), speed_factor=fields.number("speed_factor", infinite=True, positive=True),
-                   route=route, platform=Platform.read(fields) if "platform_kind" in fields.values else None)
+                   route=route, platform=Platform.read(fields) if "platform_kind" in fields.values else None,
+                   **cls._judged(fields))
+
+    @staticmethod
+    def _judged(fields: _Fields) -> dict[str, Any]:
+        """What the judge watched (records before it was kept: the estimate, nothing beside the route)."""
+        judged: dict[str, Any] = {"judged_on": fields.text("judged_on", default=ESTIMATE)}
+        for name in ("scene", "airspace"):
+            if fields.values.get(name) is not None:
+                judged[name] = fields.mapping(name)
+        if "judged_radius_m" in fields.values:
+            judged["judged_radius_m"] = fields.number("judged_radius_m")
+        return judged
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,12 +7,16 @@ was judged against, the scene, the platform) and the record's tables:
 - a planner's navigation (`NavigationSummary`): the flight metrics of the navigation phase (`trial_metrics`:
   FlightBench's, goal distances, TCR@delta, clearance), the planner's per-cycle compute time, a ROS 2 node's
   setpoint ages; and how close its verdict was: `margin_clearance_m` (the minimum clearance to the scene's
-  obstacles, the vehicle radius taken off, on the telemetry the judge used) and `margin_fence_m` (the closest
-  approach to the scene's rectangle or ceiling, negative beyond it);
+  obstacles, the vehicle radius taken off) and `margin_fence_m` (the closest approach to the scene's rectangle
+  or ceiling, negative beyond it);
 - a route flown by the autopilot (`MissionSummary`): the stages completed and the mission metrics of the
-  armed flight (`mission_metrics`, per stage too); its margins are NaN, since its summary names no scene or
-  airspace to measure them against;
-- both: PX4's estimate against the physics' truth, where the record has them (`trial_estimation`);
+  armed flight (`mission_metrics`, per stage too); its margins against the scene and the airspace its judge
+  watched (`reports.metrics.airspace_room`), NaN where its summary names none (a record from before);
+- both: the margins on the positions the judge used (`judged_on`: the target's truth where it has one, its
+  estimate otherwise), and each side apart (`JUDGED_FIGURES`: minimum clearance and fence margin on the truth
+  table `records.truth` and on the telemetry, the truth's NaN where the record has none), so a report can show
+  where the two disagree; PX4's estimate against the physics' truth, where the record has them
+  (`trial_estimation`);
 - any other summary: none (a `FiguresSummary` brings its own).
 
 Neither summary carries the time budget, so the time margin (`margin_time_s`) is the report's, from the rule's
@@ -30,17 +34,21 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from missions.geometry import Scene
 from missions.scenes import SceneError, scene_for
+from missions.schema import Airspace, NoFlyZone, SceneRef
 from onboard.ros2.topics import is_ros2
 from records.atomic import write_file_atomically, writing
 from records.campaign_dir import FIGURES_DIR, TRIALS_DIR
 from records.clock import vehicle_time
+from records.fidelity_run import ESTIMATE, TRUTH
 from records.record import (
     MANIFEST_NAME,
     UnreadableRecord,
@@ -50,18 +58,24 @@ from records.record import (
     read_table,
 )
 from records.summary import Column, MissionSummary, NavigationSummary, Outcome, Summary
+from records.truth import TRUTH_TABLE
 from reports.estimation import trial_estimation
 from reports.metrics import (
     Trajectory,
+    airspace_room,
     latency_columns,
     mission_metrics,
+    safety_figures,
     timing_summary,
     trial_metrics,
 )
 
 # Raise when a figure's computation changes: a campaign's kept figures of another version are computed again.
-FIGURES_VERSION = 2
+FIGURES_VERSION = 3
 MARGIN_FIGURES = ("margin_clearance_m", "margin_fence_m")  # the distance margins; NaN where not applicable
+# The margins on each side: the target's truth and its estimate (NaN where the record has no such side).
+JUDGED_FIGURES = ("min_clearance_truth_m", "min_clearance_estimate_m", "margin_fence_truth_m",
+                  "margin_fence_estimate_m")
 MAX_FIGURES_BYTES = 1 << 20  # a trial's figures are a few hundred numbers
 
 Figures = dict[str, Column]
@@ -89,12 +103,12 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
         telemetry = telemetry[(telemetry["t_ns"] >= summary.nav_start_ns) & (telemetry["t_ns"] <= end_ns)]
     else:
         telemetry = pd.DataFrame()
-    trajectory = Trajectory.from_telemetry(vehicle_time(telemetry, summary.speed_factor),
-                                           offset=np.array(summary.home)) if len(telemetry) else None
+    trajectory, truth = (_trajectory(rows, summary.speed_factor, summary.home)
+                         for rows in (telemetry, _true_positions(record, telemetry)))
     shortest = summary.facts.shortest_length_m
     if trajectory is None or len(trajectory) < 2:
         flown: Figures = {"path_length_m": 0.0, "shortest_length_m": shortest, "oracle_success": False,
-                          **dict.fromkeys(MARGIN_FIGURES, math.nan)}
+                          **dict.fromkeys(MARGIN_FIGURES + JUDGED_FIGURES, math.nan)}
     else:
         try:
             scene = scene_for(summary.scene, summary.scene_config)
@@ -104,9 +118,10 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
                               goal_radius=summary.goal_radius_m, shortest_length=shortest,
                               collision_time_s=summary.end_time_s if summary.outcome == Outcome.COLLISION else None,
                               success=summary.outcome == Outcome.SUCCESS)
-        # A scene without obstacles has an infinite clearance: no margin to speak of.
-        clearance = flown["min_clearance_m"]
-        flown["margin_clearance_m"] = clearance if math.isfinite(clearance) else math.nan
+        radius = summary.platform.vehicle_radius_m
+        flown.update(_judged(summary.judged_on, trajectory, truth, lambda flight: (
+            float(np.min(scene.distance(flight.pos))) - radius,
+            safety_figures(flight, scene, radius).margin_fence_m)))
     latency = latency_columns(_optional_table(record, "ros2")) if is_ros2(summary.planner) else {}
     return {**flown, **timing_summary(_optional_table(record, "timing")), **latency}
 
@@ -119,16 +134,88 @@ def _mission(record: Path, summary: MissionSummary) -> Figures:
             and e.get("completed")]
     out: Figures = {"stages_completed": len(done) / len(route.labels)}
     success, collided = summary.outcome == Outcome.SUCCESS, summary.outcome == Outcome.COLLISION
-    telemetry = _optional_table(record, "telemetry")
-    telemetry = vehicle_time(telemetry, summary.speed_factor) if telemetry is not None else pd.DataFrame()
+    stamped = _optional_table(record, "telemetry")
+    stamped = stamped if stamped is not None else pd.DataFrame()
+    telemetry = vehicle_time(stamped, summary.speed_factor) if len(stamped) else stamped
     flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
-    out.update(dict.fromkeys(MARGIN_FIGURES, math.nan))
+    out.update(dict.fromkeys(MARGIN_FIGURES + JUDGED_FIGURES, math.nan))
     if len(flown) < 2:
         return {**out, "success": success, "collided": collided}
     trajectory = Trajectory.from_telemetry(flown, offset=np.array(route.home))
     stages = [(label, np.array(path)) for label, path in route.stages]
-    return {**out, **mission_metrics(trajectory, np.array(route.reference), stages,
-                                     goal_radius=route.success_radius_m, success=success, collided=collided)}
+    out.update(mission_metrics(trajectory, np.array(route.reference), stages, goal_radius=route.success_radius_m,
+                               success=success, collided=collided))
+    if summary.airspace is not None:
+        scene, airspace = _judged_against(record, summary)
+        radius = summary.judged_radius_m
+        truth = _true_positions(record, stamped)
+        truth = truth[truth["armed"].astype(bool)] if "armed" in truth else truth
+
+        def margins(flight: Trajectory) -> tuple[float, float]:
+            clearance = float(np.min(scene.distance(flight.pos))) - radius if scene is not None else math.nan
+            return clearance, float(airspace_room(flight.pos, airspace).min())
+
+        out.update(_judged(summary.judged_on, trajectory, _trajectory(truth, summary.speed_factor, route.home),
+                           margins))
+    return out
+
+
+def _true_positions(record: Path, telemetry: pd.DataFrame) -> pd.DataFrame:
+    """`telemetry`'s rows with the truth table's positions in place of the estimate's, where the record has them
+    (records.truth: keyed by the snapshot's t_ns); no rows where it has none."""
+    truth = _optional_table(record, TRUTH_TABLE)
+    if truth is None or truth.empty or telemetry.empty:
+        return pd.DataFrame()
+    axes = ["north", "east", "down"]
+    return telemetry.drop(columns=axes).merge(truth[["t_ns", *axes]].drop_duplicates("t_ns"), on="t_ns")
+
+
+def _trajectory(rows: pd.DataFrame, speed_factor: float, home) -> Trajectory | None:
+    """Telemetry rows (vehicle time already where `speed_factor` is infinite) as a trajectory in the scene's or
+    mission's frame; None without rows."""
+    if not len(rows):
+        return None
+    return Trajectory.from_telemetry(vehicle_time(rows, speed_factor), offset=np.array(home))
+
+
+def _judged(judged_on: str, estimate: Trajectory | None, truth: Trajectory | None,
+            margins: Callable[[Trajectory], tuple[float, float]]) -> Figures:
+    """The margins (minimum clearance less the radius, fence margin) on each side and on the side the judge used
+    (the truth where it judged on it and the record has it); a non-finite clearance (no obstacles) is NaN."""
+    sides = {}
+    for side, flight in ((ESTIMATE, estimate), (TRUTH, truth)):
+        clearance, fence = margins(flight) if flight is not None and len(flight) else (math.nan, math.nan)
+        sides[side] = (clearance if math.isfinite(clearance) else math.nan, fence)
+    clearance, fence = sides[TRUTH if judged_on == TRUTH and truth is not None and len(truth) else ESTIMATE]
+    return {"min_clearance_m": clearance, "margin_clearance_m": clearance, "margin_fence_m": fence,
+            "min_clearance_truth_m": sides[TRUTH][0], "min_clearance_estimate_m": sides[ESTIMATE][0],
+            "margin_fence_truth_m": sides[TRUTH][1], "margin_fence_estimate_m": sides[ESTIMATE][1]}
+
+
+def _judged_against(record: Path, summary: MissionSummary) -> tuple[Scene | None, Airspace]:
+    """The scene and airspace a mission's judge watched, from its summary; UnreadableRecord naming the field."""
+    where = record / MANIFEST_NAME
+    try:
+        scene = SceneRef(**summary.scene).load() if summary.scene is not None else None
+    except (TypeError, ValueError, OSError, SceneError) as exc:
+        raise UnreadableRecord(f"{where}: summary.scene: expected a generator and seed or a scene file ({exc})") \
+            from None
+    values = dict(summary.airspace or {})
+    try:
+        airspace = Airspace(
+            alt_min=float(values["alt_min"]), alt_max=float(values["alt_max"]),
+            geofence=_polygon(values.get("geofence")), no_fly=tuple(NoFlyZone(**z) for z in values.get("no_fly", ())),
+            geofence_circle=tuple(map(float, values["geofence_circle"])) if values.get("geofence_circle") else None,
+            no_fly_polygons=tuple(_polygon(p) for p in values.get("no_fly_polygons", ())))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UnreadableRecord(f"{where}: summary.airspace: expected the fields of a mission's airspace "
+                               f"(alt_min, alt_max, geofence, geofence_circle, no_fly, no_fly_polygons): {exc!r}") \
+            from None
+    return scene, airspace
+
+
+def _polygon(vertices) -> tuple[tuple[float, float], ...] | None:
+    return None if vertices is None else tuple((float(n), float(e)) for n, e in vertices)
 
 
 def _optional_table(record: Path, name: str) -> pd.DataFrame | None:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from missions.geometry import Scene, polyline_length, sample_polyline
+from missions.schema import Airspace, point_in_polygon
 from onboard.timing import TOTAL, per_cycle
 from reports.trial_summary import distance_to_polyline
 
@@ -191,6 +192,34 @@ def safety_figures(trajectory: Trajectory, scene: Scene, vehicle_radius: float) 
         altitude_violation_s=_time_where(above, trajectory.t),
         margin_fence_m=float(room.min()),
     )
+
+
+def airspace_room(points: np.ndarray, airspace: Airspace) -> np.ndarray:
+    """Per NED point (N, 3), the signed distance (m) to the nearest limit of a mission's airspace: its ceiling,
+    its geofence polygon and circle, its no-fly cylinders and polygons; negative beyond one. The band's floor is
+    left out, as the scene's ground is: the judge holds it only between the climb into the band and the landing."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    alt = -points[:, 2]
+    rooms = [airspace.alt_max - alt]
+    if airspace.geofence is not None:
+        rooms.append(_polygon_room(points, np.array(airspace.geofence, dtype=float)))
+    if airspace.geofence_circle is not None:
+        north, east, radius = airspace.geofence_circle
+        rooms.append(radius - np.hypot(points[:, 0] - north, points[:, 1] - east))
+    for zone in airspace.no_fly:
+        outside = np.hypot(points[:, 0] - zone.north, points[:, 1] - zone.east) - zone.radius
+        rooms.append(np.maximum.reduce([outside, alt - zone.alt_max, zone.alt_min - alt]))
+    for polygon in airspace.no_fly_polygons:
+        rooms.append(-_polygon_room(points, np.array(polygon, dtype=float)))
+    return np.min(rooms, axis=0)
+
+
+def _polygon_room(points: np.ndarray, polygon: np.ndarray) -> np.ndarray:
+    """Horizontal distance from each point to a polygon's boundary, positive inside, negative outside."""
+    ring = np.column_stack([np.vstack([polygon, polygon[:1]]), np.zeros(len(polygon) + 1)])
+    flat = np.column_stack([points[:, :2], np.zeros(len(points))])
+    inside = np.array([point_in_polygon(p, polygon) for p in points[:, :2]])
+    return np.where(inside, 1.0, -1.0) * distance_to_polyline(flat, ring)
 
 
 def _time_where(mask: np.ndarray, t: np.ndarray) -> float:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridges.truth import StateIsTruth, truth_of
 from bridges.vehicle import VehicleConnectionError
 from profiles.perturbation import Perturbation
 from px4.process import (
@@ -100,7 +101,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
                                         perturbation=options.perturbation)
         try:
             async with builtin_vehicle(sim_options) as sim:
-                async with connected(sim.url, options, sim) as (vehicle, proxy):
+                async with connected(sim.url, options, sim) as (vehicle, proxy), truth_of(vehicle, StateIsTruth()):
                     yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)
         finally:
             if options.keep_in is not None:

@@ -13,8 +13,10 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from bridges.hitl_bench import hitl_bench
+from bridges.truth import truth_of
 from px4.external_physics.simulator import SimulatorOptions
 from targets.connection import connected
+from targets.px4_sitl import physics_truth
 from targets.spec import OpenTarget, TargetOptions, TargetSpec
 
 
@@ -25,7 +27,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         simulator = SimulatorOptions(profile=options.profile, speed=1.0, seed=options.seed,
                                      perturbation=options.perturbation)
         async with hitl_bench(spec.url, simulator, arm_allowed=options.allow_arming) as bench:
-            async with connected(bench.url, options, speed=1.0) as (vehicle, proxy):
+            async with connected(bench.url, options, speed=1.0) as (vehicle, proxy), \
+                    truth_of(vehicle, physics_truth(bench.simulator)):
                 yield OpenTarget(vehicle, spec.name, hardware=True, simulator=bench.simulator, link=proxy)
         return
     async with connected(spec.url, options, speed=1.0) as (vehicle, proxy):

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bridges.lockstep_vehicle import LockstepVehicle
+from bridges.truth import AlignedTruth, StateIsTruth, truth_of
 from profiles.link import link_for_trial
 from px4.sim.perturbation import perturb
 from px4.sim.realtime import SimOptions, build_vehicle
@@ -35,7 +36,10 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         log_root = Path(root) if options.keep_in is not None else None
         try:
             async with LockstepVehicle(autopilot, telemetry_hz=TELEMETRY_HZ, link=link, link_sink=sink,
-                                       flight_log_root=log_root) as vehicle:
+                                       flight_log_root=log_root) as vehicle, \
+                    truth_of(vehicle, StateIsTruth() if link is None else
+                             AlignedTruth(StateIsTruth.source, lambda: tuple(autopilot.dyn.pos))):
+                # Across a link profile a snapshot is what arrived late; the physics' state is the truth now.
                 yield OpenTarget(vehicle, LOCKSTEP, hardware=False, link=vehicle.link)
         finally:
             if options.keep_in is not None:

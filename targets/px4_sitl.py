@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from bridges.truth import AlignedTruth, SihTruth, truth_of
 from profiles.library import load_vehicle_profile
 from px4.external_physics.simulator import SimulatorOptions
 from px4.external_physics.sitl_run import (
@@ -33,7 +34,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         simulator = SimulatorOptions(profile=options.profile, speed=options.speed, seed=options.seed,
                                      perturbation=options.perturbation)
         async with px4_on_harness_physics(simulator, sitl, keep_in=options.keep_in, sink=options.sink) as run:
-            async with connected(run.url, options, run.sitl) as (vehicle, proxy):
+            async with connected(run.url, options, run.sitl) as (vehicle, proxy), \
+                    truth_of(vehicle, physics_truth(run.simulator)):
                 yield OpenTarget(vehicle, f"{spec.kind}:{run.sitl.instance}", hardware=False,
                                  failure=run.sitl.failure, simulator=run.simulator, link=proxy)
         return
@@ -41,6 +43,11 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir, params=params,
                        airframe=options.px4_airframe or DEFAULT_AIRFRAME, extra_links=options.extra_links)
     async with px4_sitl(sitl, keep_in=options.keep_in) as process:
-        async with connected(process.url, options, process) as (vehicle, proxy):
+        async with connected(process.url, options, process) as (vehicle, proxy), truth_of(vehicle, SihTruth()):
             yield OpenTarget(vehicle, f"{spec.kind}:{process.instance}", hardware=False, failure=process.failure,
                              link=proxy)
+
+
+def physics_truth(simulator) -> AlignedTruth:
+    """The harness's physics' own state (a `HarnessSimulator`, stepped on its thread), as PX4's truth."""
+    return AlignedTruth("harness physics", lambda: tuple(simulator.dyn.pos))

@@ -1,0 +1,131 @@
+"""Where a simulated vehicle truly is, beside the estimate its telemetry reports: what the judge judges on.
+
+A `Vehicle`'s snapshots are what the flight controller reports: on PX4, EKF2's estimate, which on SIH's
+ground truth overshoots a 5 m step by 1.15 m where the estimate shows 0.3 m (the fidelity suite's figures),
+so a tree can be hit in truth and missed in the estimate, or the reverse. Each target says what truth it has
+(`Vehicle.truth`, a `GroundTruth`, or None where nothing but the estimate exists: hardware):
+
+- the built-in vehicle: its state is the truth, the estimate is the truth (`StateIsTruth`; in lockstep
+  across a link profile, the state now rather than the snapshot the link delivered late);
+- PX4 SIH: HIL_STATE_QUATERNION, which SIH streams when asked (`SihTruth`);
+- PX4 on the harness's physics (SITL or a HITL board): the physics' own state (`AlignedTruth` on it).
+
+A simulator's truth has a frame of its own (SIH: WGS84; the physics: NED from where it started), so it is
+put in the estimate's local frame by the offset between the two while the vehicle is disarmed on the ground,
+frozen once it arms: whatever the estimate gets wrong in flight stays in the difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+from aio.tasks import cancel_and_wait
+from bridges.vehicle import Vehicle, VehicleState
+from missions.geo import GeoOrigin
+
+Position = tuple[float, float, float]  # NED, m
+
+# The simulator's ground truth PX4 SIH streams on request: its message id and rate (vehicle Hz).
+HIL_STATE_QUATERNION = 115
+TRUTH_HZ = 50.0
+SET_MESSAGE_INTERVAL = 511  # MAV_CMD
+# Vehicle seconds a target waits for SIH's first truth before it judges on the estimate alone.
+FIRST_TRUTH_S = 5.0
+
+
+class GroundTruth(Protocol):
+    """A target's truth of where its vehicle is (module docstring)."""
+
+    source: str  # what it is, for the record: "vehicle state", "PX4 SIH", "harness physics"
+
+    def position(self, state: VehicleState) -> Position | None:
+        """The true position, in the vehicle's local NED frame (m), as of snapshot `state`; None while unknown."""
+
+
+class StateIsTruth:
+    """The built-in vehicle over MAVLink: it reports its exact state, so the estimate is the truth."""
+
+    source = "vehicle state"
+
+    def position(self, state: VehicleState) -> Position | None:
+        return state.north, state.east, state.down
+
+
+class AlignedTruth:
+    """A simulator's truth (`read`: its latest raw NED position, None before the first) in the estimate's local
+    frame: the offset between the two is taken from each disarmed snapshot seen (`observe`), and frozen from
+    the first armed one on."""
+
+    def __init__(self, source: str, read: Callable[[], Position | None]) -> None:
+        self.source = source
+        self._read = read
+        self._offset: Position | None = None
+
+    def observe(self, state: VehicleState) -> None:
+        if state.armed:
+            return
+        raw = self._read()
+        if raw is not None and all(math.isfinite(v) for v in (state.north, state.east, state.down)):
+            self._offset = (state.north - raw[0], state.east - raw[1], state.down - raw[2])
+
+    def position(self, state: VehicleState) -> Position | None:
+        raw, offset = self._read(), self._offset
+        if raw is None or offset is None:
+            return None
+        return raw[0] + offset[0], raw[1] + offset[1], raw[2] + offset[2]
+
+
+def sih_truth_ned(fields: dict, origin: GeoOrigin) -> tuple[float, float, float, float, float, float]:
+    """A HIL_STATE_QUATERNION's position (m, NED from `origin`) and velocity (m/s)."""
+    n, e, d = origin.to_local(fields["lat"] * 1e-7, fields["lon"] * 1e-7, fields["alt"] * 1e-3)
+    return n, e, d, fields["vx"] / 100.0, fields["vy"] / 100.0, fields["vz"] / 100.0
+
+
+def sih_origin(fields: dict) -> GeoOrigin:
+    """A HIL_STATE_QUATERNION's position as an origin for `sih_truth_ned`."""
+    return GeoOrigin(fields["lat"] * 1e-7, fields["lon"] * 1e-7, fields["alt"] * 1e-3)
+
+
+class SihTruth(AlignedTruth):
+    """PX4 SIH's ground truth: HIL_STATE_QUATERNION, in the estimate's frame (`follow` keeps the latest)."""
+
+    def __init__(self) -> None:
+        super().__init__("PX4 SIH", lambda: self.latest)
+        self.latest: Position | None = None
+        self.arrived = asyncio.Event()
+
+    async def follow(self, messages: AsyncIterator[dict]) -> None:
+        origin = None
+        async for fields in messages:
+            origin = origin or sih_origin(fields)
+            self.latest = sih_truth_ned(fields, origin)[:3]
+            self.arrived.set()
+
+
+@contextlib.asynccontextmanager
+async def truth_of(vehicle: Vehicle, truth: GroundTruth | None) -> AsyncIterator[GroundTruth | None]:
+    """`vehicle.truth` is `truth` for the block; an `AlignedTruth` sees every snapshot (its alignment) and a
+    `SihTruth` follows SIH's messages, asked for first: a SIH that sends none within FIRST_TRUTH_S vehicle
+    seconds leaves the vehicle without a truth (judged on its estimate, and its records say so)."""
+    tasks: list[asyncio.Task] = []
+    try:
+        if isinstance(truth, SihTruth):
+            await vehicle.command_long(SET_MESSAGE_INTERVAL, HIL_STATE_QUATERNION, 1e6 / TRUTH_HZ)
+            tasks.append(asyncio.create_task(truth.follow(vehicle.messages("HIL_STATE_QUATERNION"))))
+            with contextlib.suppress(TimeoutError):
+                async with vehicle.deadline(FIRST_TRUTH_S):
+                    await truth.arrived.wait()
+            if not truth.arrived.is_set():
+                truth = None
+        if isinstance(truth, AlignedTruth):
+            tasks.append(asyncio.create_task(vehicle.each_snapshot(truth.observe)))
+        vehicle.truth = truth
+        yield truth
+    finally:
+        vehicle.truth = None
+        for task in tasks:
+            await cancel_and_wait(task)
