@@ -21,6 +21,37 @@ POS_IGNORE, VEL_IGNORE, ACC_IGNORE = 0x007, 0x038, 0x1C0
 YAW_IGNORE, YAW_RATE_IGNORE = 0x400, 0x800
 # SET_ATTITUDE_TARGET type_mask bits
 ATT_RATES_IGNORE, ATT_THRUST_IGNORE, ATT_IGNORE = 0x07, 0x40, 0x80
+# A velocity or acceleration beyond this overflows PX4's float32 arithmetic (its square exceeds FLT_MAX).
+OVERFLOW = 1.8e19
+# m/s^2 down: an acceleration setpoint that the thrust limits clip to the minimum (up: the maximum).
+CLIPPED_ACCELERATION = 100.0
+
+
+def _beyond_float32(vel: tuple, acc: tuple) -> tuple[bool, bool]:
+    """Whether the (horizontal, vertical) parts of a setpoint overflow PX4's float32 arithmetic."""
+    big = [abs(v) > OVERFLOW and math.isfinite(v) for v in (*vel, *acc)]
+    return big[0] or big[1] or big[3] or big[4], big[2] or big[5]
+
+
+def overflowing_setpoint(vel: tuple, acc: tuple, yaw: float, yawspeed: float) -> TrajectorySetpoint | None:
+    """The setpoint PX4 v1.16.1 flies for velocities or accelerations of 1e30 (measured: MAVSDK's
+    set_velocity_ned and set_acceleration_ned, and one SET_POSITION_TARGET_LOCAL_NED with both, 5 s of
+    them in Offboard at 5 m): it does not move horizontally, falls at minimum thrust (about 5 m/s down
+    after 1 s) onto the ground, and its land detector says nothing while they last, so it stays armed
+    and climbs again on the next valid setpoint. None: the setpoint is within float32's range."""
+    horizontal, vertical = _beyond_float32(vel, acc)
+    if not (horizontal or vertical):
+        return None
+    nan = math.nan
+    vxy = (0.0, 0.0) if horizontal else (vel[0], vel[1])
+    axy = (nan, nan) if horizontal else (acc[0], acc[1])
+    vz, az = vel[2], acc[2]
+    if vertical:
+        # The overflowing part decides the thrust; no vertical speed is commanded, so no descent for
+        # the land detector's ground contact either.
+        big = acc[2] if abs(acc[2]) > OVERFLOW else vel[2]
+        vz, az = nan, math.copysign(CLIPPED_ACCELERATION, big)
+    return TrajectorySetpoint((nan, nan, nan), (*vxy, vz), (*axy, az), yaw, yawspeed)
 
 
 class OffboardSetpoints:
@@ -38,6 +69,10 @@ class OffboardSetpoints:
         acc = (math.nan, math.nan, math.nan) if mask & ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
         yaw = math.nan if mask & YAW_IGNORE else msg.yaw
         yawspeed = math.nan if mask & YAW_RATE_IGNORE else msg.yaw_rate
+        overflowing = overflowing_setpoint(vel, acc, yaw, yawspeed)
+        if overflowing is not None:
+            self.ap.offboard_setpoint(overflowing)
+            return
         if msg.coordinate_frame in (mavlink.MAV_FRAME_BODY_NED, mavlink.MAV_FRAME_BODY_OFFSET_NED, mavlink.MAV_FRAME_BODY_FRD):
             # Body frames are yaw-rotated local frames for setpoints (PX4 ignores roll/pitch here).
             yaw_now = self.ap.dyn.yaw
@@ -69,7 +104,8 @@ class OffboardSetpoints:
         acc = (math.nan, math.nan, math.nan) if mask & ACC_IGNORE else (msg.afx, msg.afy, msg.afz)
         yaw = math.nan if mask & YAW_IGNORE else msg.yaw
         yawspeed = math.nan if mask & YAW_RATE_IGNORE else msg.yaw_rate
-        self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+        self.ap.offboard_setpoint(overflowing_setpoint(vel, acc, yaw, yawspeed)
+                                  or TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
 
     def _on_set_attitude_target(self, link: Link, msg) -> None:
         mask = msg.type_mask
