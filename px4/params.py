@@ -257,6 +257,15 @@ class ParamStore:
         value = float(value)
         if math.isnan(value) or not spec.min <= value <= spec.max:
             raise ParamError(f"{name}={value} is outside [{spec.min}, {spec.max}] {spec.unit}".rstrip())
+        return self.take(name, value)
+
+    def take(self, name: str, value: float) -> float:
+        """Store any finite value, outside the parameter's range too, as PX4 stores what a PARAM_SET carries
+        (the module that reads a parameter constrains it, or not); returns the value stored."""
+        spec = self.spec(name)
+        value = float(value)
+        if not math.isfinite(value):
+            raise ParamError(f"{name}={value} is not a finite number")
         if spec.is_int:
             value = float(int(round(value)))
         if self._values[name] != value:

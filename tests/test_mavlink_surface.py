@@ -108,10 +108,13 @@ async def test_parameter_list_and_int_encoding(client):
     act = seen["COM_OBL_RC_ACT"]
     assert act.param_type == mavlink.MAV_PARAM_TYPE_INT32 and act.value == 0
     assert seen["MPC_XY_CRUISE"].param_type == mavlink.MAV_PARAM_TYPE_REAL32
-    # An out-of-range set is answered with the unchanged value, as PX4 answers every set.
+    # A set outside the documented range is stored and echoed, as PX4 v1.16.1 stores it (issue 35).
     client.conn.mav.param_set_send(1, 1, b"MPC_TILTMAX_AIR", 500.0, mavlink.MAV_PARAM_TYPE_REAL32)
     echo = client.recv("PARAM_VALUE", 2.0, lambda m: m.param_id == "MPC_TILTMAX_AIR")
-    assert echo is not None and echo.param_value == 45.0
+    assert echo is not None and echo.param_value == 500.0
+    # A set of the wrong type is ignored without an answer, as PX4 ignores it.
+    client.conn.mav.param_set_send(1, 1, b"MPC_XY_CRUISE", 7.0, mavlink.MAV_PARAM_TYPE_INT32)
+    assert client.recv("PARAM_VALUE", 1.0, lambda m: m.param_id == "MPC_XY_CRUISE") is None
     # A parameter the built-in vehicle only stores takes any value of its type and echoes it.
     client.conn.mav.param_set_send(1, 1, b"FLW_TGT_HT", 17.5, mavlink.MAV_PARAM_TYPE_REAL32)
     echo = client.recv("PARAM_VALUE", 2.0, lambda m: m.param_id == "FLW_TGT_HT")

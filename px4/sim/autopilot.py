@@ -314,14 +314,16 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             n, e, _ = self.origin.to_local(lat, lon, self.origin.alt_m)
         home_alt = self.origin.alt_m - self.home[2]
         minimum = self.params["MIS_TAKEOFF_ALT"]
-        if math.isnan(alt_amsl) or alt_amsl - home_alt < minimum:
-            self.say(mavlink.MAV_SEVERITY_INFO if math.isnan(alt_amsl) else mavlink.MAV_SEVERITY_CRITICAL,
-                     f"Using minimum takeoff altitude: {minimum:.2f} m")
-            alt_amsl = home_alt + minimum
         target_down = self.origin.alt_m - alt_amsl
-        if target_down > d and not self.landed:
+        if target_down > d:
+            # Below the vehicle, on the ground too (measured on v1.16.1: MAVProxy's `takeoff 5`, 5 m above sea
+            # level): PX4 says so, goes to Takeoff and stays where it is.
             self.say(mavlink.MAV_SEVERITY_INFO, "Already higher than takeoff altitude")
             target_down = d
+        elif math.isnan(alt_amsl) or alt_amsl - home_alt < minimum:
+            self.say(mavlink.MAV_SEVERITY_INFO if math.isnan(alt_amsl) else mavlink.MAV_SEVERITY_CRITICAL,
+                     f"Using minimum takeoff altitude: {minimum:.2f} m")
+            target_down = self.origin.alt_m - (home_alt + minimum)
         self._target = (n, e, target_down)
         self._user_mode(FlightMode.TAKEOFF)
         return ACCEPTED

@@ -78,8 +78,8 @@ class CommandHandler:
         elif command == C.MAV_CMD_DO_SET_MODE:
             main, sub = _int(p[1]), _int(p[2])
             mode = mode_from_set_mode(main, sub)
-            result = ap.set_mode(mode) if mode is not None else CommandResult(
-                C.MAV_RESULT_UNSUPPORTED, f"unknown PX4 mode main={main} sub={sub}")
+            # PX4 v1.16.1 ACCEPTs a main mode it does not know and stays in its mode (measured: main 99).
+            result = ap.set_mode(mode) if mode is not None else CommandResult(C.MAV_RESULT_ACCEPTED)
         elif command == C.MAV_CMD_DO_REPOSITION:
             result = self._reposition(p, frame)
         elif command == C.MAV_CMD_DO_ORBIT:
@@ -111,6 +111,10 @@ class CommandHandler:
                 ap.say(severity, text)
             self.tick_statustexts()
             result = CommandResult(code)  # NO_ACK (-1): PX4 leaves this one unanswered
+        elif command == C.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN:
+            # Measured on v1.16.1 SITL: param1 0 (nothing to do for the autopilot) ACCEPTED; a reboot (MAVSDK's
+            # action.reboot, param1 1) DENIED, disarmed too: SITL does not reboot itself.
+            result = CommandResult(C.MAV_RESULT_ACCEPTED if _lround(p[0]) == 0 else C.MAV_RESULT_DENIED)
         elif command == C.MAV_CMD_INJECT_FAILURE:
             result = self._fault_result(ap.faults.inject_failure(_int(p[0], -1), _int(p[1], -1), _int(p[2]),
                                                                  enabled=ap.params["SYS_FAILURE_EN"] != 0))

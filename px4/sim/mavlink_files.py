@@ -5,6 +5,7 @@ sent in bursts a tick at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from pymavlink.dialects.v20 import common as mavlink
@@ -14,6 +15,24 @@ from px4.sim.mavlink_ftp import FtpServer
 
 if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
     from px4.sim.mavlink_link import Link
+
+
+# What PX4 SITL's working folder (its FTP root) holds besides log/, as a user lists it (measured on v1.16.1):
+# dataman (the mission store), eeprom/ (parameters of an instance) and etc/ with init.d-posix/rcS. The
+# built-in vehicle keeps its state in memory, so these say so instead of holding PX4's data.
+RCS = "etc/init.d-posix/rcS"
+RCS_TEXT = """#!/bin/sh
+# quad-hil's built-in vehicle, imitating PX4 v1.16.1 SITL (SIH, airframe 10040). It runs no start script:
+# its parameters are set with `hil sim --param NAME=VALUE` and kept in memory, as are its missions.
+"""
+
+
+def px4_root_files(root: Path) -> None:
+    """PX4's own names in the vehicle's folder: a user listing or reading them over FTP finds them."""
+    (root / RCS).parent.mkdir(parents=True, exist_ok=True)
+    (root / RCS).write_text(RCS_TEXT)
+    (root / "eeprom").mkdir(exist_ok=True)
+    (root / "dataman").touch()
 
 
 FTP_BURST_PER_TICK = 20

@@ -19,6 +19,34 @@ if TYPE_CHECKING:  # annotations only: the link module imports these modules' st
     from px4.sim.mavlink_link import Link
 
 
+# PX4 stores a global item's coordinates as integers and downloads it in MISSION_ITEM_INT in the _INT frame
+# (measured on v1.16.1: an item uploaded in GLOBAL comes back in GLOBAL_INT, in GLOBAL_RELATIVE_ALT in
+# GLOBAL_RELATIVE_ALT_INT; missions, fences and rally points alike).
+INT_FRAMES = {mavlink.MAV_FRAME_GLOBAL: mavlink.MAV_FRAME_GLOBAL_INT,
+              mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT: mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT}
+# Which mission commands PX4 v1.16.1 takes in which frame (measured: 21 commands uploaded one by one in
+# GLOBAL, GLOBAL_RELATIVE_ALT and MISSION). In a global frame only the commands that go to a place (and the
+# region-of-interest ones); in MAV_FRAME_MISSION everything but those that go to a place and DO_SET_SERVO.
+# Any other pair is MAV_MISSION_UNSUPPORTED with "IGN MISSION_ITEM: Invalid item": an RTL in
+# GLOBAL_RELATIVE_ALT as Mission Planner and MAVProxy's QGC WPL files carry it, a DO_CHANGE_SPEED there.
+_C = mavlink
+PLACE_COMMANDS = {_C.MAV_CMD_NAV_WAYPOINT, _C.MAV_CMD_NAV_LOITER_UNLIM, _C.MAV_CMD_NAV_LOITER_TIME, _C.MAV_CMD_NAV_LAND,
+                  _C.MAV_CMD_NAV_TAKEOFF, _C.MAV_CMD_NAV_LOITER_TO_ALT, _C.MAV_CMD_DO_SET_ROI_LOCATION}
+GLOBAL_FRAME_COMMANDS = PLACE_COMMANDS | {_C.MAV_CMD_DO_SET_ROI, _C.MAV_CMD_NAV_ROI}
+NOT_IN_MISSION_FRAME = PLACE_COMMANDS | {_C.MAV_CMD_DO_SET_SERVO}
+GLOBAL_FRAMES = {_C.MAV_FRAME_GLOBAL, _C.MAV_FRAME_GLOBAL_INT, _C.MAV_FRAME_GLOBAL_RELATIVE_ALT,
+                 _C.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT}
+
+
+def _takes(frame: int, command: int) -> bool:
+    """Whether PX4 takes a mission item of this command in this frame."""
+    if frame in GLOBAL_FRAMES:
+        return command in GLOBAL_FRAME_COMMANDS
+    if frame == _C.MAV_FRAME_MISSION:
+        return command not in NOT_IN_MISSION_FRAME
+    return True
+
+
 MISSION_RETRY_S = 0.25
 MISSION_RETRIES = 5
 
@@ -107,6 +135,13 @@ class MissionProtocol:
                                                           up.mission_type))
             link.upload = None
             return
+        if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and not _takes(item.frame, item.command):
+            self.ap.say(mavlink.MAV_SEVERITY_CRITICAL, "IGN MISSION_ITEM: Invalid item")
+            self.tick_statustexts()
+            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED,
+                                                          up.mission_type))
+            link.upload = None
+            return
         up.items.append(item)
         up.retries = 0
         if len(up.items) < up.count:
@@ -149,7 +184,8 @@ class MissionProtocol:
                                                        it.command, current, it.autocontinue, it.param1, it.param2,
                                                        it.param3, it.param4, it.x / scale, it.y / scale, it.z, mtype)
         else:
-            out = mavlink.MAVLink_mission_item_int_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq, it.frame,
+            out = mavlink.MAVLink_mission_item_int_message(msg.get_srcSystem(), msg.get_srcComponent(), it.seq,
+                                                           INT_FRAMES.get(it.frame, it.frame),
                                                            it.command, current, it.autocontinue, it.param1, it.param2,
                                                            it.param3, it.param4, it.x, it.y, it.z, mtype)
         link.send(out)

@@ -26,12 +26,22 @@ def _param_wire_value(value: float, is_int: bool) -> float:
     return value
 
 
+def _is_int_type(param_type: int) -> bool:
+    return param_type in (mavlink.MAV_PARAM_TYPE_INT32, mavlink.MAV_PARAM_TYPE_UINT32, mavlink.MAV_PARAM_TYPE_INT16,
+                          mavlink.MAV_PARAM_TYPE_UINT16, mavlink.MAV_PARAM_TYPE_INT8, mavlink.MAV_PARAM_TYPE_UINT8)
+
+
 def _param_from_wire(value: float, param_type: int) -> float:
-    if param_type in (mavlink.MAV_PARAM_TYPE_INT32, mavlink.MAV_PARAM_TYPE_UINT32, mavlink.MAV_PARAM_TYPE_INT16,
-                      mavlink.MAV_PARAM_TYPE_UINT16, mavlink.MAV_PARAM_TYPE_INT8, mavlink.MAV_PARAM_TYPE_UINT8):
+    if _is_int_type(param_type):
         return float(struct.unpack("<i", struct.pack("<f", value))[0])
     return value
 
+
+# Parameter -> the one whose value caps it, where PX4's module writes the capped value back.
+WRITTEN_BACK = {"MPC_XY_CRUISE": "MPC_XY_VEL_MAX"}
+# After a set, when the module has taken it up: a cycle of PX4's position controller and its parameter
+# update, well within the second after which the written-back value was read (not measured closer).
+WRITE_BACK_S = 0.1
 
 
 class ParamProtocol:
@@ -88,11 +98,30 @@ class ParamProtocol:
         if name not in store:
             self.ap.say(mavlink.MAV_SEVERITY_WARNING, f"unknown parameter {name}")
             return
+        if _is_int_type(msg.param_type) != store.spec(name).is_int:
+            return  # PX4 v1.16.1 ignores a set of the wrong type without a word (measured: no PARAM_VALUE)
         try:
-            store.set(name, _param_from_wire(msg.param_value, msg.param_type))
+            # PX4 takes a value outside the parameter's documented range (measured: MPC_XY_CRUISE 1000 and -5
+            # both echoed and read back); only what is no number at all is refused here.
+            store.take(name, _param_from_wire(msg.param_value, msg.param_type))
         except ParamError as exc:
             self.ap.say(mavlink.MAV_SEVERITY_WARNING, str(exc))
         self.ap.apply_params()
         # PX4 always answers a set with the value now stored: a client sees a refusal as an unchanged value.
         for each in self.links:
             each.send(self._param_value(store.index(name)))
+        if any(name in pair for pair in WRITTEN_BACK.items()):
+            self.write_back_due_s = self.ap.time_s + WRITE_BACK_S
+
+    def write_back(self) -> None:
+        """The value a PX4 module constrains and writes back once it has read the set (PX4's position controller:
+        a cruise speed above MPC_XY_VEL_MAX becomes MPC_XY_VEL_MAX; measured, 1000 reads back 12.0 a second
+        later, while MAVSDK's get_param_float right after its set still reads 1000)."""
+        if self.ap.time_s < self.write_back_due_s:
+            return
+        self.write_back_due_s = float("inf")
+        store = self.ap.params
+        for param, limit in WRITTEN_BACK.items():
+            if param in store and limit in store and store[param] > store[limit]:
+                store.take(param, store[limit])
+                self.ap.apply_params()

@@ -33,7 +33,7 @@ from px4.sim.calibration import Calibration
 from px4.sim.component_metadata import write_metadata
 from px4.sim.flight_log import FlightLogger
 from px4.sim.mavlink_commands import CommandHandler
-from px4.sim.mavlink_files import FTP_BURST_PER_TICK, FileProtocols
+from px4.sim.mavlink_files import FTP_BURST_PER_TICK, FileProtocols, px4_root_files
 from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_mission import MissionProtocol
 from px4.sim.mavlink_offboard import OffboardSetpoints
@@ -91,11 +91,14 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         if "MAV_SYS_ID" in autopilot.params:
             autopilot.params.set("MAV_SYS_ID", sysid)
         self.metadata = write_metadata(self.root, autopilot.params) if component_metadata else None
+        if component_metadata:
+            px4_root_files(self.root)
         self.calibration = Calibration()
         self.logger = flight_logger(autopilot, self.root)
         # The shortest interval any stream gets, in vehicle seconds (run_realtime caps streams in wall time).
         self.min_stream_interval_s = 0.0
         self._ping_seq = 0
+        self.write_back_due_s = float("inf")  # when a parameter PX4 constrains is written back (mavlink_params)
         self._last_reached = -1
         self._reached_repeats = 0
         self._next_reached_s = 0.0
@@ -159,6 +162,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         now = self.ap.time_s
         for severity, text in self.calibration.update(now):
             self.ap.say(severity, text)
+        self.write_back()
         events = self._statustext_messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
         started = self.logger.update()
         if started is not None:

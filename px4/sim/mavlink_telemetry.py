@@ -253,6 +253,15 @@ class TelemetryStreams:
                 flags |= mavlink.ESTIMATOR_POS_HORIZ_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_ABS
         return mavlink.MAVLink_estimator_status_message(self.boot_us, flags, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, 0.5, 0.8)
 
+    def _msg_flight_information(self):
+        """FLIGHT_INFORMATION, which MAVSDK's info plugin asks for: PX4 answers it on request (the arming time
+        in UTC microseconds while armed, else 0; COM_FLIGHT_UUID as the flight's number). The time armed is
+        taken off the wall clock in vehicle seconds: at a speed factor the arming time is that much earlier."""
+        ap = self.ap
+        armed_utc = int((time.time() - (ap.time_s - ap._armed_at)) * 1e6) if ap.armed else 0
+        uuid = int(ap.params["COM_FLIGHT_UUID"]) if "COM_FLIGHT_UUID" in ap.params else 0
+        return mavlink.MAVLink_flight_information_message(self.boot_ms, armed_utc, 0, uuid)
+
     def _msg_system_time(self):
         return mavlink.MAVLink_system_time_message(int(time.time() * 1e6), self.boot_ms)
 
@@ -287,7 +296,8 @@ class TelemetryStreams:
         version = self._version_word()
         return mavlink.MAVLink_autopilot_version_message(
             CAPABILITIES, version, version, _os_version(), 1, PX4_GIT_HASH, PX4_GIT_HASH, [0] * 8, 0, 0, self.uid,
-            [0] * 18)
+            # uid2 too, where MAVSDK's info.get_identification reads its hardware_uid (PX4 fills it: non-zero).
+            list(self.uid.to_bytes(8, "little")) + [0] * 10)
 
     def _msg_protocol_version(self):
         return mavlink_extra.ProtocolVersion(200, 100, 200, [0] * 8, MAVLINK_LIBRARY_HASH)

@@ -88,18 +88,16 @@ def wp_load(target: Target) -> dict:
         try:
             proxy.wait_for(r"Detected vehicle|online system", 30.0)
             proxy.type("wp load mission.txt")
-            ack = proxy.wait_for(r"(?i)(mission_ack|invalid|sent all|loaded \d+ waypoints|Flight plan received)",
-                                 20.0)
-            time.sleep(2.0)
-            return {"answer": ack, "console": [line for line in proxy.lines if re.search(r"(?i)invalid|ack|error",
-                                                                                          line)]}
+            ack = proxy.wait_for(r"Got MISSION_ACK", 60.0)
+            time.sleep(1.0)
+            return {"MISSION_ACK": ack, "said Invalid item": any("Invalid item" in line for line in proxy.lines)}
         finally:
             proxy.close()
             watcher.close()
 
 
 @case("MAVProxy: arm throttle, takeoff 5 (metres above sea level, below the vehicle)", "MAVProxy", speed=2.0,
-      tolerance={"highest m": 0.5})
+      tolerance={"highest m": 1.0})
 @blocking
 def takeoff_below(target: Target) -> dict:
     watcher, _ = _ready(target)
@@ -111,7 +109,8 @@ def takeoff_below(target: Target) -> dict:
             armed = watcher.recv("HEARTBEAT", 10.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
             proxy.type("takeoff 5")
             heights = [m.relative_alt / 1000 for m in watcher.collect(8.0 / target.speed + 2, {"GLOBAL_POSITION_INT"})]
-            said = [t for t in watcher.texts if "takeoff" in t.lower() or "higher" in t.lower()]
+            # PX4 ends each text with a tab (its events' separator), which no ground station shows.
+            said = [t.rstrip("\t") for t in watcher.texts if "takeoff alt" in t.lower() or "higher" in t.lower()]
             return {"armed": armed is not None, "highest m": round(max(heights, default=float("nan")), 1),
                     "texts": said}
         finally:
