@@ -52,6 +52,7 @@ class FlightMode(Enum):
     MISSION = (MAIN_AUTO, AUTO_MISSION)
     RTL = (MAIN_AUTO, AUTO_RTL)
     LAND = (MAIN_AUTO, AUTO_LAND)
+    FOLLOW_TARGET = (MAIN_AUTO, AUTO_FOLLOW_TARGET)
 
     @property
     def custom_mode(self) -> int:

@@ -28,7 +28,7 @@ from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sih import physical_from_sih, physical_to_sih
 from px4.sim import control_kernels as kern
-from px4.sim.auto_modes import AutoModes
+from px4.sim.auto_modes import AutoModes, FollowTarget
 from px4.sim.autopilot_types import (
     ACCEPTED,
     AUTO_MODES,
@@ -107,6 +107,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.landed = True
         self.landed_state = LandedState.ON_GROUND
         self.battery_remaining = 1.0
+        self.battery_discharged_mah = 0.0
         self.home: tuple[float, float, float] = (0.0, 0.0, 0.0)  # local NED; reset at every arming
         self.failsafe = False
         # Messages for the pilot and protocol events, drained by whoever speaks for the vehicle.
@@ -140,6 +141,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self._land_detector = LandDetector()
         self._idle = True  # motors at idle: armed but not taken off (or disarmed)
         self._orbit: Orbit | None = None
+        self._follow: FollowTarget | None = None
         self._orbit_yaw = NAN
         self._gps_lost_at: float | None = None
         self._gnss_stop_said = False
@@ -201,6 +203,23 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         """The estimator still has a horizontal position: GPS, or dead reckoning for EKF2_NOAID_TOUT."""
         lost = self._gps_lost_at
         return lost is None or self.time_s - lost < self.params["EKF2_NOAID_TOUT"] / 1e6
+
+    @property
+    def triplet(self) -> Triplet | None:
+        """The navigator's current waypoints (PX4's position_setpoint_triplet); None before any auto flight."""
+        return self._triplet
+
+    @property
+    def estimator_flags(self) -> int:
+        """ESTIMATOR_STATUS_FLAGS of the estimate (PX4's estimator_status.solution_status_flags): attitude,
+        velocity and relative position once the sensors are initialised, absolute position with a GPS fix."""
+        if not self.ready:
+            return 0
+        flags = (mavlink.ESTIMATOR_ATTITUDE | mavlink.ESTIMATOR_VELOCITY_HORIZ | mavlink.ESTIMATOR_VELOCITY_VERT
+                 | mavlink.ESTIMATOR_POS_HORIZ_REL | mavlink.ESTIMATOR_POS_VERT_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_REL)
+        if self.gps_fix:
+            flags |= mavlink.ESTIMATOR_POS_HORIZ_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_ABS
+        return flags
 
     @property
     def mission_valid(self) -> bool:
@@ -566,6 +585,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             want_takeoff = self._climb_wanted(self.current_setpoint)
         elif self.mode == FlightMode.ORBIT and self._orbit is not None:
             caps = self._navigate_orbit(dt)
+        elif self.mode == FlightMode.FOLLOW_TARGET:
+            caps = self._navigate_follow(dt)
         else:
             if self.mode == FlightMode.TAKEOFF:
                 self._navigate_takeoff()

@@ -1,5 +1,6 @@
 """Offboard setpoints (SET_POSITION_TARGET_LOCAL_NED / _GLOBAL_INT, SET_ATTITUDE_TARGET) with their
-type masks, frames and PX4's rule that a stream must be arriving before offboard is entered.
+type masks, frames and PX4's rule that a stream must be arriving before offboard is entered, and the
+target of Follow Target (FOLLOW_TARGET).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ POS_IGNORE, VEL_IGNORE, ACC_IGNORE = 0x007, 0x038, 0x1C0
 YAW_IGNORE, YAW_RATE_IGNORE = 0x400, 0x800
 # SET_ATTITUDE_TARGET type_mask bits
 ATT_RATES_IGNORE, ATT_THRUST_IGNORE, ATT_IGNORE = 0x07, 0x40, 0x80
+MAX_TARGET_SPEED = 100.0  # m/s: a target faster than this is no person or car to follow
 # A velocity or acceleration beyond this overflows PX4's float32 arithmetic (its square exceeds FLT_MAX).
 OVERFLOW = 1.8e19
 # m/s^2 down: an acceleration setpoint that the thrust limits clip to the minimum (up: the maximum).
@@ -106,6 +108,17 @@ class OffboardSetpoints:
         yawspeed = math.nan if mask & YAW_RATE_IGNORE else msg.yaw_rate
         self.ap.offboard_setpoint(overflowing_setpoint(vel, acc, yaw, yawspeed)
                                   or TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
+
+    def _on_follow_target(self, link: Link, msg) -> None:
+        # PX4 takes the position and velocity whatever est_capabilities says (MAVSDK's follow_me sets
+        # only the position bit but sends the velocity too).
+        lat, lon = inputs.latitude_longitude(msg.lat / 1e7, msg.lon / 1e7)
+        if math.isnan(lat):
+            return  # no place on Earth: nothing to follow
+        alt = inputs.altitude(msg.alt)
+        n, e, d = self.ap.origin.to_local(lat, lon, alt if math.isfinite(alt) else self.ap.origin.alt_m)
+        vel = tuple(v if inputs.usable(v, MAX_TARGET_SPEED) else math.nan for v in msg.vel)
+        self.ap.follow_target((n, e, d if math.isfinite(alt) else math.nan), vel)
 
     def _on_set_attitude_target(self, link: Link, msg) -> None:
         mask = msg.type_mask
