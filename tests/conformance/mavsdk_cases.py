@@ -66,6 +66,8 @@ async def param_out_of_range(target: Target) -> dict:
         for value in (1000.0, -5.0):
             set_result = await result_of(param.set_param_float("MPC_XY_CRUISE", value))
             obs[f"set {value:g}"] = "ok" if set_result is None else set_result
+            # PX4's position controller writes a capped MPC_XY_CRUISE back some ms after the set: read it after.
+            await asyncio.sleep(1.0)
             got = await result_of(param.get_param_float("MPC_XY_CRUISE"))
             obs[f"get after {value:g}"] = round(got, 3) if isinstance(got, float) else got
         return obs
