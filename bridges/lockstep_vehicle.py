@@ -259,7 +259,7 @@ class LockstepVehicle(VehicleBase):
         self._truth_key = key
         self._truth_state = VehicleState(int(ap.time_s * 1e9), north, east, down, *d.vel, roll, pitch, yaw,
                                          lat, lon, alt, ap.armed, not ap.landed, MODE_NAMES[ap.mode],
-                                         LANDED_NAMES[ap.landed_state], 100.0 * ap.battery_remaining)
+                                         LANDED_NAMES[ap.landed_state], 100.0 * ap.battery_remaining, ap.time_s)
         return self._truth_state
 
     @property

@@ -218,8 +218,11 @@ class MavsdkVehicle(VehicleBase):
 
     async def _on_local_position(self, pv) -> None:
         p, v = pv.position, pv.velocity
+        # MAVSDK hands LOCAL_POSITION_NED over without its time_boot_ms: the snapshot takes the latest ODOMETRY's
+        # time_usec (the same estimator's output, at the same rate), as it arrived, never carried forward.
+        stamp = self._clock.vehicle_s
         self._state = replace(self._state, t_ns=time.monotonic_ns(), north=p.north_m, east=p.east_m, down=p.down_m,
-                              vn=v.north_m_s, ve=v.east_m_s, vd=v.down_m_s)
+                              vn=v.north_m_s, ve=v.east_m_s, vd=v.down_m_s, t_vehicle_s=NAN if stamp is None else stamp)
         await self._publish(self._state)
 
     def _on_health(self, health) -> None:

@@ -74,6 +74,10 @@ class VehicleState:
     flight_mode: str
     landed_state: str
     battery_pct: float
+    # The vehicle's own clock (s) when the snapshot's position was stamped: the autopilot's time stamp as its
+    # messages carry it (time_usec on MAVLink), simulated time in lockstep; NaN before the first. Durations
+    # are measured on it, never on t_ns, which a paused or starved simulator does not slow (records.clock).
+    t_vehicle_s: float = math.nan
 
     @property
     def altitude(self) -> float:

@@ -17,9 +17,9 @@ import termios
 import tty
 from collections.abc import Callable
 
-from bridges.vehicle import Vehicle
+from bridges.vehicle import Vehicle, VehicleState
 from missions.waypoint import WaypointMission
-from records.clock import vehicle_seconds
+from records.clock import seconds_since
 from records.record import TrialRecorder
 
 ABORT_KEYS = {b"a", b"q", b"\x1b"}
@@ -38,7 +38,7 @@ class FlightProgress:
         self.budget_s = mission.time_budget
         self.total = len(mission.waypoints)
         self.reached = 0
-        self.armed_ns: int | None = None  # telemetry stamp at arming: the budget counts from there
+        self.armed: VehicleState | None = None  # the snapshot at arming: the budget counts from there
 
     def __call__(self, kind: str, fields: dict) -> None:
         if kind == "waypoint_reached":
@@ -57,10 +57,11 @@ async def show_status(vehicle: Vehicle, recorder: TrialRecorder, mission: Waypoi
     try:
         while True:
             s = vehicle.state
-            if progress.armed_ns is None and s.armed:
-                progress.armed_ns = s.t_ns
-            if progress.armed_ns is not None:
-                elapsed = vehicle_seconds(s.t_ns - progress.armed_ns, vehicle.speed_factor)
+            if progress.armed is None and s.armed:
+                progress.armed = s
+            if progress.armed is not None:
+                armed = progress.armed
+                elapsed = seconds_since(armed.t_ns, armed.t_vehicle_s, s.t_ns, s.t_vehicle_s, vehicle.speed_factor)
                 write(f"\r  {s.flight_mode:<16} {'ARMED' if s.armed else 'disarmed':<8} alt {s.altitude:5.1f} m  "
                       f"speed {s.speed:4.1f} m/s  {math.hypot(s.north, s.east):5.1f} m from home  "
                       f"waypoint {progress.reached}/{progress.total}  {elapsed:5.1f}/{progress.budget_s:g} s  "

@@ -51,7 +51,7 @@ from px4.external_physics.links import SimulatorLinkError
 from px4.sitl import SitlError
 from px4.ulog import keep_in_record
 from records.atomic import write_file_atomically
-from records.clock import clock_scale
+from records.clock import clock_scale, telemetry_clock, vehicle_time
 from records.record import TrialRecorder
 from records.summary import MissionSummary, Point, Route, Stop, Summary
 from targets import TargetOptions, TargetSpec
@@ -337,6 +337,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
         stopped = Stop(**stop_fields, left=left.value if left is not None else "") if stop_fields else None
         session.finish(outcome, MissionSummary(outcome=outcome, reason=reason, stop=stopped, speed_factor=session.speed,
                                                route=mission_route(mission),
+                                               **mission_time(mission, session.rows, session.speed),
                                                **mission_judged(mission, options.vehicle_radius, truth)))
     return TrialResult(outcome, reason, record_dir, left)
 
@@ -383,6 +384,20 @@ def mission_judged(mission: BenchmarkMission, vehicle_radius: float, truth: Grou
     scene = None if mission.scene is None else {k: v for k, v in asdict(mission.scene).items() if v is not None}
     return {"judged_on": judged_on(truth), "scene": scene, "airspace": asdict(mission.airspace),
             "judged_radius_m": float(vehicle_radius)}
+
+
+def mission_time(mission: BenchmarkMission, rows: list[dict], speed_factor: float) -> dict[str, float | str]:
+    """A mission flight's budget and the time it used of it, its armed flight from the first armed snapshot to the
+    last, on the vehicle's clock where its snapshots carry it (the clock it was measured on says which): the
+    summary's fields, from which a reader takes the budget's margin."""
+    telemetry = pd.DataFrame(rows)
+    used = math.nan
+    if "armed" in telemetry:
+        flown = vehicle_time(telemetry, speed_factor)
+        stamps = flown.loc[flown["armed"].astype(bool), "t_ns"]
+        used = (int(stamps.iloc[-1]) - int(stamps.iloc[0])) / 1e9 if len(stamps) >= 2 else math.nan
+    return {"time_budget_s": float(mission.time_budget), "time_used_s": used,
+            "clock": telemetry_clock(telemetry, speed_factor)}
 
 
 def _points(path: Iterable[Iterable[float]]) -> tuple[Point, ...]:

@@ -17,8 +17,9 @@ is judged by a list of end conditions, checked in order on each snapshot; the fi
 Every flight has the first two (scene and airspace, where it has them); a planner's navigation adds the
 other three (`TrialMonitor`); a route flown by the autopilot adds none, its flight deciding success when
 the mission is finished (`RouteJudge`). Besides: error and onboard_lost, told to the judge by the trial
-loop (`fail`, `lost`). Times are vehicle time: telemetry stamps are scaled by the target's speed factor (a
-lockstep vehicle stamps in simulated time already).
+loop (`fail`, `lost`). Times are vehicle time, on the vehicle's own stamps (`VehicleState.t_vehicle_s`), so a
+paused or starved simulator stretches no budget; only a vehicle whose snapshots carry no stamp is timed on the
+harness clock times its speed factor (`clock` says which).
 
 Positions are the truth where the target has one (`bridges.truth`: the built-in vehicle's state, PX4 SIH's
 ground truth, the harness's physics) and the estimate the telemetry reports only where nothing else exists
@@ -40,7 +41,7 @@ from bridges.vehicle import Vehicle, VehicleError, VehicleState
 from hil.rules import SuccessRule
 from missions.geometry import Scene
 from missions.schema import Airspace, BenchmarkMission
-from records.clock import clock_scale
+from records.clock import VEHICLE_CLOCK, seconds_since, stamp_clock
 from records.fidelity_run import ESTIMATE, TRUTH
 from records.summary import Outcome
 
@@ -194,12 +195,14 @@ class Judge:
         self.on_estimate = 0  # snapshots judged on the estimate because the target's truth was not known yet
         self.offset = np.asarray(offset, dtype=float)
         self.contact = contact
-        self._scale = clock_scale(speed_factor)
+        self._speed_factor = speed_factor
         self._carry_on = carry_on
         self._on_carried_on = on_carried_on
         self.carried_on: tuple[Outcome, str] | None = None  # the first finding flown on after
         self._carried_kinds: set[Outcome] = set()
         self._t0_ns: int | None = None
+        self._t0_vehicle_s = math.nan
+        self.clock = VEHICLE_CLOCK  # what mission time is measured on (records.clock), fixed at the start
         self.verdict: Verdict | None = None
         self.end_ns: int | None = None  # stamp of the last snapshot checked: the deciding one once decided
         self.elapsed_s = 0.0  # mission time of the last snapshot checked
@@ -228,12 +231,14 @@ class Judge:
     def start(self, state: VehicleState) -> None:
         """Start the mission clock (the vehicle is at the start point)."""
         self._t0_ns = state.t_ns
+        self._t0_vehicle_s = state.t_vehicle_s
+        self.clock = stamp_clock(state.t_vehicle_s)
 
     def update(self, state: VehicleState) -> Verdict | None:
         """Check one snapshot; the first decisive one fixes the verdict."""
         if self.verdict is not None or self._t0_ns is None:
             return self.verdict
-        t = (state.t_ns - self._t0_ns) / 1e9 * self._scale
+        t = seconds_since(self._t0_ns, self._t0_vehicle_s, state.t_ns, state.t_vehicle_s, self._speed_factor)
         self.end_ns, self.elapsed_s, self.judged_at = state.t_ns, t, state
         true = self.truth.position(state) if self.truth is not None else None
         if true is None:

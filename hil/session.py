@@ -9,7 +9,8 @@ function of its own (labgrid's strategy is the model: one object brings the targ
   call of it), then goes on as `session.attach`;
 - `session.attach(vehicle, name)`, for a vehicle connected elsewhere (the pytest session's connection to a
   flight controller, `hil onboard`'s), records "connected", tells the stop requests which vehicle to watch,
-  records its telemetry into the record and `session.rows`, and measures its speed (`session.speed`);
+  records its telemetry into the record and `session.rows`, stamps the record's rows and events with the
+  vehicle's clock (`t_vehicle_s`), and measures its speed (`session.speed`);
 - `session.finish(outcome, summary)` finishes the record (the harness's only call of `TrialRecorder.finish`)
   with its typed summary (`records.summary`: what the trial knows of how it ran; reports compute the figures
   from the record).
@@ -74,6 +75,7 @@ class TrialSession:
         self.vehicle = vehicle
         if self.interrupts is not None:
             self.interrupts.watch(vehicle)
+        self.recorder.vehicle_clock = lambda: vehicle.state.t_vehicle_s
         self.recorder.event("connected", url=vehicle.url, target=name)
         telemetry = asyncio.create_task(record_telemetry(vehicle, self.recorder, self.rows)) if record else None
         start = mark(vehicle.clock_s)
@@ -83,6 +85,7 @@ class TrialSession:
             if telemetry is not None:
                 await cancel_and_wait(telemetry)
             self.speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
+            self.recorder.vehicle_clock = None
 
     def finish(self, outcome: str, summary: Summary) -> None:
         """The record finished with `outcome` and its summary, whose outcome it is."""

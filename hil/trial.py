@@ -23,7 +23,7 @@ from typing import Any
 from bridges.vehicle import VehicleError
 from hil.agent_client import RemoteOnboard, remote_onboard
 from hil.campaign import LOCAL, LOCKSTEP, NONE, TrialSpec, planner_choice
-from hil.fly import fly_mission, keep_plan, mission_judged, mission_route
+from hil.fly import fly_mission, keep_plan, mission_judged, mission_route, mission_time
 from hil.monitor import TrialMonitor, Verdict
 from hil.navigation import ARMABLE_TIMEOUT_S, Navigation, NavigationResult, fly_scene
 from hil.param_journal import keep_journal
@@ -122,6 +122,7 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
         verdict, monitor = flight.verdict, flight.monitor
         summary = NavigationSummary(
             outcome=verdict.outcome, reason=verdict.reason, end_time_s=verdict.t_s, speed_factor=speed_factor,
+            time_budget_s=rule.time_budget_s, clock=monitor.clock,
             judged_on=monitor.judged_on,
             scene=spec.scene, scene_config=spec.config, planner=spec.planner, goal_radius_m=rule.goal_radius,
             nav_start_ns=monitor.t0_ns, nav_end_ns=monitor.end_ns,
@@ -166,6 +167,7 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
         recorder.event("verdict", outcome=outcome, reason=reason)
         summary = MissionSummary(outcome=outcome, reason=reason, speed_factor=session.speed,
                                  route=mission_route(mission), platform=platform_of(profile),
+                                 **mission_time(mission, session.rows, session.speed),
                                  **mission_judged(mission, profile.radius, truth))
         session.finish(outcome, summary)
     return summary

@@ -1,10 +1,12 @@
 """The one clock of a harness process, and vehicle time.
 
-Every row and event is stamped with `now_ns()` (CLOCK_MONOTONIC, nanoseconds). A simulator at a
-speed factor S lives S times faster than that clock; a lockstep vehicle stamps its telemetry in
-simulated time already, and reports an infinite speed factor. Durations the user sees (budgets,
-metrics) are vehicle time, converted here and nowhere else: with the speed the vehicle's own clock
-measured over the flight (`speed_between`) where the caller marked it, else the nominal factor.
+Every row and event is stamped with `now_ns()` (CLOCK_MONOTONIC, nanoseconds), and, once the vehicle has
+told its clock, with the vehicle's own (`t_vehicle_s`: the autopilot's time stamps, simulated time in
+lockstep). Durations the harness judges or reports (budgets, metrics) are vehicle time, measured on that
+column: a simulator on a loaded machine, or one paused, keeps below its speed factor, and a harness interval
+times the factor would then be longer than the flight (issue 31: 390.7 s reported of a flight whose ULog
+spanned 153 s). Only a record without the column (a target without a usable stamp, a record from before it)
+falls back to the harness clock times the speed factor (`NOMINAL_CLOCK`), and says so.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 now_ns = time.monotonic_ns
+STAMP = "t_vehicle_s"  # the telemetry column and event field of the vehicle's own clock (s)
+# What a record's durations were measured on (a summary's `clock`; a report marks the second).
+VEHICLE_CLOCK = "vehicle"
+NOMINAL_CLOCK = "harness x speed factor"
 
 
 def clock_scale(speed_factor: float) -> float:
@@ -59,11 +66,31 @@ def vehicle_seconds(elapsed_ns: int | float, speed_factor: float) -> float:
     return elapsed_ns / 1e9 * clock_scale(speed_factor)
 
 
-def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
-    """Telemetry with t_ns rescaled from the harness clock to vehicle time, from its first row.
+def seconds_since(start_ns: int, start_vehicle_s: float, now_ns: int, now_vehicle_s: float,
+                  speed_factor: float) -> float:
+    """Vehicle seconds from one snapshot (its t_ns and t_vehicle_s) to another: on the vehicle's stamps where the
+    first carries one (`stamp_clock`), else on the harness clock times the speed factor."""
+    if math.isfinite(start_vehicle_s):
+        return now_vehicle_s - start_vehicle_s
+    return vehicle_seconds(now_ns - start_ns, speed_factor)
 
-    Metrics (duration, mean speed) are about the flight, not about how fast it was simulated.
+
+def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
+    """Telemetry with t_ns on the vehicle's clock (`telemetry_clock` says which one it could be).
+
+    On the vehicle's stamps where the table has them: its rows without one (before the vehicle first told its
+    clock), and those whose stamp did not advance (a position handed over before the next stamp came), are
+    left out, so that every interval is one the vehicle measured. Otherwise (NOMINAL_CLOCK) t_ns rescaled by
+    the speed factor from its first row. Metrics (duration, mean speed) are about the flight, not about how
+    fast it was simulated.
     """
+    if telemetry_clock(telemetry, speed_factor) == VEHICLE_CLOCK and STAMP in telemetry:
+        stamps = telemetry[STAMP].to_numpy(float)
+        keep = np.isfinite(stamps)
+        keep[1:] &= stamps[1:] > np.fmax.accumulate(np.where(keep, stamps, -np.inf))[:-1]
+        out = telemetry[keep].copy()
+        out["t_ns"] = np.round(stamps[keep] * 1e9).astype("int64")
+        return out
     scale = clock_scale(speed_factor)
     if scale == 1.0 or telemetry.empty:
         return telemetry
@@ -71,3 +98,17 @@ def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
     t0 = int(out["t_ns"].iloc[0])
     out["t_ns"] = t0 + ((out["t_ns"] - t0) * scale).astype("int64")
     return out
+
+
+def telemetry_clock(telemetry: pd.DataFrame, speed_factor: float) -> str:
+    """Which clock `vehicle_time` measures this telemetry on: the vehicle's own where at least two of its rows
+    carry the vehicle's stamp, or where the harness stamped it in simulated time (lockstep: an infinite speed
+    factor); else the harness clock times the speed factor."""
+    if STAMP in telemetry and np.isfinite(telemetry[STAMP].to_numpy(float)).sum() >= 2:
+        return VEHICLE_CLOCK
+    return VEHICLE_CLOCK if not math.isfinite(speed_factor) else NOMINAL_CLOCK
+
+
+def stamp_clock(t_vehicle_s: float) -> str:
+    """The clock an interval starting at a snapshot stamped `t_vehicle_s` is measured on."""
+    return VEHICLE_CLOCK if math.isfinite(t_vehicle_s) else NOMINAL_CLOCK

@@ -21,7 +21,8 @@ to in place, fsynced with every flush and closed at the end, so a killed trial's
 most a flush interval early, possibly in a torn last record, and a finished trial's is whole.
 
 Every row and event carries `t_ns` from `records.clock.now_ns()`, this process's one clock,
-unless the caller supplies its own.
+unless the caller supplies its own, and, while a vehicle is attached (`vehicle_clock`), `t_vehicle_s`:
+the vehicle's own clock at its latest snapshot, on which durations are measured (`records.clock`).
 
 Reading (`read_manifest`, `read_events`, `read_table`) takes a record as hostile input: what it reads is
 bounded in size and nesting, and a file no recorder would have written is one `UnreadableRecord` naming it.
@@ -50,7 +51,7 @@ import pyarrow.parquet as pq
 
 from records.atomic import write_atomically, writing
 from records.claim import LOCK_FILE, DirectoryTaken, claim_directory
-from records.clock import now_ns
+from records.clock import STAMP, now_ns
 
 MANIFEST_NAME = "manifest.json"
 EVENTS_NAME = "events.jsonl"
@@ -107,6 +108,9 @@ class TrialRecorder:
         # Told of every event (kind, fields) once it is on disk: a live display follows the trial
         # without the trial knowing it.
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        # The vehicle's clock (s) now, NaN while unknown: installed by whoever attaches a vehicle to the trial
+        # (hil.session), so that rows and events carry vehicle time beside t_ns.
+        self.vehicle_clock: Callable[[], float] | None = None
         self._config = dict(config)
         self._target = target
         self._seed = seed
@@ -181,6 +185,8 @@ class TrialRecorder:
         if not _TABLE_NAME.fullmatch(table):
             raise ValueError(f"table name {table!r} must be letters, digits, '_' or '-' (it becomes a path)")
         stamped = {"t_ns": now_ns(), **row}
+        if self.vehicle_clock is not None and STAMP not in row:  # a telemetry row carries its own
+            stamped[STAMP] = self.vehicle_clock()
         self._buffers.setdefault(table, []).append(self._conform(table, stamped))
         self.flush_if_due()
 
@@ -223,7 +229,12 @@ class TrialRecorder:
         """Append one event line to events.jsonl and fsync it before returning."""
         self._require_running()
         assert self._events is not None
-        line = json.dumps({"t_ns": now_ns(), "kind": kind, **fields}, default=_jsonable)
+        stamps: dict[str, Any] = {"t_ns": now_ns()}
+        if self.vehicle_clock is not None:
+            vehicle_s = self.vehicle_clock()
+            if vehicle_s == vehicle_s:  # not NaN, which JSON cannot carry
+                stamps[STAMP] = vehicle_s
+        line = json.dumps({**stamps, "kind": kind, **fields}, default=_jsonable)
         self._events.write(line + "\n")
         self._events.flush()
         os.fsync(self._events.fileno())

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Union
 
 from config.fields import shown
+from records.clock import NOMINAL_CLOCK, VEHICLE_CLOCK
 from records.fidelity_run import ESTIMATE
 from records.record import UnreadableRecord
 
@@ -97,6 +98,19 @@ class _Fields:
         value = float(value)
         if (math.isnan(value) and not nan) or (math.isinf(value) and not infinite) or (positive and not value > 0):
             raise self.fail(name, expected, value)
+        return value
+
+    def optional_number(self, name: str) -> float:
+        """A number or NaN that records before it was written do not hold (NaN then)."""
+        return self.number(name, nan=True) if name in self.values else math.nan
+
+    def clock(self, speed_factor: float) -> str:
+        """What the summary's times were measured on (records.clock); a record from before the vehicle's clock
+        was kept measured them on the harness's, in vehicle time already only in lockstep."""
+        default = VEHICLE_CLOCK if math.isinf(speed_factor) else NOMINAL_CLOCK
+        value = self.text("clock", default=default)
+        if value not in (VEHICLE_CLOCK, NOMINAL_CLOCK):
+            raise self.fail("clock", f"{VEHICLE_CLOCK!r} or {NOMINAL_CLOCK!r}", value)
         return value
 
     def integer(self, name: str) -> int:
@@ -248,12 +262,15 @@ class NavigationSummary(Summary):
     home: Point  # the vehicle's home (its local frame's origin) in the scene's frame
     platform: Platform
     facts: SceneFacts
+    time_budget_s: float = math.nan  # the rule's (vehicle s); end_time_s is the time used of it
+    clock: str = VEHICLE_CLOCK  # what end_time_s was measured on (records.clock)
     judged_on: str = ESTIMATE  # the positions the judge used: the target's truth or its estimate (records.truth)
 
     def columns(self) -> dict[str, Column]:
         return {**super().columns(), "success": self.outcome == Outcome.SUCCESS,
                 "collided": self.outcome == Outcome.COLLISION, "end_time_s": self.end_time_s,
                 "judged_on": self.judged_on,
+                "time_budget_s": self.time_budget_s, "clock": self.clock,
                 "nav_start_ns": self.nav_start_ns, "nav_end_ns": self.nav_end_ns,
                 **dict(zip(("home_north", "home_east", "home_down"), self.home)), **self.platform.columns(),
                 **self.facts.columns()}
@@ -265,8 +282,9 @@ class NavigationSummary(Summary):
     @classmethod
     def read(cls, fields: _Fields) -> NavigationSummary:
         home = tuple(fields.number(f"home_{axis}") for axis in ("north", "east", "down"))
-        return cls(**cls._ending(fields), end_time_s=fields.number("end_time_s", nan=True),
-                   speed_factor=fields.number("speed_factor", infinite=True, positive=True),
+        speed_factor = fields.number("speed_factor", infinite=True, positive=True)
+        return cls(**cls._ending(fields), end_time_s=fields.number("end_time_s", nan=True), speed_factor=speed_factor,
+                   time_budget_s=fields.optional_number("time_budget_s"), clock=fields.clock(speed_factor),
                    scene=fields.text("scene"), scene_config=fields.integer("scene_config"),
                    judged_on=fields.text("judged_on", default=ESTIMATE),
                    planner=fields.text("planner"), goal_radius_m=fields.number("goal_radius_m", positive=True),
@@ -313,6 +331,9 @@ class MissionSummary(Summary):
     speed_factor: float  # vehicle seconds per second of the telemetry's stamps, as measured over the flight
     route: Route
     platform: Platform | None = None  # a campaign trial's
+    time_budget_s: float = math.nan  # the mission's (vehicle s)
+    time_used_s: float = math.nan  # the armed flight (vehicle s): the budget's margin is the difference
+    clock: str = VEHICLE_CLOCK  # what time_used_s was measured on (records.clock)
     # What the judge watched beside the route, for the margins (reports.figures): its positions (records.truth),
     # the mission's scene as its file names it ({generator, seed} or {file}; None: no scene), the airspace
     # (missions.schema.Airspace's fields) and the radius of the vehicle's collision sphere (m).
@@ -323,7 +344,8 @@ class MissionSummary(Summary):
 
     def columns(self) -> dict[str, Column]:
         platform = self.platform.columns() if self.platform is not None else {}
-        return {**super().columns(), **platform, "stages": ",".join(self.route.labels), "judged_on": self.judged_on}
+        return {**super().columns(), **platform, "stages": ",".join(self.route.labels), "judged_on": self.judged_on,
+                "time_budget_s": self.time_budget_s, "time_used_s": self.time_used_s, "clock": self.clock}
 
     def _facts(self) -> dict[str, Any]:
         judged = {"scene": self.scene, "airspace": self.airspace, "judged_radius_m": self.judged_radius_m}
@@ -333,8 +355,11 @@ class MissionSummary(Summary):
     @classmethod
     def read(cls, fields: _Fields) -> MissionSummary:
         route = Route.read(_Fields(fields.mapping("route"), fields.path, f"{fields.prefix}route."))
-        return cls(**cls._ending(fields), speed_factor=fields.number("speed_factor", infinite=True, positive=True),
-                   route=route, platform=Platform.read(fields) if "platform_kind" in fields.values else None,
+        speed_factor = fields.number("speed_factor", infinite=True, positive=True)
+        return cls(**cls._ending(fields), speed_factor=speed_factor, route=route,
+                   platform=Platform.read(fields) if "platform_kind" in fields.values else None,
+                   time_budget_s=fields.optional_number("time_budget_s"),
+                   time_used_s=fields.optional_number("time_used_s"), clock=fields.clock(speed_factor),
                    **cls._judged(fields))
 
     @staticmethod

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from records.clock import vehicle_time
+from records.clock import VEHICLE_CLOCK, telemetry_clock, vehicle_time
 from records.record import MANIFEST_NAME, read_manifest, read_table
 from records.summary import MissionSummary, Summary
 
@@ -37,9 +37,10 @@ class TrialSummary:
     mean_speed_m_s: float  # time average of |v|, as FlightBench defines average speed
     max_speed_m_s: float
     final_distance_to_goal_m: float  # goal = the reference path's last point
+    clock: str = VEHICLE_CLOCK  # what the duration and speeds were measured on (records.clock)
 
-    def as_dict(self) -> dict[str, float]:
-        """The metrics as plain floats, e.g. for a trial manifest."""
+    def as_dict(self) -> dict[str, float | str]:
+        """The metrics as plain floats (and the clock's name), e.g. for a trial manifest."""
         return dataclasses.asdict(self)
 
 
@@ -78,8 +79,9 @@ def summarize_trial(telemetry: pd.DataFrame, reference_path: np.ndarray) -> Tria
 
 
 def summarize_record(record: Path, reference_path: np.ndarray) -> TrialSummary | None:
-    """`summarize_trial` of a finished route flight's record, its telemetry in vehicle time at the speed measured
-    over the flight; None for a record of no flight (one that ended before it flew, or recorded no telemetry)."""
+    """`summarize_trial` of a finished route flight's record, its telemetry in vehicle time (`vehicle_time`: on
+    the vehicle's stamps, else at the speed measured over the flight, which `clock` then says); None for a record
+    of no flight (one that ended before it flew, or recorded no telemetry)."""
     summary = Summary.from_manifest(read_manifest(record), record / MANIFEST_NAME)
     if not isinstance(summary, MissionSummary):
         return None
@@ -87,7 +89,10 @@ def summarize_record(record: Path, reference_path: np.ndarray) -> TrialSummary |
         telemetry = read_table(record, "telemetry")
     except FileNotFoundError:
         return None
-    return summarize_trial(vehicle_time(telemetry, summary.speed_factor), reference_path) if len(telemetry) else None
+    if not len(telemetry):
+        return None
+    flown = summarize_trial(vehicle_time(telemetry, summary.speed_factor), reference_path)
+    return dataclasses.replace(flown, clock=telemetry_clock(telemetry, summary.speed_factor))
 
 
 def distance_to_polyline(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
@@ -118,7 +123,8 @@ def format_summary(outcome: str, summary: TrialSummary) -> str:
         tracking = f"{summary.max_tracking_error_m:.2f} m (while above {AIRBORNE_ALTITUDE_M:g} m)"
     rows = [
         ("outcome", outcome),
-        ("duration", f"{summary.duration_s:.1f} s"),
+        ("duration", f"{summary.duration_s:.1f} s" + ("" if summary.clock == VEHICLE_CLOCK else
+                                                       f" (on the {summary.clock}: the vehicle gave no time stamps)")),
         ("path length", f"{summary.path_length_m:.1f} m"),
         ("max tracking error", tracking),
     ]
