@@ -10,8 +10,9 @@ Sections: outcomes; success by scenario (FLYINGTRUST Fig. 9); success against pl
 (Fig. 10); platform x scenario heatmaps (Figs. 12-16); composite score (Table II); benchmark
 metrics (FlightBench, UAV-ON, HUGE-Bench) with CIs; safety; onboard computation time (FlightBench
 Table 5); flakiness; marginal verdicts (trials within a user-set margin of their verdict's limit, and how
-often each case's verdict flipped across repeats and targets); flown tracks on the scene; and, when the runs
-cover more than one target, simulation versus hardware.
+often each case's verdict flipped across repeats and targets); truth and estimate (what each verdict was judged
+on, and the trials whose truth and estimate fall on either side of a limit); flown tracks on the scene; and, when
+the runs cover more than one target, simulation versus hardware.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from reports.fidelity import (
     compare_records,
     differences,
 )
-from reports.figures import MARGIN_FIGURES
+from reports.figures import JUDGED_FIGURES, MARGIN_FIGURES
 from reports.interactive import PLOTLY_JS, div, script_tag, timing_histogram, write_plotly_js
 from reports.metrics import TCR_TOLERANCES, spl_terms
 from reports.scores import composite_scores
@@ -143,6 +144,7 @@ def build_report(results: pd.DataFrame, title: str = "Campaign report",
     blocks += _estimation_section(results)
     blocks += _flakiness_section(observed)
     blocks += _marginal_section(results, margins)
+    blocks += _truth_section(results)
     blocks += _track_section(observed)
     targets = list(dict.fromkeys(results["target"]))
     if len(targets) > 1:
@@ -525,6 +527,59 @@ def _marginal_section(results: pd.DataFrame, margins: Margins) -> list[Block]:
         blocks += [Paragraph("Test cases with a marginal trial or a flipped verdict (a flip across repeats: one "
                              "target's repeats disagree; across targets: one repeat's targets disagree):"),
                    Table(shown_cases.drop(columns="flipped"))]
+    return blocks
+
+
+# Each limit judged on positions: its figure stem (the truth's and the estimate's are <stem>_truth_m, _estimate_m)
+# and the outcome beyond it.
+LIMITS = {"min_clearance": "collision", "margin_fence": "breach"}
+
+
+def truth_disagreements(results: pd.DataFrame) -> pd.DataFrame:
+    """The trials whose truth and estimate fall on either side of a limit (a clearance or a fence margin below zero
+    on one and not the other): the verdict (judged on what `judged_on` says), both sides' figures, and what the
+    other side would have said."""
+    if not set(JUDGED_FIGURES) <= set(results):
+        return pd.DataFrame()
+    rows = []
+    for _, trial in results.iterrows():
+        said = []
+        for stem, beyond in LIMITS.items():
+            truth, estimate = (float(trial[f"{stem}_{side}_m"]) for side in ("truth", "estimate"))
+            if math.isnan(truth) or math.isnan(estimate) or (truth < 0) == (estimate < 0):
+                continue
+            other = "estimate" if trial.get("judged_on") == "truth" else "truth"
+            value = estimate if other == "estimate" else truth
+            said.append(f"{beyond if value < 0 else 'no ' + beyond} ({stem.replace('_', ' ')} {value:+.2f} m)")
+        if said:
+            rows.append({"trial_id": trial["trial_id"], "target": trial.get("target", ""),
+                         "outcome": trial["outcome"], "judged on": trial.get("judged_on", ""),
+                         **{f"{stem.replace('_', ' ')} {side} (m)": f"{float(trial[f'{stem}_{side}_m']):+.2f}"
+                            for stem in LIMITS for side in ("truth", "estimate")},
+                         "the other side says": "; ".join(said)})
+    return pd.DataFrame(rows)
+
+
+def _truth_section(results: pd.DataFrame) -> list[Block]:
+    if not set(JUDGED_FIGURES) <= set(results):
+        return []
+    judged = results["judged_on"].fillna("estimate") if "judged_on" in results else pd.Series("estimate",
+                                                                                             index=results.index)
+    both = results[results[["min_clearance_truth_m", "min_clearance_estimate_m"]].notna().all(axis=1)]
+    gaps = (pd.to_numeric(both["min_clearance_truth_m"]) - pd.to_numeric(both["min_clearance_estimate_m"])).abs()
+    text = (f"{int((judged == 'truth').sum())} of {len(results)} trials were judged on their target's truth (the "
+            "built-in vehicle's state, PX4 SIH's ground truth, the harness's physics), the rest on the estimate "
+            "their telemetry reports (hardware has nothing else). "
+            + (f"Where a trial has both, its minimum clearance on the truth and on the estimate differ by "
+               f"{gaps.median():.2f} m in the median and {gaps.max():.2f} m at most ({int((gaps > 0.1).sum())} of "
+               f"{len(gaps)} by more than 0.1 m)." if len(gaps) else "No trial has both."))
+    disagree = truth_disagreements(results)
+    blocks: list[Block] = [Heading("Truth and estimate"), Paragraph(text)]
+    if len(disagree):
+        blocks += [Paragraph(f"{len(disagree)} trials where the truth and the estimate fall on either side of a limit "
+                             "(the verdict follows the side it was judged on):"), Table(disagree)]
+    else:
+        blocks.append(Paragraph("No trial's truth and estimate fall on either side of a limit."))
     return blocks
 
 

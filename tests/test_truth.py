@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from bridges.truth import AlignedTruth, StateIsTruth
 from bridges.vehicle import VehicleState
@@ -170,3 +171,30 @@ def test_a_mission_record_from_before_has_no_margins(tmp_path):
                                          (0.0, 0.0, 0.0)))
     assert summary.airspace is None and summary.judged_on == "estimate"
     assert "airspace" not in summary.to_manifest() and Path  # nothing written for what was not kept
+
+
+def test_the_report_shows_the_trials_whose_truth_and_estimate_disagree():
+    from reports.render import Paragraph, Table, _truth_section, truth_disagreements
+
+    results = pd.DataFrame([
+        # Hit in truth, missed by the estimate: a collision the estimate would not have seen.
+        {"trial_id": "px4-hit", "target": "px4-sitl", "outcome": "collision", "judged_on": "truth",
+         "min_clearance_truth_m": -0.96, "min_clearance_estimate_m": 2.12, "margin_fence_truth_m": 5.2,
+         "margin_fence_estimate_m": 4.5},
+        # Both sides agree (SIH, millimetres apart).
+        {"trial_id": "sih", "target": "px4-sitl", "outcome": "success", "judged_on": "truth",
+         "min_clearance_truth_m": 1.482, "min_clearance_estimate_m": 1.485, "margin_fence_truth_m": 4.96,
+         "margin_fence_estimate_m": 4.69},
+        # Hardware: the estimate alone, no truth to disagree with.
+        {"trial_id": "field", "target": "udpin://:14540", "outcome": "success", "judged_on": "estimate",
+         "min_clearance_truth_m": math.nan, "min_clearance_estimate_m": 0.8, "margin_fence_truth_m": math.nan,
+         "margin_fence_estimate_m": 3.0},
+    ])
+    disagree = truth_disagreements(results)
+    assert list(disagree["trial_id"]) == ["px4-hit"]
+    assert disagree.iloc[0]["the other side says"] == "no collision (min clearance +2.12 m)"
+    blocks = _truth_section(results)
+    text = " ".join(b.text for b in blocks if isinstance(b, Paragraph))
+    assert "2 of 3 trials were judged on their target's truth" in text
+    assert "3.08 m at most (1 of 2 by more than 0.1 m)" in text
+    assert any(isinstance(b, Table) for b in blocks)
