@@ -93,6 +93,18 @@ def fly_autopilot(profile: VehicleProfile) -> tuple[float, int, float]:
     return wall, round(SIM_SECONDS / ap.dt), math.dist(ap.position, WAYPOINT)
 
 
+async def fly_the_flight(vehicle: LockstepVehicle, ap: Autopilot) -> None:
+    """The benchmarks' flight through the lockstep Vehicle API: take off to HOVER_ALT, then on to WAYPOINT
+    until SIM_SECONDS of vehicle time."""
+    await vehicle.sleep(0.5)
+    await vehicle.set_param("MIS_TAKEOFF_ALT", HOVER_ALT)
+    await vehicle.arm()
+    ap.takeoff(float("nan"))  # the raw PX4-style takeoff, as in the other layers
+    await vehicle.sleep(TAKEOFF_SECONDS - 0.5)
+    await vehicle.goto(*WAYPOINT)
+    await vehicle.sleep(SIM_SECONDS - TAKEOFF_SECONDS)
+
+
 def fly_lockstep_vehicle(profile: VehicleProfile) -> tuple[float, int, float]:
     """The same flight through the lockstep Vehicle API, with someone consuming its telemetry."""
     async def flight() -> tuple[float, int, float]:
@@ -106,13 +118,7 @@ def fly_lockstep_vehicle(profile: VehicleProfile) -> tuple[float, int, float]:
                 async for _ in vehicle.telemetry():
                     samples += 1
             consumer = asyncio.create_task(consume())
-            await vehicle.sleep(0.5)
-            await vehicle.set_param("MIS_TAKEOFF_ALT", HOVER_ALT)
-            await vehicle.arm()
-            ap.takeoff(float("nan"))  # the raw PX4-style takeoff, as in the other layers
-            await vehicle.sleep(TAKEOFF_SECONDS - 0.5)
-            await vehicle.goto(*WAYPOINT)
-            await vehicle.sleep(SIM_SECONDS - TAKEOFF_SECONDS)
+            await fly_the_flight(vehicle, ap)
             wall = time.perf_counter() - start
             consumer.cancel()
             return wall, round(ap.time_s / ap.dt), math.dist(ap.position, WAYPOINT)

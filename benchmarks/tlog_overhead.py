@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lockstep_rtf import HOVER_ALT, SIM_SECONDS, TAKEOFF_SECONDS, WAYPOINT  # noqa: E402
+from lockstep_rtf import SIM_SECONDS, fly_the_flight  # noqa: E402
 
 from benchmarks.quick import parse_args  # noqa: E402
 from bridges import mavsdk_vehicle  # noqa: E402
@@ -61,13 +61,7 @@ def fly(record_dir: Path, tlog: bool) -> tuple[float, int]:
                 tasks = [asyncio.create_task(table())]
                 if tlog:
                     tasks.append(asyncio.create_task(record_tlog(vehicle, recorder)))
-                await vehicle.sleep(0.5)
-                await vehicle.set_param("MIS_TAKEOFF_ALT", HOVER_ALT)
-                await vehicle.arm()
-                ap.takeoff(float("nan"))
-                await vehicle.sleep(TAKEOFF_SECONDS - 0.5)
-                await vehicle.goto(*WAYPOINT)
-                await vehicle.sleep(SIM_SECONDS - TAKEOFF_SECONDS)
+                await fly_the_flight(vehicle, ap)
                 for task in tasks:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -54,6 +54,7 @@ from missions.geo import GeoOrigin
 from profiles.link import LinkSpec
 from px4.modes import FlightMode
 from px4.params import ParamError
+from px4.sim import BUILTIN_AUTOPILOT
 from px4.sim.autopilot import Autopilot
 from px4.sim.autopilot_types import CommandResult, LandedState
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint, quat_from_euler
@@ -275,7 +276,7 @@ class LockstepVehicle(VehicleBase):
 
     async def preflight_status(self) -> PreflightStatus:
         ap = self.ap
-        return PreflightStatus("built-in (PX4 1.14 behaviour)", ap.ready, 3 if ap.gps_fix else 1,
+        return PreflightStatus(BUILTIN_AUTOPILOT, ap.ready, 3 if ap.gps_fix else 1,
                                int(ap.params["SIM_GPS_USED"]), 100.0 * ap.battery_remaining, ap.prearm_failure() is None)
 
     async def release(self) -> None:

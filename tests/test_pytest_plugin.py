@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from px4.sim import BUILTIN_AUTOPILOT
 from records.record import read_table
 
 HOVER_TEST = '''
@@ -46,7 +47,7 @@ def test_a_broken_threshold_names_the_metric_and_the_record(pytester):
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert props["hil_target"] == "lockstep" and props["hil_profile"] == "default"
     assert props["hil_threshold:altitude_error_m"] == "<= 1e-06" and float(props["hil_metric:altitude_error_m"]) > 0
-    assert props["hil_autopilot"] and props["hil_harness_version"]
+    assert props["hil_autopilot"] == BUILTIN_AUTOPILOT and props["hil_harness_version"]
 
 
 def test_a_rerun_keeps_the_failed_attempts_record_and_writes_its_own(pytester):

@@ -20,14 +20,15 @@ from profiles.perturbation import (
     MAX_WIND_M_S,
     Perturbation,
 )
+from px4.sim import BUILTIN_AUTOPILOT
 
 
 def add_parser(verbs) -> None:
     parser = verbs.add_parser(
         "sim", formatter_class=argparse.RawDescriptionHelpFormatter,
         help="run the built-in vehicle standalone (any MAVLink client can connect)",
-        description="Run the built-in PX4-compatible vehicle in real time (times --speed). It speaks MAVLink 2 "
-                    "like PX4 v1.14 SITL: by default it sends to 127.0.0.1:14540 (+instance), where MAVSDK "
+        description=f"Run the {BUILTIN_AUTOPILOT} in real time (times --speed). It speaks MAVLink 2 "
+                    "as that release's SITL does: by default it sends to 127.0.0.1:14540 (+instance), where MAVSDK "
                     "listens with udpin://127.0.0.1:14540. Stop with Ctrl-C.",
         epilog="examples:\n"
                "  hil sim --profile default --speed 2\n"
@@ -40,6 +41,9 @@ def add_parser(verbs) -> None:
                      help="where to speak MAVLink: udpout://HOST:PORT (send there), udpin://HOST:PORT (listen), "
                           "serial:///dev/DEV:BAUD or a pyserial URL; repeat for several ports "
                           "(default: udpout://127.0.0.1:14540+instance)")
+    parser.add_argument("--gcs-link", action="append", default=[], metavar="URL",
+                        help="a ground station's port, with the streams PX4 SITL sends on its own (18570+instance: "
+                             "MAVLink's normal mode) instead of its API port's; repeat for several")
     # System ids are 1-255 and the ports 14540+N must stay ports: instances 0-254, as MAV_SYS_ID allows.
     parser.add_argument("--instance", type=bounded_int(0, 254), default=0,
                         help="PX4-style instance number 0-254: adds to the default port and system id")
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from targets.sim_server import READY_LINE, serve
 
     links = args.link or [f"udpout://127.0.0.1:{ONBOARD_PORT + args.instance}"]
-    options = SimOptions(profile=args.profile, links=links, speed=args.speed, params=dict(args.param),
+    options = SimOptions(profile=args.profile, links=links, gcs_links=args.gcs_link, speed=args.speed,
+                         params=dict(args.param),
                          sysid=1 + args.instance, root=args.root)
     if args.max_stream_hz is not None:
         options.max_stream_hz = args.max_stream_hz

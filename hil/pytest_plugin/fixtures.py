@@ -83,6 +83,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     from hil.safety import require_on_ground
     from hil.session import TrialSession
     from hil.stop import make_safe
+    from px4.sim import BUILTIN_AUTOPILOT
     from records.summary import PytestSummary
 
     marker = request.node.get_closest_marker("hil")
@@ -123,10 +124,12 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                 async with (_params_changed(vehicle, params, recorder) if kind == "hardware"
                             else contextlib.nullcontext()):
                     await vehicle.wait_armable(timeout=30.0)
-                    # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart.
+                    # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart. The
+                    # built-in vehicle over MAVLink reports PX4's release as PX4 does; the report names it.
+                    autopilot = (BUILTIN_AUTOPILOT if kind == "sim"
+                                 else (await vehicle.preflight_status()).autopilot)
                     request.node.user_properties.extend([
-                        ("hil_target", hil_target), ("hil_profile", hil_profile),
-                        ("hil_autopilot", (await vehicle.preflight_status()).autopilot),
+                        ("hil_target", hil_target), ("hil_profile", hil_profile), ("hil_autopilot", autopilot),
                         ("hil_harness_version", harness_version())])
                     try:
                         yield vehicle

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from px4.sim import BUILTIN_AUTOPILOT, PX4_VERSION
 from px4.sim.autopilot import Autopilot
 from px4.sim.calibration import Calibration
 from px4.sim.component_metadata import write_metadata
@@ -38,7 +39,7 @@ from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_mission import MissionProtocol
 from px4.sim.mavlink_offboard import OffboardSetpoints
 from px4.sim.mavlink_params import ParamProtocol
-from px4.sim.mavlink_telemetry import PX4_GIT_HASH, TelemetryStreams
+from px4.sim.mavlink_telemetry import TelemetryStreams
 
 # Extra HEARTBEATs on a state change come at most this often (vehicle seconds).
 STATE_HEARTBEAT_MIN_S = 0.1
@@ -49,13 +50,15 @@ REACHED_REPEAT_S = 1.0
 
 
 def flight_logger(autopilot: Autopilot, root: Path) -> FlightLogger:
-    """The vehicle's ULog writer under root/log/, its header saying what PX4 SITL's says (system, hardware,
-    software version) and that the built-in vehicle wrote it."""
+    """The vehicle's ULog writer under root/log/. Its header names the built-in vehicle and the release it
+    imitates, so that its log never passes for one of PX4's own (in an upload to Flight Review, a bug
+    report): no PX4 commit, and the release number as a development build (type 0) rather than v1.16.1's
+    official one. The hardware stays PX4_SITL, which tells log readers the log is simulated."""
+    major, minor, patch = PX4_VERSION
     return FlightLogger(autopilot, root, {
-        "sys_name": ("char[]", "PX4"), "ver_hw": ("char[]", "PX4_SITL"),
-        "ver_sw": ("char[]", "".join(f"{b:02x}" for b in reversed(PX4_GIT_HASH))),
-        "ver_sw_release": ("uint32_t", TelemetryStreams._version_word()), "sys_os_name": ("char[]", platform.system()),
-        "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
+        "sys_name": ("char[]", BUILTIN_AUTOPILOT), "ver_hw": ("char[]", "PX4_SITL"),
+        "ver_sw": ("char[]", "quad-hil"), "ver_sw_release": ("uint32_t", (major << 24) | (minor << 16) | (patch << 8)),
+        "sys_os_name": ("char[]", platform.system()), "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
 
 
 class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol, FileProtocols):
@@ -113,8 +116,8 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def add_link(self, transport) -> Link:
-        link = Link(transport, self.sysid, self.compid)
+    def add_link(self, transport, gcs: bool = False) -> Link:
+        link = Link(transport, self.sysid, self.compid, gcs)
         self.links.append(link)
         return link
 

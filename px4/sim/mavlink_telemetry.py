@@ -14,16 +14,19 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from px4 import modes
 from px4.modes import FlightMode
-from px4.sim import mavlink_extra
+from px4.sim import PX4_VERSION, mavlink_extra
 from px4.sim.control import TrajectorySetpoint
 from px4.sim.mavlink_offboard import ACC_IGNORE, POS_IGNORE, VEL_IGNORE
 
 NAN = float("nan")
-# The release imitated, reported in AUTOPILOT_VERSION. Type OFFICIAL (0xFF) as the v1.16.1 release
-# build reports itself: clients (the harness's own version check, MAVSDK's info plugin, QGC) then
+# The estimator stand-in's test ratios (velocity, horizontal position, vertical position, magnetometer,
+# height above ground, airspeed) and its horizontal and vertical position accuracy (m).
+ESTIMATOR_RATIOS = (0.1, 0.1, 0.1, 0.1, 0.0, 0.0)
+ESTIMATOR_ACCURACY_M = (0.5, 0.8)
+# AUTOPILOT_VERSION reports the release imitated (PX4_VERSION) with type OFFICIAL (0xFF) as the v1.16.1
+# release build reports itself: clients (the harness's own version check, MAVSDK's info plugin, QGC) then
 # treat the built-in vehicle exactly as that release. It tells itself apart by its uid (random per
-# process) and by nothing else a client relies on.
-PX4_VERSION = (1, 16, 1)
+# process) and by nothing else a client relies on; what a person reads names it (BUILTIN_AUTOPILOT).
 FIRMWARE_TYPE_OFFICIAL = 0xFF
 # The first bytes of v1.16.1's commit (94cb2012...) as its AUTOPILOT_VERSION carries them.
 PX4_GIT_HASH = [0, 0, 0, 0x79, 0x12, 0x20, 0xCB, 0x94]
@@ -111,22 +114,16 @@ class TelemetryStreams:
             health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
         return health
 
-    def _battery(self) -> tuple[float, float]:
-        """(remaining fraction or -1 if unknown, volts or NaN) as the battery monitor reports them."""
-        cells = 4
-        remaining = self.ap.battery_remaining
-        return self.ap.faults.battery_reading(remaining, cells * (3.5 + 0.7 * remaining))
-
     def _msg_sys_status(self):
         ap = self.ap
-        remaining, volts = self._battery()
+        remaining, volts = ap.battery_reading()
         millivolts = 65535 if math.isnan(volts) else int(volts * 1000)  # UINT16_MAX: unknown
         present = SENSORS_PRESENT | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
         if self.logger.logging:
             present |= mavlink.MAV_SYS_STATUS_LOGGING
         enabled = present | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
         return mavlink.MAVLink_sys_status_message(
-            present, enabled, self._sensor_health(), 250, millivolts, int(sum(ap.motor_commands) * 500),
+            present, enabled, self._sensor_health(), 250, millivolts, int(ap.battery_current_a * 100),
             int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 1)
 
     def _msg_extended_sys_state(self):
@@ -191,11 +188,11 @@ class TelemetryStreams:
 
     def _msg_battery_status(self):
         ap = self.ap
-        remaining, volts = self._battery()
+        remaining, volts = ap.battery_reading()
         cell_mv = 65535 if math.isnan(volts) else int(volts / 4 * 1000)
         return mavlink.MAVLink_battery_status_message(
             0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO, 32767, [cell_mv] * 4 + [65535] * 6,
-            int(sum(ap.motor_commands) * 500), -1, -1, int(remaining * 100) if remaining >= 0 else -1, 0, 0,
+            int(ap.battery_current_a * 100), -1, -1, int(remaining * 100) if remaining >= 0 else -1, 0, 0,
             [0, 0, 0, 0], 0, 0)
 
     def _msg_vfr_hud(self):
@@ -243,15 +240,8 @@ class TelemetryStreams:
         return mavlink.MAVLink_servo_output_raw_message(self.boot_us & 0xFFFF_FFFF, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def _msg_estimator_status(self):
-        ap = self.ap
-        flags = 0
-        if ap.ready:
-            flags = (mavlink.ESTIMATOR_ATTITUDE | mavlink.ESTIMATOR_VELOCITY_HORIZ | mavlink.ESTIMATOR_VELOCITY_VERT
-                     | mavlink.ESTIMATOR_POS_HORIZ_REL | mavlink.ESTIMATOR_POS_VERT_ABS
-                     | mavlink.ESTIMATOR_PRED_POS_HORIZ_REL)
-            if ap.gps_fix:
-                flags |= mavlink.ESTIMATOR_POS_HORIZ_ABS | mavlink.ESTIMATOR_PRED_POS_HORIZ_ABS
-        return mavlink.MAVLink_estimator_status_message(self.boot_us, flags, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, 0.5, 0.8)
+        return mavlink.MAVLink_estimator_status_message(self.boot_us, self.ap.estimator_flags, *ESTIMATOR_RATIOS,
+                                                        *ESTIMATOR_ACCURACY_M)
 
     def _msg_flight_information(self):
         """FLIGHT_INFORMATION, which MAVSDK's info plugin asks for: PX4 answers it on request (the arming time
