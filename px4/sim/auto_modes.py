@@ -148,6 +148,37 @@ class AutoModes:
             self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
             self._hold_at(self._target, yaw=self._triplet.yaw if self._triplet else math.nan)
 
+    def _start_return(self) -> None:
+        """Return: climb to the return altitude where the vehicle is, saying where it returns at."""
+        pos = self.position
+        self._rtl_alt = self._return_altitude()
+        self._phase = AutoPhase.CLIMB
+        self._target = (pos[0], pos[1], -self._rtl_alt)
+        self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
+        above = self._rtl_alt + self.home[2]
+        self.say(mavlink.MAV_SEVERITY_INFO, f"RTL: start return at {self.origin.alt_m + self._rtl_alt:.0f} m "
+                                            f"({above:.0f} m above destination)")
+
+    def _return_altitude(self) -> float:
+        """PX4 v1.16's return altitude (RTL::computeReturnAltitude), up from the local origin: within
+        NAV_ACC_RAD of home twice the distance, within RTL_MIN_DIST the RTL_CONE_ANG cone's surface, else
+        RTL_RETURN_ALT, outside NAV_ACC_RAD at least twice NAV_ACC_RAD; never below the vehicle.
+        Measured: RC lost in Position mode at 1.2 m over home returns at that altitude and lands."""
+        p, pos, home = self.params, self.position, self.home
+        home_up = -home[2]
+        dist = math.hypot(pos[0] - home[0], pos[1] - home[1])
+        alt = home_up + p["RTL_RETURN_ALT"]
+        if p["RTL_CONE_ANG"] > 0:
+            acceptance = p["NAV_ACC_RAD"]
+            if dist <= acceptance:
+                alt = home_up + 2.0 * dist
+            else:
+                if dist <= p["RTL_MIN_DIST"]:
+                    cone = math.radians(min(max(p["RTL_CONE_ANG"], 1.0), 89.0))
+                    alt = min(home_up + dist / math.tan(cone), alt)
+                alt = max(alt, home_up + 2.0 * acceptance)
+        return max(alt, -pos[2])
+
     def _navigate_rtl(self) -> None:
         home = self.home
         pos = self.position
@@ -165,6 +196,7 @@ class AutoModes:
         elif self._phase == AutoPhase.DESCEND:
             if self._reached(self._target, self.params["NAV_ACC_RAD"]):
                 self._phase = AutoPhase.LAND
+                self.say(mavlink.MAV_SEVERITY_INFO, "RTL: land at destination")
                 self._target = (home[0], home[1], 0.0)
                 self._set_triplet(Triplet((home[0], home[1], math.nan), Kind.LAND))
 

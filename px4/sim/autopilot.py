@@ -510,15 +510,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             self._phase = AutoPhase.LAND
             self._set_triplet(Triplet((pos[0], pos[1], NAN), Kind.LAND))
         elif mode == FlightMode.RTL:
-            home = self.home
-            dist = math.hypot(pos[0] - home[0], pos[1] - home[1])
-            # Close to home PX4 climbs only to the cone's surface, not all the way to RTL_RETURN_ALT.
-            cone = math.radians(self.params["RTL_CONE_ANG"])
-            cone_alt = dist / math.tan(cone) if cone > 0 else math.inf
-            self._rtl_alt = max(-pos[2], min(self.params["RTL_RETURN_ALT"], max(self.params["RTL_DESCEND_ALT"], cone_alt)))
-            self._phase = AutoPhase.CLIMB
-            self._target = (pos[0], pos[1], -self._rtl_alt)
-            self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos))
+            self._start_return()
         elif mode == FlightMode.MISSION:
             if previous != FlightMode.MISSION or self.mission_finished:
                 self.mission_finished = False
