@@ -8,4 +8,4 @@ microseconds for a trial to run hundreds of times faster than real time.
 # The PX4 release the built-in vehicle imitates, and how it names itself where a person reads it (its
 # ULog's header, `hil sim --help`, a test report's hil_autopilot): never as that release itself.
 PX4_VERSION = (1, 16, 1)
-BUILTIN_AUTOPILOT = "quad-hil built-in vehicle imitating PX4 v{}.{}.{}".format(*PX4_VERSION)
+BUILTIN_AUTOPILOT = "built-in vehicle (quad-hil) imitating PX4 v{}.{}.{}".format(*PX4_VERSION)
