@@ -27,6 +27,7 @@ from pyulog import ULog
 DEFAULT_TOPICS = ("vehicle_local_position", "vehicle_attitude", "vehicle_angular_velocity", "actuator_outputs")
 COARSE_STEP_S = 0.02
 FINE_STEP_S = 0.001
+ARMING_STATE_ARMED = 2  # vehicle_status.arming_state
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,19 @@ def read_topic(ulog: ULog | Path | str, topic: str, multi_id: int = 0) -> pd.Dat
         if data.name == topic and data.multi_id == multi_id:
             return pd.DataFrame(data.data)
     raise KeyError(f"topic {topic!r} (instance {multi_id}) is not in the log")
+
+
+def armed_spans_s(ulog: ULog | Path | str) -> list[float]:
+    """How long each armed stretch of a ULog lasted on the vehicle's clock (s): between the midpoints of
+    vehicle_status's arming and disarming edges (PX4 publishes it on change, the built-in vehicle at 5 Hz).
+    A stretch the log ends in is left out."""
+    status = read_topic(ulog, "vehicle_status")
+    t, armed = status["timestamp"].to_numpy(float) / 1e6, (status["arming_state"] == ARMING_STATE_ARMED).to_numpy()
+    edges = np.flatnonzero(np.diff(armed.astype(int)))
+    middle = (t[edges] + t[edges + 1]) / 2
+    if len(edges) and not armed[edges[0] + 1]:  # the log began armed
+        middle = middle[1:]
+    return [float(down - up) for up, down in zip(middle[::2], middle[1::2])]
 
 
 def fit_offset(px4_t_us: Sequence[float], px4_down: Sequence[float], harness_t_ns: Sequence[int],

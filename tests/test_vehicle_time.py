@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from pyulog import ULog
 
+from px4.ulog import armed_spans_s
 from records.clock import NOMINAL_CLOCK, VEHICLE_CLOCK, telemetry_clock, vehicle_time
 from records.record import read_events, read_manifest, read_table
 from reports.figures import trial_figures
@@ -50,7 +50,6 @@ HEARTBEAT_LAG_S = 2.0
 # --target px4-sitl --speed 4 --record-dir /tmp/s$i; done` and each manifest's summary.time_used_s. A paused
 # run must land as close to an unpaused one.
 PX4_SPREAD_S = 6.5
-ARMED = 2  # vehicle_status.arming_state
 
 
 def vehicle_pid(harness: subprocess.Popen, target: str, timeout_s: float = 120.0) -> int:
@@ -109,16 +108,8 @@ def fly(record: Path, target: str, speed: float, pause: bool) -> None:
 
 
 def ulog_armed_s(record: Path) -> float:
-    """How long the vehicle's own log says it was armed: between the midpoints of vehicle_status's arming and
-    disarming edges (PX4 publishes it on change, the built-in vehicle at 5 Hz)."""
-    spans = []
-    for path in (record / "ulog").glob("*.ulg"):
-        status = ULog(str(path), ["vehicle_status"]).get_dataset("vehicle_status").data
-        t, armed = status["timestamp"] / 1e6, status["arming_state"] == ARMED
-        edges = np.flatnonzero(np.diff(armed.astype(int)))
-        if len(edges) >= 2 and armed[edges[0] + 1]:
-            up, down = edges[0], edges[1]
-            spans.append((t[down] + t[down + 1]) / 2 - (t[up] + t[up + 1]) / 2)
+    """How long the vehicle's own log of the flight says it was armed."""
+    spans = [span for path in (record / "ulog").glob("*.ulg") for span in armed_spans_s(path)]
     assert len(spans) == 1, f"{record}: expected one armed flight in its ULogs, got {spans}"
     return spans[0]
 
