@@ -41,8 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to update")
     parser.add_argument("--topic", action="append", default=[], help="one more topic to keep (repeatable)")
     args = parser.parse_args(argv)
-    kept = json.loads(args.out.read_text())["topics"] if args.out.exists() else {}
-    log = ULog(str(args.log))
+    try:
+        kept = json.loads(args.out.read_text())["topics"] if args.out.exists() else {}
+    except (ValueError, KeyError, TypeError) as error:
+        print(f"{args.out}: expected this tool's JSON with a 'topics' object ({error})", file=sys.stderr)
+        return 2
+    try:
+        log = ULog(str(args.log))
+    except Exception as error:  # pyulog raises what its parser meets: any of it means "not a ULog we can read"
+        print(f"{args.log}: cannot be read as a ULog ({type(error).__name__}: {error})", file=sys.stderr)
+        return 2
     topics = sorted(set(kept) | set(args.topic))
     missing = [t for t in topics if t not in log.message_formats]
     if missing:
