@@ -56,7 +56,7 @@ from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
 from px4.sim.landing import LandingState
-from px4.sim.manual import ManualControl
+from px4.sim.manual import ManualControl, ground_slowdown
 from px4.sim.mission_items import MissionItem
 from px4.sim.orbit import Orbit
 from px4.sim.sensors import SensorModel
@@ -667,6 +667,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         yaw = self.dyn.yaw
         vn, ve, vd, yaw_rate = self.manual.velocity_setpoint(yaw, p["MPC_VEL_MANUAL"], p["MPC_Z_VEL_MAX_UP"],
                                                              p["MPC_Z_VEL_MAX_DN"])
+        vd = ground_slowdown(vd, self.home[2] - self.dyn.pos[2], p)
         z_sp = NAN
         if vd == 0.0 and not self.landed:
             if self._altitude_hold is None and abs(self.dyn.vel[2]) < ALTITUDE_LOCK_SPEED:

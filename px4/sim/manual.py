@@ -31,6 +31,19 @@ class Sticks:
         return max(abs(self.pitch), abs(self.roll), abs(self.yaw), abs(self.throttle - 0.5) * 2.0)
 
 
+def ground_slowdown(vd: float, height: float, p) -> float:
+    """A stick's vertical speed (down positive) limited near the ground, as PX4's manual altitude task
+    does (FlightTaskManualAltitude::_respectGroundSlowdown, with SIH's distance sensor): climbs at most
+    MPC_TKO_SPEED and descends at most MPC_LAND_SPEED below MPC_LAND_ALT2, the full speeds above
+    MPC_LAND_ALT1, interpolated between. Measured on PX4 v1.16.1: Position mode from the ground, full
+    throttle for 3 s, is 2.0 m up 4 s later."""
+    low, high = p["MPC_LAND_ALT2"], p["MPC_LAND_ALT1"]
+    share = 0.0 if height <= low else 1.0 if height >= high or high <= low else (height - low) / (high - low)
+    up = p["MPC_TKO_SPEED"] + share * (p["MPC_Z_VEL_MAX_UP"] - p["MPC_TKO_SPEED"])
+    down = p["MPC_LAND_SPEED"] + share * (p["MPC_Z_VEL_MAX_DN"] - p["MPC_LAND_SPEED"])
+    return min(max(vd, -up), down)
+
+
 def _deadband(value: float) -> float:
     if abs(value) <= DEADBAND:
         return 0.0
