@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from records.clock import NOMINAL_CLOCK
 from records.fidelity_run import FIDELITY_KIND
 from reports import plots
 from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
@@ -68,7 +69,7 @@ MARGINAL_SHOWN = 50
 @dataclass(frozen=True)
 class Margins:
     """How close to its limit a verdict must be to count as marginal: `metres` for the clearance and the fence,
-    `seconds` for the time budget; `budgets`: each rule's time budget (s), which the records do not carry."""
+    `seconds` for the time budget; `budgets`: each rule's time budget (s), for records that do not carry theirs."""
 
     metres: float = 0.25
     seconds: float = 5.0
@@ -289,6 +290,12 @@ def _overview(results: pd.DataFrame, observed: pd.DataFrame) -> list[Block]:
                  f"target that applies none of it): the {len(results)} trials are {len(observed)} "
                  f"observation{'s' if len(observed) > 1 else ''}. A figure from one observation has no interval "
                  "and says how many identical repeats it stands for.")
+    if "clock" in results and (results["clock"] == NOMINAL_CLOCK).any():
+        nominal = int((results["clock"] == NOMINAL_CLOCK).sum())
+        text += (f" {nominal} trial{'s' if nominal > 1 else ''} kept no time stamps of the vehicle's (a target "
+                 "without them, or records from before they were kept): their durations, speeds and times are on "
+                 f"the harness's clock times the speed factor, column clock '{NOMINAL_CLOCK}', and a simulator "
+                 "that fell behind or stalled makes them longer than the flight.")
     return [Paragraph(text), Table(counts)]
 
 
@@ -479,9 +486,13 @@ def trial_margins(results: pd.DataFrame, margins: Margins) -> pd.DataFrame:
     out = pd.DataFrame(index=results.index)
     for column in MARGIN_FIGURES:
         out[column] = pd.to_numeric(results[column], errors="coerce") if column in results else math.nan
-    budget = results["rule"].map(margins.budgets) if "rule" in results else math.nan
+    budget = pd.to_numeric(results["rule"].map(margins.budgets), errors="coerce") if "rule" in results else math.nan
+    if "time_budget_s" in results:  # the record's own, where it keeps one (records.summary)
+        budget = pd.to_numeric(results["time_budget_s"], errors="coerce").fillna(budget)
     succeeded = results["success"].fillna(False).astype(bool) if "success" in results else False
     used = pd.to_numeric(results["end_time_s"], errors="coerce") if "end_time_s" in results else math.nan
+    if "time_used_s" in results:  # a mission's armed flight; a navigation's time is its verdict's
+        used = pd.to_numeric(results["time_used_s"], errors="coerce").fillna(used)
     out["margin_time_s"] = (pd.to_numeric(budget, errors="coerce") - used).where(succeeded)
     outcomes = results["outcome"] if "outcome" in results else pd.Series("", index=results.index)
     marginal = []

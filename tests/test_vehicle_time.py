@@ -160,3 +160,19 @@ def test_a_record_without_the_vehicle_clock_is_timed_on_the_harness_clock_and_sa
     stamped = old.assign(t_vehicle_s=[np.nan, 10.0, 10.5, 10.5, 12.0])
     assert telemetry_clock(stamped, 4.0) == VEHICLE_CLOCK
     assert vehicle_time(stamped, 4.0)["t_ns"].tolist() == [10_000_000_000, 10_500_000_000, 12_000_000_000]
+
+
+def test_the_report_takes_a_records_budget_and_time_used_and_marks_figures_off_the_harness_clock() -> None:
+    from reports.render import Margins, Paragraph, build_report, trial_margins
+    from tests.test_margins import trial
+
+    # A mission trial keeps its own budget and time used; a navigation trial from before, only its end time.
+    mission = {**trial("mission", "success", clearance=2.0), "rule": "none", "time_budget_s": 60.0,
+               "time_used_s": 57.5, "clock": VEHICLE_CLOCK}
+    older = {**trial("older", "success", clearance=2.0, end_time_s=86.0), "clock": NOMINAL_CLOCK}
+    results = pd.DataFrame([mission, older]).set_index("trial_id")
+    margins = trial_margins(results, Margins(0.25, 5.0, {"flyingtrust": 90.0}))
+    assert margins.loc["mission", "margin_time_s"] == 2.5 and margins.loc["mission", "marginal"] == "time +2.50 s"
+    assert margins.loc["older", "margin_time_s"] == 4.0
+    overview = next(b.text for b in build_report(results.reset_index()) if isinstance(b, Paragraph))
+    assert "1 trial kept no time stamps of the vehicle's" in overview and NOMINAL_CLOCK in overview
