@@ -335,9 +335,8 @@ class FlightLogger:
         }
         self._out = {topic: w.sampler(topic, fields, constants) for topic, (fields, constants) in spec.items()}
         writers = {
-            "sensor_combined": self._sensor_combined, "vehicle_angular_velocity": self._angular_velocity,
-            "vehicle_rates_setpoint": self._rates_setpoint, "vehicle_attitude": self._attitude,
-            "vehicle_attitude_setpoint": self._attitude_setpoint, "vehicle_local_position": self._local_position,
+            "sensor_combined": self._rates, "vehicle_angular_velocity": None, "vehicle_rates_setpoint": None,
+            "vehicle_attitude": self._attitudes, "vehicle_attitude_setpoint": None, "vehicle_local_position": self._local_position,
             "vehicle_local_position_setpoint": self._local_position_setpoint, "actuator_outputs": self._outputs,
             "actuator_motors": None, "vehicle_local_position_groundtruth": None,
             "vehicle_attitude_groundtruth": None, "vehicle_angular_velocity_groundtruth": None,
@@ -385,21 +384,16 @@ class FlightLogger:
 
     # One method per topic (or per topics that read the same state), called with the time (us) and the
     # dynamics' and controller's state vectors as lists.
-    def _sensor_combined(self, t: int, d: list, c: list) -> None:
+    def _rates(self, t: int, d: list, c: list) -> None:
+        """The 50 Hz topics: the IMU, the body rates and their setpoint."""
         self._imu(d)
-        dt_us = int(1e6 / RATES_HZ["sensor_combined"])
-        self._out["sensor_combined"]([t, *self._gyro, dt_us, *self._accel, dt_us])
+        out, dt_us = self._out, int(1e6 / RATES_HZ["sensor_combined"])
+        out["sensor_combined"]([t, *self._gyro, dt_us, *self._accel, dt_us])
+        out["vehicle_angular_velocity"]([t, t, *d[OMEGA:OMEGA + 3]])
+        out["vehicle_rates_setpoint"]([t, *c[kern.C_RATE_SP:kern.C_RATE_SP + 3], 0.0, 0.0, -c[kern.C_THRUST_SP]])
 
-    def _angular_velocity(self, t: int, d: list, c: list) -> None:
-        self._out["vehicle_angular_velocity"]([t, t, *d[OMEGA:OMEGA + 3]])
-
-    def _rates_setpoint(self, t: int, d: list, c: list) -> None:
-        self._out["vehicle_rates_setpoint"]([t, *c[kern.C_RATE_SP:kern.C_RATE_SP + 3], 0.0, 0.0, -c[kern.C_THRUST_SP]])
-
-    def _attitude(self, t: int, d: list, c: list) -> None:
+    def _attitudes(self, t: int, d: list, c: list) -> None:
         self._out["vehicle_attitude"]([t, t, *d[Q:Q + 4]])
-
-    def _attitude_setpoint(self, t: int, d: list, c: list) -> None:
         self._out["vehicle_attitude_setpoint"]([t, c[kern.C_YAWSPEED_FF], *c[kern.C_ATT_SP:kern.C_ATT_SP + 4],
                                                 -c[kern.C_THRUST_SP]])
 
