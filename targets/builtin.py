@@ -35,6 +35,7 @@ class SimProcessOptions:
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
     extra_links: list[str] = field(default_factory=list)
+    gcs_links: list[str] = field(default_factory=list)  # hil sim --gcs-link: PX4's ground-station streams
     root: Path | None = None  # the vehicle's own folder (its ULogs under log/)
     max_stream_hz: float | None = None  # hil sim --max-stream-hz; None: its default
     perturbation: Perturbation = Perturbation()  # hil sim --noise-seed, --wind, --gusts, --spawn, --heading
@@ -46,6 +47,8 @@ def sim_command(port: int, options: SimProcessOptions) -> list[str]:
            "--profile", options.profile, "--speed", repr(options.speed)]
     for url in options.extra_links:
         cmd += ["--link", url]
+    for url in options.gcs_links:
+        cmd += ["--gcs-link", url]
     for name, value in options.params.items():
         cmd += ["--param", f"{name}={value}"]
     if options.root is not None:

@@ -30,11 +30,11 @@ def behind_text(kept: float, speed: float) -> str:
     return f"Simulation falling behind: {figure}x kept of {speed:g}x"
 
 
-async def attach_links(server: MavlinkServer, urls: list[str]) -> list[Link]:
-    """Open every connection string and bind it to the server."""
+async def attach_links(server: MavlinkServer, urls: list[str], gcs_urls: list[str] = ()) -> list[Link]:
+    """Open every connection string and bind it to the server; `gcs_urls` as ground-station ports."""
     links = []
-    for url in urls:
-        link = server.add_link(None)
+    for url, gcs in [(url, False) for url in urls] + [(url, True) for url in gcs_urls]:
+        link = server.add_link(None, gcs)
         link.transport = await open_transport(url, lambda data, link=link: server.receive(link, data))
         links.append(link)
     return links
@@ -45,7 +45,7 @@ async def serve(options: SimOptions, on_ready=None, perturbation: Perturbation =
     called once its ports are open."""
     autopilot, server = build_vehicle(options)
     perturb(autopilot, perturbation)
-    links = await attach_links(server, options.links)
+    links = await attach_links(server, options.links, options.gcs_links)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

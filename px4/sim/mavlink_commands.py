@@ -14,7 +14,6 @@ from px4.sim import inputs, mavlink_extra
 from px4.sim.autopilot_types import CommandResult
 from px4.sim.calibration import NO_ACK
 from px4.sim.faults import SIM_FAULT_COMMAND
-from px4.sim.mavlink_telemetry import DEFAULT_RATES_HZ
 
 if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
     from px4.sim.mavlink_link import Link
@@ -204,7 +203,7 @@ class CommandHandler:
         if interval_us < 0:
             link.intervals[name] = 0.0
         elif interval_us == 0:
-            link.intervals[name] = 1.0 / DEFAULT_RATES_HZ[name] if name in DEFAULT_RATES_HZ else 0.0
+            link.intervals[name] = 1.0 / link.mode_hz[name] if name in link.mode_hz else 0.0
         else:
             link.intervals[name] = interval_us / 1e6
         link.next_due[name] = link.streams_due = self.ap.time_s

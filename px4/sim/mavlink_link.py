@@ -15,15 +15,33 @@ if TYPE_CHECKING:  # annotations only
     from px4.sim.mavlink_files import _LogTransfer
     from px4.sim.mavlink_mission import _Upload
 
+# PX4 v1.16.1 SITL's ground-station port (18570+N) at rest (measured, 10 s at 1x): MAVLink's normal mode, seven
+# streams raised to 50 Hz by its start-up script; no HIGHRES_IMU, ODOMETRY, TIMESYNC or SYSTEM_TIME.
+GCS_RATES_HZ = {
+    "HEARTBEAT": 1.0, "SYS_STATUS": 1.0, "EXTENDED_SYS_STATE": 1.0, "HOME_POSITION": 0.5, "GPS_RAW_INT": 5.0,
+    "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 50.0, "ATTITUDE": 50.0, "ATTITUDE_QUATERNION": 50.0,
+    "ATTITUDE_TARGET": 50.0, "POSITION_TARGET_LOCAL_NED": 50.0, "SERVO_OUTPUT_RAW": 50.0, "ALTITUDE": 1.0,
+    "BATTERY_STATUS": 0.5, "DISTANCE_SENSOR": 0.5, "ESTIMATOR_STATUS": 0.5, "MISSION_CURRENT": 1.0,
+    "OPEN_DRONE_ID_LOCATION": 1.0, "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 0.1, "SCALED_PRESSURE": 1.0,
+    "VFR_HUD": 4.0, "VIBRATION": 0.1,
+}
+# What SET_MESSAGE_INTERVAL 0 restores there: the normal mode's own rate (measured, after each was set to 0),
+# not the start-up script's; a message the mode does not stream stays off.
+GCS_MODE_HZ = {**GCS_RATES_HZ, "ATTITUDE": 15.0, "ATTITUDE_QUATERNION": 10.0, "ATTITUDE_TARGET": 2.0,
+               "GLOBAL_POSITION_INT": 5.0, "LOCAL_POSITION_NED": 1.0, "POSITION_TARGET_LOCAL_NED": 1.5,
+               "SERVO_OUTPUT_RAW": 1.0}
+
 
 class Link:
     """One MAVLink port of the vehicle: codec, rates and per-link protocol state."""
 
-    def __init__(self, transport, sysid: int, compid: int):
+    def __init__(self, transport, sysid: int, compid: int, gcs: bool = False):
+        """`gcs`: a ground station's port, with the streams of PX4's (else its API port's, onboard mode)."""
         self.transport = transport
         self.mav = mavlink.MAVLink(None, srcSystem=sysid, srcComponent=compid)
         self.mav.robust_parsing = True
-        self.intervals = {name: 1.0 / hz for name, hz in DEFAULT_RATES_HZ.items()}
+        self.intervals = {name: 1.0 / hz for name, hz in (GCS_RATES_HZ if gcs else DEFAULT_RATES_HZ).items()}
+        self.mode_hz = GCS_MODE_HZ if gcs else DEFAULT_RATES_HZ  # what SET_MESSAGE_INTERVAL 0 restores
         self.next_due: dict[str, float] = {}
         # The earliest vehicle time any stream is due (min of next_due); whoever changes `intervals` resets
         # it to now, so the table is walked only when something is due, not every tick.

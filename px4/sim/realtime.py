@@ -49,6 +49,7 @@ class SimOptions:
 
     profile: str = "default"
     links: list[str] = field(default_factory=lambda: [f"udpout://127.0.0.1:{ONBOARD_PORT}"])
+    gcs_links: list[str] = field(default_factory=list)  # ground-station ports: PX4's streams there (normal mode)
     speed: float = 1.0
     params: dict[str, float] = field(default_factory=dict)
     max_stream_hz: float = MAX_STREAM_HZ  # messages per wall second per stream, at most

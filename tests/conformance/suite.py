@@ -41,7 +41,7 @@ async def start_target(kind: str, px4_dir: str | None, speed: float = SPEED,
         gcs_port = free_udp_port()
         with tempfile.TemporaryDirectory(prefix="conformance-") as root:
             options = SimProcessOptions(speed=speed, params=params, root=Path(root),
-                                        extra_links=[f"udpin://127.0.0.1:{gcs_port}"])
+                                        gcs_links=[f"udpin://127.0.0.1:{gcs_port}"])
             async with builtin_vehicle(options) as sim:
                 yield Target(kind, sim.url, f"udpout:127.0.0.1:{gcs_port}", speed, Path(root))
         return
