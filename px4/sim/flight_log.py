@@ -247,8 +247,8 @@ class FlightLogger:
         self._changes = state
 
     def _open_topics(self, w: ULogWriter) -> None:
-        """A sampler per topic, set up for the fields this vehicle fills, and the writers grouped by rate
-        (slowest first: the 5 Hz group refreshes what the faster sensor readings are drawn around)."""
+        """A sampler per topic, set up for the fields this vehicle fills, and the writers grouped by rate; the
+        5 Hz group first draws the barometer and magnetometer readings that it and the 1 Hz group log."""
         origin = self.ap.origin
         xyz, q4 = ["x", "y", "z"], _fields("q", 4)
         motors = len(self.ap.motor_commands)
