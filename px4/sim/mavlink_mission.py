@@ -6,7 +6,6 @@ naming its field, as PX4 does.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,8 +46,10 @@ def _takes(frame: int, command: int) -> bool:
     return True
 
 
+# As PX4 v1.16.1 asks for an item a client leaves unanswered (measured, vehicle seconds): again every 0.25 s,
+# and after 5 s without an item it drops the upload without a word (no MISSION_ACK).
 MISSION_RETRY_S = 0.25
-MISSION_RETRIES = 5
+MISSION_TIMEOUT_S = 5.0
 
 
 def _invalid_item_field(msg) -> int | None:
@@ -77,8 +78,8 @@ class _Upload:
     count: int
     peer: tuple[int, int]
     items: list[MissionItem] = field(default_factory=list)
-    asked_at: float = 0.0
-    retries: int = 0
+    asked_at: float = 0.0  # vehicle seconds
+    progress_at: float = 0.0  # when the count or the last item came
 
 
 class MissionProtocol:
@@ -96,25 +97,23 @@ class MissionProtocol:
             self._install(mtype, [])
             link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mtype))
             return
-        link.upload = _Upload(mtype, msg.count, peer)
+        link.upload = _Upload(mtype, msg.count, peer, progress_at=self.ap.time_s)
         self._request_item(link)
 
     def _request_item(self, link: Link) -> None:
         up = link.upload
         assert up is not None
-        up.asked_at = time.monotonic()
+        up.asked_at = self.ap.time_s
         link.send(mavlink.MAVLink_mission_request_int_message(up.peer[0], up.peer[1], len(up.items), up.mission_type))
 
     def _retry_upload(self, link: Link) -> None:
         up = link.upload
-        if up is None or time.monotonic() - up.asked_at < MISSION_RETRY_S:
+        now = self.ap.time_s
+        if up is None or now - up.asked_at < MISSION_RETRY_S:
             return
-        if up.retries >= MISSION_RETRIES:
-            link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_OPERATION_CANCELLED,
-                                                          up.mission_type))
+        if now - up.progress_at >= MISSION_TIMEOUT_S:
             link.upload = None
             return
-        up.retries += 1
         self._request_item(link)
 
     def _on_mission_item_int(self, link: Link, msg) -> None:
@@ -143,7 +142,7 @@ class MissionProtocol:
             link.upload = None
             return
         up.items.append(item)
-        up.retries = 0
+        up.progress_at = self.ap.time_s
         if len(up.items) < up.count:
             self._request_item(link)
             return

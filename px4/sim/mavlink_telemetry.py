@@ -152,11 +152,17 @@ class TelemetryStreams:
 
     def _msg_global_position_int(self):
         ap = self.ap
-        lat, lon, alt = self._global()
+        n, e, d = ap.position
+        if ap.landed and not ap.armed:
+            # At rest PX4's estimate wanders (sensors.REST_DRIFT_M); in flight the built-in vehicle reports its
+            # exact state, which is what it flies on (docs/design.md).
+            dn, de, dd = ap.sensors.rest_drift(ap.time_s)
+            n, e, d = n + dn, e + de, d + dd
+        lat, lon, alt = ap.origin.to_global(n, e, d)
         v = ap.dyn.vel
         heading = (math.degrees(ap.dyn.yaw) + 360.0) % 360.0
         return mavlink.MAVLink_global_position_int_message(
-            self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-ap.dyn.pos[2] * 1000),
+            self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-d * 1000),
             int(v[0] * 100), int(v[1] * 100), int(v[2] * 100), int(heading * 100))
 
     def _msg_local_position_ned(self):

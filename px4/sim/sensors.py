@@ -18,6 +18,7 @@ Deterministic for a given seed, so a lockstep trial reproduces its telemetry exa
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -44,11 +45,34 @@ MOTORS_RUNNING = NoiseLevels(accel=(0.373, 1.139, 0.967), gyro=(0.132, 0.059, 0.
                              pressure=0.016, attitude=(0.0184, 0.0078, 0.0068), rates=(0.117, 0.052, 0.0216))
 
 
+# PX4 v1.16.1's estimate of a vehicle at rest, disarmed (GLOBAL_POSITION_INT at 50 Hz for 10 s, measured by
+# tests/conformance's probe): the altitude wanders over seconds (standard deviation 0.11 m, 0.35 m between the
+# lowest and the highest), the horizontal position by 0.03 m; HOME_POSITION stays where it was set.
+REST_DRIFT_M = (0.03, 0.03, 0.11)  # north, east, down
+REST_DRIFT_TAU_S = 5.0  # correlation time of each axis's wander
+
+
 class SensorModel:
     """Noisy readings of the true state, as the vehicle reports them over MAVLink."""
 
     def __init__(self, seed: int = 0) -> None:
         self._rng = random.Random(seed)
+        # Its own generator, so that the IMU and attitude noise draw the same numbers as without it.
+        self._drift_rng = random.Random(seed ^ 0x5EED)
+        self._drift = [0.0, 0.0, 0.0]
+        self._drift_at = 0.0
+
+    def rest_drift(self, time_s: float) -> Vec3:
+        """The estimate's error at rest at vehicle time `time_s` (north, east, down in m): a first-order
+        Gauss-Markov process per axis with PX4's spread, advanced by the time since it was last asked."""
+        dt = time_s - self._drift_at
+        if dt > 0:
+            keep = math.exp(-dt / REST_DRIFT_TAU_S)
+            spread = math.sqrt(1.0 - keep * keep)
+            self._drift = [x * keep + self._drift_rng.gauss(0.0, s * spread) for x, s in zip(self._drift, REST_DRIFT_M)]
+            self._drift_at = time_s
+        n, e, d = self._drift
+        return n, e, d
 
     def _noisy(self, values, sigmas) -> list[float]:
         gauss = self._rng.gauss

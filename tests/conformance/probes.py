@@ -74,13 +74,7 @@ def param_set_wrong_type(target: Target) -> dict:
         client.close()
 
 
-GCS_MODE = ("PX4 runs its ground-station port (18570+N) in MAVLink's normal mode (no HIGHRES_IMU or ODOMETRY, "
-            "GLOBAL_POSITION_INT at 5 Hz); the built-in vehicle runs every `hil sim --link` in the onboard mode of "
-            "PX4's API port (both at 50 Hz), and SET_MESSAGE_INTERVAL 0 restores that mode's rate")
-
-
-@case("streams on the ground-station link", "pymavlink", quick=True,
-      known={"HIGHRES_IMU": GCS_MODE, "ODOMETRY": GCS_MODE})
+@case("streams on the ground-station link", "pymavlink", quick=True)
 @blocking
 def gcs_streams(target: Target) -> dict:
     client = Client(target.gcs_url)
@@ -93,8 +87,7 @@ def gcs_streams(target: Target) -> dict:
         client.close()
 
 
-@case("SET_MESSAGE_INTERVAL 0 restores the link's default", "pymavlink", tolerance={"GLOBAL_POSITION_INT Hz": 1.5},
-      known={"GLOBAL_POSITION_INT Hz": GCS_MODE})
+@case("SET_MESSAGE_INTERVAL 0 restores the link's default", "pymavlink", tolerance={"GLOBAL_POSITION_INT Hz": 1.5})
 @blocking
 def interval_zero(target: Target) -> dict:
     client = Client(target.gcs_url)
@@ -145,6 +138,22 @@ def _upload(client: Client, items: list, mission_type: int, home: tuple[float, f
     return None if ack is None else ack.type
 
 
+@case("mission upload the client leaves unanswered", "pymavlink", quick=True, tolerance={"requests": 1})
+@blocking
+def abandoned_upload(target: Target) -> dict:
+    client = Client(target.gcs_url)
+    try:
+        client.wait_armable(10.0)
+        client.drain()
+        client.conn.mav.mission_count_send(*client.target, 3, mavlink.MAV_MISSION_TYPE_MISSION)
+        seconds = 8.0
+        msgs = _vehicle_seconds(client, seconds, {"MISSION_REQUEST_INT", "MISSION_REQUEST", "MISSION_ACK"})
+        acks = [m.type for m in msgs if m.get_type() == "MISSION_ACK"]
+        return {"requests": sum(m.get_type() != "MISSION_ACK" for m in msgs), "MISSION_ACK": acks}
+    finally:
+        client.close()
+
+
 def _download_frames(client: Client, mission_type: int) -> list[int] | None:
     client.drain()
     client.conn.mav.mission_request_list_send(*client.target, mission_type)
@@ -187,13 +196,8 @@ def _spread_m(values: list[float], scale: float) -> float:
     return round((max(values) - min(values)) * scale, 2) if values else math.nan
 
 
-ESTIMATE = ("PX4 reports EKF2's estimate from SIH's noisy sensors, which moves at rest (measured over 10 s: "
-            "altitude 0.4 m, horizontal 0.14 m, home fixed); the built-in vehicle reports its exact state "
-            "(docs/design.md, 'PX4 is the truth'; reports/fidelity.py names the same difference)")
-
-
-@case("position and home at rest", "pymavlink", tolerance={"altitude spread m": 0.3, "horizontal spread m": 0.3},
-      known={"position moves": ESTIMATE, "altitude spread m": ESTIMATE, "horizontal spread m": ESTIMATE})
+# PX4's estimate at rest: over 10 s its altitude spread 0.31-0.40 m and its horizontal 0.14-0.20 m (four runs).
+@case("position and home at rest", "pymavlink", tolerance={"altitude spread m": 0.3, "horizontal spread m": 0.15})
 @blocking
 def rest_drift(target: Target) -> dict:
     client = Client(target.gcs_url)
@@ -214,12 +218,15 @@ def rest_drift(target: Target) -> dict:
         client.close()
 
 
-MISSION_TEXTS = ("Executing Mission", "Returning to launch", "RTL:")
-
-
-NAVIGATOR_TEXTS = ("PX4's navigator announces a mission's start and its return ('Executing Mission', "
-                   "'Returning to launch', 'RTL: start return at ...'); the built-in vehicle's auto modes "
-                   "(px4/sim/auto_modes.py) do not say them yet")
+# What PX4 v1.16.1 tells the pilot over a mission of take-off, waypoint and return (measured, in this order):
+# "Executing Mission", "Climb to 5.0 meters above home", "Takeoff detected", "Returning to launch",
+# "RTL: start return at 499 m (10 m above destination)", "RTL: land at destination", "Landing detected",
+# "Disarmed by landing"; and never "Mission finished, loitering" (the mission ends in its return).
+MISSION_TEXTS = ("Executing Mission", "Climb to", "Takeoff detected", "Returning to launch", "RTL: start return",
+                 "RTL: land at destination", "Landing detected", "Disarmed by landing", "Mission finished")
+NAVIGATOR_TEXTS = ("PX4's navigator and commander announce the mission's start, its take-off climb and its "
+                   "return; the built-in vehicle's auto modes (px4/sim/auto_modes.py, the flight side) do not "
+                   "say these yet, and say 'Mission finished, loitering' where PX4 goes on to its return")
 
 
 @case("mission flown to its RTL: what the pilot reads", "pymavlink", speed=4.0,
@@ -233,10 +240,14 @@ def mission_texts(target: Target) -> dict:
                  (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, 0, 1, 0, 5.0),
                  (mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH, mavlink.MAV_FRAME_MISSION, 0, 0, 0, 0.0)]
         upload = _upload(client, items, mavlink.MAV_MISSION_TYPE_MISSION, home)
+        # As a pilot starts it: once the plan is on the vehicle, not in the same millisecond (the built-in
+        # vehicle's navigator takes an upload up at its next cycle and a start before that is not flown).
+        _vehicle_seconds(client, 0.5, set())
         arm = client.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1)
         start = client.command(mavlink.MAV_CMD_MISSION_START, 0, 0)
         landed = client.recv("HEARTBEAT", 120.0,
                              lambda m: m.get_srcComponent() == 1 and not m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+        _vehicle_seconds(client, 1.0, set())  # the texts that follow the disarm
         obs = {"upload": upload, "arm": arm, "start": start, "disarmed at the end": landed is not None}
         for text in MISSION_TEXTS:
             obs[f"said {text!r}"] = any(t.startswith(text) for t in client.texts)
