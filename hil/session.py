@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from aio.tasks import cancel_and_wait
 from bridges.vehicle import Vehicle
 from hil.recording import record_telemetry
 from hil.stop import FlightPhase, Interrupts
-from records.clock import mark, speed_between
+from records.clock import STAMP, ClockMark, mark, speed_between
 from records.record import TrialRecorder
 from records.summary import Summary
 from targets import OpenTarget, TargetOptions, TargetSpec, open_target
@@ -84,6 +85,9 @@ class TrialSession:
         finally:
             if telemetry is not None:
                 await cancel_and_wait(telemetry)
+            if not math.isfinite(start.vehicle_s):  # attached before the vehicle first told its clock
+                start = next((ClockMark(row["t_ns"], row[STAMP]) for row in self.rows
+                              if math.isfinite(row.get(STAMP, math.nan))), start)
             self.speed = speed_between(start, mark(vehicle.clock_s), vehicle.speed_factor)
             self.recorder.vehicle_clock = None
 
