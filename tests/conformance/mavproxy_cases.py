@@ -52,6 +52,12 @@ class MavProxy:
             time.sleep(0.1)
         return None
 
+    def wait_ready(self) -> None:
+        """Until MAVProxy has the vehicle's parameters, as a user waits before typing: before that its own
+        parameter download competes with what is typed (a mission upload stalled past PX4's 5 s timeout)."""
+        self.wait_for(r"Detected vehicle|online system", 30.0)
+        self.wait_for(r"Received \d+ parameters", 90.0)
+
     def close(self) -> None:
         self.proc.terminate()
         try:
@@ -86,9 +92,9 @@ def wp_load(target: Target) -> dict:
         Path(work, "mission.txt").write_text(qgc_wpl(lat, lon, alt))
         proxy = MavProxy(target.gcs_url, work)
         try:
-            proxy.wait_for(r"Detected vehicle|online system", 30.0)
+            proxy.wait_ready()
             proxy.type("wp load mission.txt")
-            ack = proxy.wait_for(r"Got MISSION_ACK", 60.0)
+            ack = proxy.wait_for(r"Got MISSION_ACK", 30.0)
             time.sleep(1.0)
             return {"MISSION_ACK": ack, "said Invalid item": any("Invalid item" in line for line in proxy.lines)}
         finally:
@@ -104,9 +110,9 @@ def takeoff_below(target: Target) -> dict:
     with tempfile.TemporaryDirectory() as work:
         proxy = MavProxy(target.gcs_url, work)
         try:
-            proxy.wait_for(r"Detected vehicle|online system", 30.0)
+            proxy.wait_ready()
             proxy.type("arm throttle")
-            armed = watcher.recv("HEARTBEAT", 10.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+            armed = watcher.recv("HEARTBEAT", 30.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
             proxy.type("takeoff 5")
             heights = [m.relative_alt / 1000 for m in watcher.collect(8.0 / target.speed + 2, {"GLOBAL_POSITION_INT"})]
             # PX4 ends each text with a tab (its events' separator), which no ground station shows.
