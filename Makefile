@@ -11,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-py310 bench clean chromium
+.PHONY: run test test-fast test-py310 bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ TEST_WORKERS ?= 2
 test: $(STAMP) $(RAY_STAMP) chromium
 	$(PY) -m pytest -q -rfER -n $(TEST_WORKERS) --dist loadfile --durations=15
 	@$(MAKE) --no-print-directory test-py310
+
+# The inner loop of a change: the fast tier, the core of every package without flying (tests/conftest.py's
+# FAST_MODULES), in about two minutes on two cores. It is in addition to `make test`, which CI runs.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -rfE -m fast -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # The onboard side on the Python companion computers ship (3.10: JetPack 6, ROS 2 Humble), in a virtual
 # environment of its own. Python 3.10 from PATH, else pyenv's, else one uv installs; without any, it says

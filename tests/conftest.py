@@ -8,6 +8,7 @@ so that the flights take seconds, exactly as PX4_SIM_SPEED_FACTOR would make PX4
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -48,10 +49,41 @@ def _flies_px4(item: pytest.Item) -> bool:
     return callspec is not None and ("px4" in callspec.id or bool(callspec.params.get("build")))
 
 
+TESTS = Path(__file__).resolve().parent
+# The fast tier (`make test-fast`, `pytest -m fast`): the inner loop of a change, about two minutes on two cores,
+# beside the whole suite that `make test` and CI run. It is these modules, whole: each checks the core of a
+# package in seconds (units, file formats, hostile input, the judge and the stop policy on scripted vehicles,
+# targets coming up, lockstep flights). A test added to one of them is in the tier; one that takes longer (a
+# whole flight through `hil fly`, say) is marked slow and stays out, as does every test that flies PX4.
+# tests/test_fast_tier.py fails when a package has no fast module, or when a module named here is gone.
+FAST_MODULES = frozenset({
+    "test_cli_startup.py", "test_compare.py", "test_config_loading.py", "test_control.py", "test_difficulty.py",
+    "test_estimation.py", "test_fast_tier.py", "test_geometry.py", "test_hostile_files.py", "test_layers.py",
+    "test_limits.py", "test_link_model.py", "test_lockstep.py", "test_margins.py", "test_metrics.py",
+    "test_mission_file.py", "test_mission_schema.py", "test_monitor.py", "test_onboard_resources_profile.py",
+    "test_onboard_units.py", "test_params_changed.py", "test_params_file.py", "test_params_table.py",
+    "test_physics.py", "test_profile_library.py", "test_profiles_cli.py", "test_qgc.py", "test_record.py",
+    "test_report_plots.py", "test_scenes.py", "test_scores_stats.py", "test_session.py", "test_stop_policy.py",
+    "test_summary.py", "test_targets.py", "test_tasks.py", "test_trajectory.py", "test_trial_summary.py",
+    "test_ulog.py",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "fast: the fast tier (make test-fast): tests/conftest.py's FAST_MODULES")
+
+
+def _is_fast(item: pytest.Item) -> bool:
+    return (item.path.parent == TESTS and item.path.name in FAST_MODULES and not _flies_px4(item)
+            and item.get_closest_marker("slow") is None)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _flies_px4(item):
             item.add_marker(pytest.mark.flaky(reruns=PX4_RERUNS))
+        if _is_fast(item):
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -542,6 +542,7 @@ def write_json(path: Path, plan: dict) -> Path:
     return path
 
 
+@pytest.mark.slow  # the flight: out of the fast tier
 def test_a_plan_with_a_null_home_altitude_checks_and_flies_in_lockstep(tmp_path):
     """MAVSDK-Python's example-mission.plan's shape: takeoff, a square, return, home altitude null."""
     path = write_json(tmp_path / "null_home.plan", qgc_plan(
