@@ -43,7 +43,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
     sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir, params=params,
                        airframe=options.px4_airframe or DEFAULT_AIRFRAME, extra_links=options.extra_links)
     async with px4_sitl(sitl, keep_in=options.keep_in) as process:
-        async with connected(process.url, options, process) as (vehicle, proxy), truth_of(vehicle, SihTruth()):
+        async with connected(process.url, options, process) as (vehicle, proxy), \
+                truth_of(vehicle, SihTruth(lambda: vehicle.clock_s)):
             yield OpenTarget(vehicle, f"{spec.kind}:{process.instance}", hardware=False, failure=process.failure,
                              link=proxy)
 
