@@ -83,7 +83,7 @@ class CommandHandler:
             result = self._reposition(p, frame)
         elif command == C.MAV_CMD_DO_ORBIT:
             # param7 is AMSL in every frame, as PX4's orbit reads it (see px4.sim.orbit).
-            result = ap.orbit(p[0], p[1], p[2], p[4], p[5], p[6])
+            result = ap.orbit(p[0], p[1], p[2], *inputs.latitude_longitude(p[4], p[5]), inputs.altitude(p[6]))
         elif command == C.MAV_CMD_DO_CHANGE_SPEED:
             result = ap.change_speed(p[1])
         elif command == C.MAV_CMD_MISSION_START:
