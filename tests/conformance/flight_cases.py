@@ -174,8 +174,10 @@ async def manual_control(target: Target) -> dict:
 async def follow_me(target: Target) -> dict:
     async with vehicle(target) as v:
         action, follow = ActionAsync(v.system), FollowMeAsync(v.system)
-        await action.arm()
+        # Configured before arming (the example does it after): six parameter writes on a loaded machine outlast
+        # PX4's disarming of a vehicle armed on the ground (COM_DISARM_PRFLT, 10 s at 4x is 2.5 s of wall time).
         await follow.set_config(Config(8.0, 5.0, 0.1, Config.FollowAltitudeMode.CONSTANT, 8.0, 180.0))
+        await action.arm()
         await action.takeoff()
         await v.sleep(8.0)
         lat0, lon0, home_amsl = v.state.lat, v.state.lon, v.state.alt_amsl - v.state.altitude
