@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from px4.modes import FlightMode, decode_custom_mode
+
 from ..mavlink_client import Client
 from .suite import Target, blocking, case
 
@@ -114,10 +116,14 @@ def takeoff_below(target: Target) -> dict:
             proxy.type("arm throttle")
             armed = watcher.recv("HEARTBEAT", 30.0, lambda m: m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
             proxy.type("takeoff 5")
+            # A loaded MAVProxy takes its time to send it: what follows is timed from the mode it sets.
+            takeoff = watcher.recv("HEARTBEAT", 30.0, lambda m: m.get_srcComponent() == 1
+                                   and decode_custom_mode(m.custom_mode) == FlightMode.TAKEOFF)
             heights = [m.relative_alt / 1000 for m in watcher.collect(8.0 / target.speed + 2, {"GLOBAL_POSITION_INT"})]
             # PX4 ends each text with a tab (its events' separator), which no ground station shows.
             said = [t.rstrip("\t") for t in watcher.texts if "takeoff alt" in t.lower() or "higher" in t.lower()]
-            return {"armed": armed is not None, "highest m": round(max(heights, default=float("nan")), 1),
+            return {"armed": armed is not None, "in Takeoff": takeoff is not None,
+                    "highest m": round(max(heights, default=float("nan")), 1),
                     "texts": said}
         finally:
             proxy.close()

@@ -35,17 +35,20 @@ class Target:
 
 @contextlib.asynccontextmanager
 async def start_target(kind: str, px4_dir: str | None, speed: float = SPEED,
-                       params: dict[str, float] | None = None) -> AsyncIterator[Target]:
+                       params: dict[str, float] | None = None, example_port: int | None = None) -> AsyncIterator[Target]:
+    """`example_port`: the API link also sends there (PX4: instance 0, whose API port it must be)."""
     params = dict(params or {})
     if kind == BUILTIN:
         gcs_port = free_udp_port()
         with tempfile.TemporaryDirectory(prefix="conformance-") as root:
-            options = SimProcessOptions(speed=speed, params=params, root=Path(root),
+            extra = [] if example_port is None else [f"udpout://127.0.0.1:{example_port}"]
+            options = SimProcessOptions(speed=speed, params=params, root=Path(root), extra_links=extra,
                                         gcs_links=[f"udpin://127.0.0.1:{gcs_port}"])
             async with builtin_vehicle(options) as sim:
                 yield Target(kind, sim.url, f"udpout:127.0.0.1:{gcs_port}", speed, Path(root))
         return
-    async with px4_sitl(SitlOptions(px4_dir=px4_dir, speed=speed, params=params)) as sitl:
+    instance = None if example_port is None else 0
+    async with px4_sitl(SitlOptions(instance=instance, px4_dir=px4_dir, speed=speed, params=params)) as sitl:
         yield Target(kind, sitl.url, f"udpout:127.0.0.1:{sitl.ports.gcs_local}", speed, sitl.workdir)
 
 
