@@ -94,7 +94,9 @@ async def do_orbit(target: Target) -> dict:
 # there. Those figures move with the machine's load on PX4 (MAVSDK drops telemetry callbacks at load 10), so
 # the case compares what the issue was about: the vehicle climbs and flies the pattern in Offboard, armed.
 @case("offboard: velocity NED from the ground (offboard_velocity_ned example)", "MAVSDK", speed=FLIGHT_SPEED,
-      known={"armed 4 s into the descent": "PX4 v1.16.1 detects the landing 2.5-3 s after touching down at 1 m/s "
+      known={"each leg over 2 m of the 8 m commanded": "PX4's height estimate sinks after the low climb: in some runs "
+                                                        "it settles onto the ground and slides less than 2 m on a leg",
+             "armed 4 s into the descent": "PX4 v1.16.1 detects the landing 2.5-3 s after touching down at 1 m/s "
                                             "commanded (its estimate keeps sinking), the built-in after ~1.5 s, so it "
                                             "disarms (COM_DISARM_LAND 2 s) before the example's descent is over"})
 async def offboard_velocity_ned(target: Target) -> dict:
@@ -168,8 +170,8 @@ async def manual_control(target: Target) -> dict:
 
 @case("follow_me: a target 10 m north, still, then north at 1 m/s (follow_me example)", "MAVSDK",
       speed=FLIGHT_SPEED,
-      # PX4 2.9-4.6 m behind (5 m asked) and 8.0-8.9 m high over four runs; the built-in 4.1-4.4 m, 8.0 m.
-      tolerance={"distance behind the target (m)": 1.7, "altitude above home, following (m)": 1.0,
+      # PX4 2.9-4.6 m behind (5 m asked) and 8.0-9.5 m high (its estimate) over six runs; the built-in 3.7-4.4 m, 8.0 m.
+      tolerance={"distance behind the target (m)": 1.7, "altitude above home, following (m)": 1.5,
                  "sideways of the target's track (m)": 0.8})
 async def follow_me(target: Target) -> dict:
     async with vehicle(target) as v:
