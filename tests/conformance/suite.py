@@ -185,5 +185,5 @@ async def run_cases(cases: list[Case], px4_dir: str | None, parallel: int = 2,
 
 def all_cases() -> list[Case]:
     """Every registered case (importing the modules that register them)."""
-    from . import mavproxy_cases, mavsdk_cases, probes  # noqa: F401 - registration
+    from . import flight_cases, mavproxy_cases, mavsdk_cases, probes  # noqa: F401 - registration
     return list(CASES)
