@@ -67,8 +67,8 @@ def test_every_kind_reads_back_as_written(tmp_path, summary):
 
 def test_a_navigation_summary_keeps_the_results_tables_column_names():
     assert list(NAVIGATION.columns()) == [
-        "outcome", "reason", "success", "collided", "end_time_s", "judged_on", "nav_start_ns", "nav_end_ns", "home_north",
-        "home_east", "home_down", "platform_kind", "mass_kg", "twr_max", "alpha_xy_max", "alpha_z_max",
+        "outcome", "reason", "success", "collided", "end_time_s", "judged_on", "time_budget_s", "clock", "nav_start_ns",
+        "nav_end_ns", "home_north", "home_east", "home_down", "platform_kind", "mass_kg", "twr_max", "alpha_xy_max", "alpha_z_max",
         "vehicle_radius_m", "difficulty_to", "difficulty_vo", "difficulty_aol", "guide_length_m", "shortest_length_m"]
     assert NAVIGATION.columns()["collided"] is True and NAVIGATION.columns()["outcome"] == "collision"
 
