@@ -150,7 +150,8 @@ def test_a_lockstep_campaign_records_the_truth_and_both_margins(tmp_path):
         assert np.allclose(truth[["north", "east", "down"]], telemetry[["north", "east", "down"]])
         figures = trial_figures(record)
         for side in ("truth", "estimate"):
-            assert math.isfinite(figures[f"min_clearance_{side}_m"]) and math.isfinite(figures[f"margin_fence_{side}_m"])
+            assert math.isfinite(figures[f"min_clearance_{side}_m"])
+            assert math.isfinite(figures[f"margin_fence_{side}_m"])
         assert figures["min_clearance_truth_m"] == figures["min_clearance_estimate_m"] == figures["margin_clearance_m"]
         assert figures["margin_fence_truth_m"] == figures["margin_fence_estimate_m"] == figures["margin_fence_m"]
         assert read_manifest(record)["summary"]["judged_on"] == "truth"
@@ -198,3 +199,18 @@ def test_the_report_shows_the_trials_whose_truth_and_estimate_disagree():
     assert "2 of 3 trials were judged on their target's truth" in text
     assert "3.08 m at most (1 of 2 by more than 0.1 m)" in text
     assert any(isinstance(b, Table) for b in blocks)
+
+
+def test_across_a_link_profile_the_lockstep_truth_is_the_vehicle_now_not_the_snapshot_that_arrived(tmp_path):
+    """In lockstep behind a link profile a snapshot is what arrived, 25-50 ms late: the judge's truth is the
+    physics' state at that moment, ahead of it along the flight."""
+    campaign = tmp_path / "linked.yaml"
+    campaign.write_text("name: linked\nseed: 1\nmissions:\n  - {scene: flightbench-forest-low, configs: [7], "
+                        "rule: flightbench}\ntargets: [lockstep]\nplanners: [straight]\nlinks: [flightbench_25_50ms]\n")
+    [spec] = load_campaign(campaign).trials()
+    record = tmp_path / "trials" / spec.trial_id
+    assert run_trial_spec(spec, record, tmp_path / "cache").judged_on == "truth"
+    rows = read_table(record, "telemetry").merge(read_table(record, TRUTH_TABLE), on="t_ns", suffixes=("", "_true"))
+    moving = rows[np.hypot(rows["vn"], rows["ve"]) > 1.0]
+    ahead = (moving["north_true"] - moving["north"]) * np.sign(moving["vn"])
+    assert len(moving) > 50 and 0.02 < float(ahead.median()) < 0.5, ahead.describe()
