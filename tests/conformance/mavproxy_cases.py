@@ -105,7 +105,10 @@ def wp_load(target: Target) -> dict:
 
 
 @case("MAVProxy: arm throttle, takeoff 5 (metres above sea level, below the vehicle)", "MAVProxy", speed=2.0,
-      tolerance={"highest m": 1.0})
+      tolerance={"highest m": 1.0},
+      known={"texts": "PX4 v1.16.1 itself said 'Already higher than takeoff altitude' in 3 of 5 runs of this case "
+                      "(and to the one pymavlink NAV_TAKEOFF with param7 5 tried), and stayed down in all; the built-in "
+                      "vehicle says it every time"})
 @blocking
 def takeoff_below(target: Target) -> dict:
     watcher, _ = _ready(target)

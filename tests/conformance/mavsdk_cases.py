@@ -81,8 +81,10 @@ async def reboot_disarmed(target: Target) -> dict:
 
 
 # What a user lists and reads of PX4's own files. Only names PX4 SITL has in every fresh working folder:
-# the logs, the harness's folder of client links and the console log are the harness's or the flight's.
-ROOT_NAMES = {"etc", "parameters.bson", "dataman", "eeprom", "log"}
+# the harness's folder of client links and the console log are the harness's. Not parameters.bson either:
+# PX4 writes it once a parameter has changed since boot, some seconds after its start (listed in 1 of 5
+# runs); the built-in vehicle keeps its parameters in memory and has none.
+ROOT_NAMES = {"etc", "dataman", "eeprom", "log"}
 RCS = "/etc/init.d-posix/rcS"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Awaitable, Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -11,6 +12,18 @@ from ..mavlink_client import Client
 from .suite import Target, blocking, case
 
 CRUISE = "MPC_XY_CRUISE"
+
+
+def on_gcs(probe: Callable[[Client], dict]) -> Callable[[Target], Awaitable[dict]]:
+    """A probe asked as a ground station on the target's ground-station link (in a thread: pymavlink blocks)."""
+    def run(target: Target) -> dict:
+        client = Client(target.gcs_url)
+        try:
+            return probe(client)
+        finally:
+            client.close()
+    run.__name__ = probe.__name__
+    return blocking(run)
 
 
 def _name(msg) -> str:
@@ -48,70 +61,50 @@ def _vehicle_seconds(client: Client, seconds: float, kinds: set[str]) -> list:
 
 
 @case("PARAM_SET outside the range (MPC_XY_CRUISE 1000, -5)", "pymavlink", quick=True)
-@blocking
-def param_set_out_of_range(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        obs = {}
-        for value in (1000.0, -5.0):
-            obs[f"echo of {value:g}"] = _set_param(client, CRUISE, value, mavlink.MAV_PARAM_TYPE_REAL32)[:1]
-            obs[f"read back after {value:g}"] = _read_param(client, CRUISE)
-        return obs
-    finally:
-        client.close()
+@on_gcs
+def param_set_out_of_range(client: Client) -> dict:
+    obs = {}
+    for value in (1000.0, -5.0):
+        obs[f"echo of {value:g}"] = _set_param(client, CRUISE, value, mavlink.MAV_PARAM_TYPE_REAL32)[:1]
+        obs[f"read back after {value:g}"] = _read_param(client, CRUISE)
+    return obs
 
 
 @case("PARAM_SET of the wrong type (MPC_XY_CRUISE as INT32)", "pymavlink", quick=True)
-@blocking
-def param_set_wrong_type(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        before = _read_param(client, CRUISE)
-        wire = struct.unpack("<f", struct.pack("<i", 7))[0]
-        replies = _set_param(client, CRUISE, wire, mavlink.MAV_PARAM_TYPE_INT32)
-        return {"replies": len(replies), "unchanged": _read_param(client, CRUISE) == before}
-    finally:
-        client.close()
+@on_gcs
+def param_set_wrong_type(client: Client) -> dict:
+    before = _read_param(client, CRUISE)
+    wire = struct.unpack("<f", struct.pack("<i", 7))[0]
+    replies = _set_param(client, CRUISE, wire, mavlink.MAV_PARAM_TYPE_INT32)
+    return {"replies": len(replies), "unchanged": _read_param(client, CRUISE) == before}
 
 
 @case("streams on the ground-station link", "pymavlink", quick=True)
-@blocking
-def gcs_streams(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        kinds = {m.get_type() for m in client.collect(3.0, {"HIGHRES_IMU", "ATTITUDE", "GLOBAL_POSITION_INT",
-                                                              "ODOMETRY", "SERVO_OUTPUT_RAW"})}
-        return {kind: kind in kinds for kind in ("HIGHRES_IMU", "ATTITUDE", "GLOBAL_POSITION_INT", "ODOMETRY",
-                                                 "SERVO_OUTPUT_RAW")}
-    finally:
-        client.close()
+@on_gcs
+def gcs_streams(client: Client) -> dict:
+    kinds = {m.get_type() for m in client.collect(3.0, {"HIGHRES_IMU", "ATTITUDE", "GLOBAL_POSITION_INT",
+                                                          "ODOMETRY", "SERVO_OUTPUT_RAW"})}
+    return {kind: kind in kinds for kind in ("HIGHRES_IMU", "ATTITUDE", "GLOBAL_POSITION_INT", "ODOMETRY",
+                                             "SERVO_OUTPUT_RAW")}
 
 
 @case("SET_MESSAGE_INTERVAL 0 restores the link's default", "pymavlink", tolerance={"GLOBAL_POSITION_INT Hz": 1.5})
-@blocking
-def interval_zero(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        msg_id = mavlink.MAVLINK_MSG_ID_GLOBAL_POSITION_INT
-        fast = client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 20000)
-        reset = client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 0)
-        seconds = 4.0
-        count = len(_vehicle_seconds(client, seconds, {"GLOBAL_POSITION_INT"}))
-        return {"ACK 50 Hz": fast, "ACK 0": reset, "GLOBAL_POSITION_INT Hz": round(count / seconds, 1)}
-    finally:
-        client.close()
+@on_gcs
+def interval_zero(client: Client) -> dict:
+    msg_id = mavlink.MAVLINK_MSG_ID_GLOBAL_POSITION_INT
+    fast = client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 20000)
+    reset = client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 0)
+    seconds = 4.0
+    count = len(_vehicle_seconds(client, seconds, {"GLOBAL_POSITION_INT"}))
+    return {"ACK 50 Hz": fast, "ACK 0": reset, "GLOBAL_POSITION_INT Hz": round(count / seconds, 1)}
 
 
 @case("DO_SET_MODE main mode 99; REBOOT param1 0", "pymavlink", quick=True)
-@blocking
-def odd_commands(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        mode = client.command(mavlink.MAV_CMD_DO_SET_MODE, mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, 99, 0)
-        reboot = client.command(mavlink.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, 0)
-        return {"DO_SET_MODE 99": mode, "REBOOT 0": reboot}
-    finally:
-        client.close()
+@on_gcs
+def odd_commands(client: Client) -> dict:
+    mode = client.command(mavlink.MAV_CMD_DO_SET_MODE, mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, 99, 0)
+    reboot = client.command(mavlink.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, 0)
+    return {"DO_SET_MODE 99": mode, "REBOOT 0": reboot}
 
 
 # A fence (one inclusion polygon) and a rally point as QGroundControl uploads them: fence vertices in
@@ -139,19 +132,15 @@ def _upload(client: Client, items: list, mission_type: int, home: tuple[float, f
 
 
 @case("mission upload the client leaves unanswered", "pymavlink", quick=True, tolerance={"requests": 1})
-@blocking
-def abandoned_upload(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        client.wait_armable(10.0)
-        client.drain()
-        client.conn.mav.mission_count_send(*client.target, 3, mavlink.MAV_MISSION_TYPE_MISSION)
-        seconds = 8.0
-        msgs = _vehicle_seconds(client, seconds, {"MISSION_REQUEST_INT", "MISSION_REQUEST", "MISSION_ACK"})
-        acks = [m.type for m in msgs if m.get_type() == "MISSION_ACK"]
-        return {"requests": sum(m.get_type() != "MISSION_ACK" for m in msgs), "MISSION_ACK": acks}
-    finally:
-        client.close()
+@on_gcs
+def abandoned_upload(client: Client) -> dict:
+    client.wait_armable(10.0)
+    client.drain()
+    client.conn.mav.mission_count_send(*client.target, 3, mavlink.MAV_MISSION_TYPE_MISSION)
+    seconds = 8.0
+    msgs = _vehicle_seconds(client, seconds, {"MISSION_REQUEST_INT", "MISSION_REQUEST", "MISSION_ACK"})
+    acks = [m.type for m in msgs if m.get_type() == "MISSION_ACK"]
+    return {"requests": sum(m.get_type() != "MISSION_ACK" for m in msgs), "MISSION_ACK": acks}
 
 
 def _download_frames(client: Client, mission_type: int) -> list[int] | None:
@@ -178,18 +167,14 @@ def _home(client: Client) -> tuple[float, float]:
 
 
 @case("fence and rally plan uploaded, downloaded", "pymavlink", quick=True)
-@blocking
-def fence_rally_frames(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        home = _home(client)
-        obs = {"fence upload": _upload(client, FENCE, mavlink.MAV_MISSION_TYPE_FENCE, home),
-               "rally upload": _upload(client, RALLY, mavlink.MAV_MISSION_TYPE_RALLY, home)}
-        obs["fence frames"] = _download_frames(client, mavlink.MAV_MISSION_TYPE_FENCE)
-        obs["rally frames"] = _download_frames(client, mavlink.MAV_MISSION_TYPE_RALLY)
-        return obs
-    finally:
-        client.close()
+@on_gcs
+def fence_rally_frames(client: Client) -> dict:
+    home = _home(client)
+    obs = {"fence upload": _upload(client, FENCE, mavlink.MAV_MISSION_TYPE_FENCE, home),
+           "rally upload": _upload(client, RALLY, mavlink.MAV_MISSION_TYPE_RALLY, home)}
+    obs["fence frames"] = _download_frames(client, mavlink.MAV_MISSION_TYPE_FENCE)
+    obs["rally frames"] = _download_frames(client, mavlink.MAV_MISSION_TYPE_RALLY)
+    return obs
 
 
 def _spread_m(values: list[float], scale: float) -> float:
@@ -198,24 +183,20 @@ def _spread_m(values: list[float], scale: float) -> float:
 
 # PX4's estimate at rest: over 10 s its altitude spread 0.31-0.40 m and its horizontal 0.14-0.20 m (four runs).
 @case("position and home at rest", "pymavlink", tolerance={"altitude spread m": 0.3, "horizontal spread m": 0.15})
-@blocking
-def rest_drift(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        client.wait_armable(10.0)
-        client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, mavlink.MAVLINK_MSG_ID_HOME_POSITION, 200000)
-        msgs = _vehicle_seconds(client, 10.0, {"GLOBAL_POSITION_INT", "HOME_POSITION"})
-        pos = [m for m in msgs if m.get_type() == "GLOBAL_POSITION_INT"]
-        home = [m for m in msgs if m.get_type() == "HOME_POSITION"]
-        metres = 1e-7 * 6371000 * math.pi / 180
-        return {
-            "position moves": len({(m.lat, m.lon, m.alt) for m in pos}) > 1,
-            "altitude spread m": _spread_m([m.alt / 1000 for m in pos], 1.0),
-            "horizontal spread m": max(_spread_m([m.lat for m in pos], metres), _spread_m([m.lon for m in pos], metres)),
-            "home moves": len({(m.latitude, m.longitude, m.altitude) for m in home}) > 1,
-        }
-    finally:
-        client.close()
+@on_gcs
+def rest_drift(client: Client) -> dict:
+    client.wait_armable(10.0)
+    client.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, mavlink.MAVLINK_MSG_ID_HOME_POSITION, 200000)
+    msgs = _vehicle_seconds(client, 10.0, {"GLOBAL_POSITION_INT", "HOME_POSITION"})
+    pos = [m for m in msgs if m.get_type() == "GLOBAL_POSITION_INT"]
+    home = [m for m in msgs if m.get_type() == "HOME_POSITION"]
+    metres = 1e-7 * 6371000 * math.pi / 180
+    return {
+        "position moves": len({(m.lat, m.lon, m.alt) for m in pos}) > 1,
+        "altitude spread m": _spread_m([m.alt / 1000 for m in pos], 1.0),
+        "horizontal spread m": max(_spread_m([m.lat for m in pos], metres), _spread_m([m.lon for m in pos], metres)),
+        "home moves": len({(m.latitude, m.longitude, m.altitude) for m in home}) > 1,
+    }
 
 
 # What PX4 v1.16.1 tells the pilot over a mission of take-off, waypoint and return (measured, in this order):
@@ -231,26 +212,22 @@ NAVIGATOR_TEXTS = ("PX4's navigator and commander announce the mission's start, 
 
 @case("mission flown to its RTL: what the pilot reads", "pymavlink", speed=4.0,
       known={f"said {text!r}": NAVIGATOR_TEXTS for text in MISSION_TEXTS})
-@blocking
-def mission_texts(target: Target) -> dict:
-    client = Client(target.gcs_url)
-    try:
-        home = _home(client)
-        items = [(mavlink.MAV_CMD_NAV_TAKEOFF, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, 0, 0, 0, 5.0),
-                 (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, 0, 1, 0, 5.0),
-                 (mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH, mavlink.MAV_FRAME_MISSION, 0, 0, 0, 0.0)]
-        upload = _upload(client, items, mavlink.MAV_MISSION_TYPE_MISSION, home)
-        # As a pilot starts it: once the plan is on the vehicle, not in the same millisecond (the built-in
-        # vehicle's navigator takes an upload up at its next cycle and a start before that is not flown).
-        _vehicle_seconds(client, 0.5, set())
-        arm = client.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1)
-        start = client.command(mavlink.MAV_CMD_MISSION_START, 0, 0)
-        landed = client.recv("HEARTBEAT", 120.0,
-                             lambda m: m.get_srcComponent() == 1 and not m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
-        _vehicle_seconds(client, 1.0, set())  # the texts that follow the disarm
-        obs = {"upload": upload, "arm": arm, "start": start, "disarmed at the end": landed is not None}
-        for text in MISSION_TEXTS:
-            obs[f"said {text!r}"] = any(t.startswith(text) for t in client.texts)
-        return obs
-    finally:
-        client.close()
+@on_gcs
+def mission_texts(client: Client) -> dict:
+    home = _home(client)
+    items = [(mavlink.MAV_CMD_NAV_TAKEOFF, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, 0, 0, 0, 5.0),
+             (mavlink.MAV_CMD_NAV_WAYPOINT, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT, 0, 1, 0, 5.0),
+             (mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH, mavlink.MAV_FRAME_MISSION, 0, 0, 0, 0.0)]
+    upload = _upload(client, items, mavlink.MAV_MISSION_TYPE_MISSION, home)
+    # As a pilot starts it: once the plan is on the vehicle, not in the same millisecond (the built-in
+    # vehicle's navigator takes an upload up at its next cycle and a start before that is not flown).
+    _vehicle_seconds(client, 0.5, set())
+    arm = client.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1)
+    start = client.command(mavlink.MAV_CMD_MISSION_START, 0, 0)
+    landed = client.recv("HEARTBEAT", 120.0,
+                         lambda m: m.get_srcComponent() == 1 and not m.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+    _vehicle_seconds(client, 1.0, set())  # the texts that follow the disarm
+    obs = {"upload": upload, "arm": arm, "start": start, "disarmed at the end": landed is not None}
+    for text in MISSION_TEXTS:
+        obs[f"said {text!r}"] = any(t.startswith(text) for t in client.texts)
+    return obs
