@@ -78,6 +78,8 @@ ARM_CONFIRM_S = 6.0
 # Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
 # trusts the wall clock alone (the stamps stopped: link lost).
 CLOCK_GRACE_S = 1.0
+# Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
+REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
 # how long an accepted start gets to show as MISSION mode (heartbeats come at 1 Hz), and the pause
 # between tries.
@@ -110,6 +112,10 @@ def route_mavsdk_logs() -> None:
     if not _logs_routed:
         log_subscribe(lambda level, message, file, line: (_LOG.log(_LOG_LEVELS.get(level, logging.INFO), message), True)[1])
         _logs_routed = True
+
+
+# VehicleState's fields from LOCAL_POSITION_NED's.
+_POSITION_FIELDS = (("north", "x"), ("east", "y"), ("down", "z"), ("vn", "vx"), ("ve", "vy"), ("vd", "vz"))
 
 
 def _name(enum_value) -> str:
@@ -172,7 +178,9 @@ class MavsdkVehicle(VehicleBase):
     # ------------------------------------------------------------------ telemetry
     def _start_streams(self) -> None:
         t = self.telemetry_plugin
-        self._spawn(self._follow(t.subscribe_position_velocity_ned(), self._on_local_position))
+        # LOCAL_POSITION_NED as the message came (MavlinkDirect): MAVSDK's position_velocity_ned leaves its
+        # time_boot_ms out, and a snapshot is stamped with the vehicle's clock of its own position.
+        self._spawn(self._follow(self.mavlink.subscribe_message("LOCAL_POSITION_NED"), self._on_local_position))
         self._spawn(self._follow(t.subscribe_odometry(), self._on_odometry))
         self._spawn(self._follow(t.subscribe_attitude_euler(), lambda a: self._update(
             roll=math.radians(a.roll_deg), pitch=math.radians(a.pitch_deg), yaw=math.radians(a.yaw_deg))))
@@ -211,18 +219,25 @@ class MavsdkVehicle(VehicleBase):
         self._state = replace(self._state, **fields)
 
     def _on_odometry(self, odometry) -> None:
+        self._tick(odometry.time_usec / 1e6)
+
+    def _tick(self, stamp_s: float) -> None:
+        """A new time stamp of the vehicle's: its clock moves on. Two streams feed it, a stamp apart: one a little
+        behind the clock is the other's; one far behind is a rebooted vehicle's new clock."""
         clock = self._clock
-        clock.vehicle_s, clock.at = odometry.time_usec / 1e6, asyncio.get_running_loop().time()
+        if clock.vehicle_s is not None and clock.vehicle_s - REBOOT_S < stamp_s <= clock.vehicle_s:
+            return
+        clock.vehicle_s, clock.at = stamp_s, asyncio.get_running_loop().time()
         for follow in list(clock.watchers):
             follow()
 
-    async def _on_local_position(self, pv) -> None:
-        p, v = pv.position, pv.velocity
-        # MAVSDK hands LOCAL_POSITION_NED over without its time_boot_ms: the snapshot takes the latest ODOMETRY's
-        # time_usec (the same estimator's output, at the same rate), as it arrived, never carried forward.
-        stamp = self._clock.vehicle_s
-        self._state = replace(self._state, t_ns=time.monotonic_ns(), north=p.north_m, east=p.east_m, down=p.down_m,
-                              vn=v.north_m_s, ve=v.east_m_s, vd=v.down_m_s, t_vehicle_s=NAN if stamp is None else stamp)
+    async def _on_local_position(self, message) -> None:
+        f = json.loads(message.fields_json)
+        stamp = f["time_boot_ms"] / 1e3
+        # A field PX4 sends as NaN arrives as null in JSON.
+        self._state = replace(self._state, t_ns=time.monotonic_ns(), t_vehicle_s=stamp,
+                              **{name: NAN if f[key] is None else float(f[key]) for name, key in _POSITION_FIELDS})
+        self._tick(stamp)
         await self._publish(self._state)
 
     def _on_health(self, health) -> None:

@@ -80,7 +80,8 @@ def wait_for_event(record: Path, kind: str, harness: subprocess.Popen, timeout_s
         if (record / "events.jsonl").exists() and any(e.get("kind") == kind for e in read_events(record)):
             return
         time.sleep(0.05)
-    raise AssertionError(f"no {kind} event in {record} within {timeout_s:g} s")
+    ended = "" if harness.poll() is None else f"; hil fly ended, exit {harness.returncode}:\n{harness.communicate()[0]}"
+    raise AssertionError(f"no {kind} event in {record} within {timeout_s:g} s{ended}")
 
 
 def fly(record: Path, target: str, speed: float, pause: bool) -> None:
