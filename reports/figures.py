@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +117,10 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
                               goal_radius=summary.goal_radius_m, shortest_length=shortest,
                               collision_time_s=summary.end_time_s if summary.outcome == Outcome.COLLISION else None,
                               success=summary.outcome == Outcome.SUCCESS)
-        radius = summary.platform.vehicle_radius_m
-        flown.update(_judged(summary.judged_on, trajectory, truth, lambda flight: (
-            float(np.min(scene.distance(flight.pos))) - radius,
-            safety_figures(flight, scene, radius).margin_fence_m)))
+        # The estimate's side is trial_metrics' own; the truth's the same figures on the truth's positions.
+        true = safety_figures(truth, scene, summary.platform.vehicle_radius_m) if truth is not None else None
+        flown.update(_judged(summary.judged_on, (flown["min_clearance_m"], flown["margin_fence_m"]),
+                             (true.min_clearance_m, true.margin_fence_m) if true is not None else None))
     latency = latency_columns(_optional_table(record, "ros2")) if is_ros2(summary.planner) else {}
     return {**flown, **timing_summary(_optional_table(record, "timing")), **latency}
 
@@ -151,12 +150,14 @@ def _mission(record: Path, summary: MissionSummary) -> Figures:
         truth = _true_positions(record, stamped)
         truth = truth[truth["armed"].astype(bool)] if "armed" in truth else truth
 
-        def margins(flight: Trajectory) -> tuple[float, float]:
+        def margins(flight: Trajectory | None) -> tuple[float, float] | None:
+            if flight is None or not len(flight):
+                return None
             clearance = float(np.min(scene.distance(flight.pos))) - radius if scene is not None else math.nan
             return clearance, float(airspace_room(flight.pos, airspace).min())
 
-        out.update(_judged(summary.judged_on, trajectory, _trajectory(truth, summary.speed_factor, route.home),
-                           margins))
+        out.update(_judged(summary.judged_on, margins(trajectory),
+                           margins(_trajectory(truth, summary.speed_factor, route.home))))
     return out
 
 
@@ -178,16 +179,15 @@ def _trajectory(rows: pd.DataFrame, speed_factor: float, home) -> Trajectory | N
     return Trajectory.from_telemetry(vehicle_time(rows, speed_factor), offset=np.array(home))
 
 
-def _judged(judged_on: str, estimate: Trajectory | None, truth: Trajectory | None,
-            margins: Callable[[Trajectory], tuple[float, float]]) -> Figures:
-    """The margins (minimum clearance less the radius, fence margin) on each side and on the side the judge used
-    (the truth where it judged on it and the record has it); a non-finite clearance (no obstacles) is NaN."""
-    sides = {}
-    for side, flight in ((ESTIMATE, estimate), (TRUTH, truth)):
-        clearance, fence = margins(flight) if flight is not None and len(flight) else (math.nan, math.nan)
-        sides[side] = (clearance if math.isfinite(clearance) else math.nan, fence)
-    clearance, fence = sides[TRUTH if judged_on == TRUTH and truth is not None and len(truth) else ESTIMATE]
-    return {"min_clearance_m": clearance, "margin_clearance_m": clearance, "margin_fence_m": fence,
+def _judged(judged_on: str, estimate: tuple[float, float] | None, truth: tuple[float, float] | None) -> Figures:
+    """The margins (minimum clearance less the radius, fence margin) of each side (None: the record has no such
+    flight) and of the side the judge used (the truth where it judged on it and the record has it); a clearance
+    margin where there are no obstacles (an infinite clearance) is NaN."""
+    sides = {side: margins if margins is not None else (math.nan, math.nan)
+             for side, margins in ((ESTIMATE, estimate), (TRUTH, truth))}
+    clearance, fence = sides[TRUTH if judged_on == TRUTH and truth is not None else ESTIMATE]
+    return {"min_clearance_m": clearance, "margin_clearance_m": clearance if math.isfinite(clearance) else math.nan,
+            "margin_fence_m": fence,
             "min_clearance_truth_m": sides[TRUTH][0], "min_clearance_estimate_m": sides[ESTIMATE][0],
             "margin_fence_truth_m": sides[TRUTH][1], "margin_fence_estimate_m": sides[ESTIMATE][1]}
 
