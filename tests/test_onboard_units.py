@@ -47,13 +47,6 @@ def test_statistics_are_per_cycle_and_t_tot_sums_the_compute_stages():
     assert stats["sense"].count == 1
 
 
-def test_span_overhead_is_within_two_microseconds():
-    from benchmarks.span_overhead import GOAL_US, measure
-
-    # Best of several: a shared machine only ever adds time, so the minimum is the cost.
-    assert min(measure(20_000) for _ in range(5)) * 1e6 <= GOAL_US
-
-
 def test_emulation_holds_the_whole_stretched_time_in_lockstep_and_the_rest_in_real_time():
     jetson = ComputeProfile("j", {"map": 5.0, "plan": 2.0, "control": 1.0})
     stages = {"map": 1_000_000, "plan": 2_000_000, "sense": 9_000_000}  # sense is never stretched
