@@ -2,9 +2,9 @@
 CPU burners once reported 390.7 s for a flight whose ULog spanned 153 s.)
 
 Flies a mission with `hil fly` (default: demo_square on the built-in vehicle, `--target sim`, at --speed 4),
-first alone, then beside `--burners` processes spinning (`while True: pass`, started in this script's session
-and killed by their pids after), and prints for each run what the record says the armed flight took, on each
-clock a record can be read on, beside what the vehicle's own ULog says it was armed:
+first alone, then beside `--burners` processes spinning (`while True: pass`, benchmarks.pace's, started in this
+script's session and killed by their pids after), and prints for each run what the record says the armed flight
+took, on each clock a record can be read on, beside what the vehicle's own ULog says it was armed:
 
 - vehicle: the record's time used (summary.time_used_s), on the vehicle's stamps (t_vehicle_s);
 - x measured: the harness clock times the speed the vehicle's clock measured over the whole session (what
@@ -22,36 +22,21 @@ changes: a second on either end is that, not the clock.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 
+from benchmarks.pace import burners  # noqa: E402
 from benchmarks.quick import parse_args  # noqa: E402
-from px4.process import die_with_parent  # noqa: E402
 from px4.ulog import armed_spans_s  # noqa: E402
 from records.clock import vehicle_time  # noqa: E402
 from records.record import read_manifest, read_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-BURNER = "while True: pass"
-
-
-@contextlib.contextmanager
-def burners(count: int) -> Iterator[None]:
-    """`count` processes that each keep a core busy, for the block; killed by their pids."""
-    procs = [subprocess.Popen([sys.executable, "-c", BURNER], preexec_fn=die_with_parent) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 def armed_span(telemetry, column: str = "t_ns") -> float:
