@@ -95,8 +95,13 @@ def wp_load(target: Target) -> dict:
         proxy = MavProxy(target.gcs_url, work)
         try:
             proxy.wait_ready()
-            proxy.type("wp load mission.txt")
-            ack = proxy.wait_for(r"Got MISSION_ACK", 30.0)
+            # Typed again when nothing came back, as a user does: a MAVProxy slowed by a loaded machine can stall
+            # between items past the autopilot's 5 s, which then drops the upload without a word (both do).
+            for _ in range(2):
+                proxy.type("wp load mission.txt")
+                ack = proxy.wait_for(r"Got MISSION_ACK", 20.0)
+                if ack is not None:
+                    break
             time.sleep(1.0)
             return {"MISSION_ACK": ack, "said Invalid item": any("Invalid item" in line for line in proxy.lines)}
         finally:
