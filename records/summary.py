@@ -9,10 +9,13 @@ compute time): `reports.figures` computes those from the finished record.
   stopped it and how the vehicle was left;
 - `NavigationSummary`: a planner's navigation through a scene (a campaign trial): when on the vehicle's
   clock the judge decided, the speed factor the telemetry's stamps run at, where the navigation phase lies
-  in the telemetry and where home is in the scene, what judged it (scene, planner, goal radius), the
-  platform's facts (`Platform`) and the scene's (`SceneFacts`);
+  in the telemetry and where home is in the scene, what judged it (scene, planner, goal radius, time budget),
+  the platform's facts (`Platform`) and the scene's (`SceneFacts`);
 - `MissionSummary`: a route flown by the autopilot (`hil fly`, a campaign's mission trial): the speed
-  factor and the route it was judged against (`Route`), and in a campaign the platform's facts;
+  factor and the route it was judged against (`Route`), its time budget and the time it used, and in a
+  campaign the platform's facts;
+- both say the clock their times were measured on (`records.clock`): the vehicle's own, or, for a target
+  whose snapshots carry no stamp (and records from before), the harness's times the speed factor;
 - `PytestSummary`: a HIL test's metrics and which of them failed;
 - `LinkSummary`: `hil link`'s proxy counters;
 - `FiguresSummary`: figures a trial measured as it ran and names itself (the fidelity suite's); a summary
