@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from px4.sitl import Px4Build, Px4NotFound  # noqa: E402
 from tests.conformance.examples import example_cases, run_examples  # noqa: E402
+from tests.conformance.mavproxy_cases import MAVPROXY  # noqa: E402
 from tests.conformance.suite import Outcome, all_cases, run_cases  # noqa: E402
 
 
@@ -55,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cases = [c for c in all_cases() if (not args.quick or c.quick) and
              (not args.case or any(text in c.name for text in args.case))]
+    if not MAVPROXY.exists() and any(c.client == "MAVProxy" for c in cases):
+        print(f"conformance: MAVProxy is not installed ({MAVPROXY}): its cases are left out; "
+              "pip install -e '.[conformance]' (make bench does) runs them", file=sys.stderr)
+        cases = [c for c in cases if c.client != "MAVProxy"]
     examples = []
     if args.mavsdk_examples is not None:
         if not args.mavsdk_examples.is_dir():
