@@ -18,6 +18,7 @@ import yaml
 
 from config.errors import ConfigError
 from hil.campaign import parse_campaign
+from missions.schema import MAX_ALTITUDE_M
 from records.record import read_events
 from reports.render import write_report
 from reports.results import load_results
@@ -277,8 +278,12 @@ def test_a_results_row_holds_every_figure_computed_once_from_its_record(tmp_path
     assert navigation["success"] and navigation["path_length_m"] > navigation["shortest_length_m"] * 0.9
     assert mission["outcome"] == "success" and mission[list(MISSION_COLUMNS)].notna().all(), mission[mission.isna()]
     assert mission["stages_completed"] == 1.0 and mission["path_length_m"] > 40.0
-    # A mission's summary names no scene or airspace: no margin to measure, and the columns say so.
-    assert mission[["margin_clearance_m", "margin_fence_m"]].isna().all()
+    # A mission's summary keeps the airspace its judge watched: the room below the ceiling is its fence margin,
+    # and with no scene there is no obstacle to clear.
+    # A mission's summary keeps the airspace its judge watched (demo_square's: the default ceiling), so its fence
+    # margin is the least room below that ceiling over the flight; with no scene there is nothing to clear.
+    assert MAX_ALTITUDE_M - 6.0 < mission["margin_fence_m"] < MAX_ALTITUDE_M - 4.0
+    assert pd.isna(mission["margin_clearance_m"])
     assert navigation["margin_clearance_m"] == navigation["min_clearance_m"] > 0
     # The row's figures are the record's, kept beside it as the trial finished.
     kept = {path.stem: path for path in (out / FIGURES_DIR).iterdir()}
