@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from benchmarks.quick import parse_args  # noqa: E402
 from bridges.lockstep_vehicle import LockstepVehicle  # noqa: E402
+from physics.dynamics import MAX_DT, QuadrotorDynamics  # noqa: E402
 from profiles.library import load_vehicle_profile  # noqa: E402
 from profiles.vehicle import VehicleProfile  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
 from px4.sih import physical_to_sih  # noqa: E402
 from px4.sim.autopilot import Autopilot  # noqa: E402
 from px4.sim.control import MulticopterController, TrajectorySetpoint, setpoint_array  # noqa: E402
-from px4.sim.dynamics import MAX_DT, QuadrotorDynamics  # noqa: E402
 from px4.sim.inner_loop import MOTORS_CONTROLLED, run_steps  # noqa: E402
 
 SIM_SECONDS = 60.0

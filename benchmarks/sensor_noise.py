@@ -1,7 +1,7 @@
 """Sensor noise as a client sees it: HIGHRES_IMU and ATTITUDE at rest and in a hover, per target.
 
 The standard deviation of each field over 5 s of vehicle time, disarmed on the ground and then
-hovering at 5 m after a takeoff, for each target at --speed x real time (px4.sim.sensors takes its
+hovering at 5 m after a takeoff, for each target at --speed x real time (physics.sensors takes its
 levels from PX4 v1.16.1 SIH's numbers).
 
     python benchmarks/sensor_noise.py --targets px4-sitl builtin --px4-dir ../shared/px4/v1.16.1

@@ -24,7 +24,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.vehicle import Vehicle, VehicleError
 from missions.faults import FaultSpec
-from px4.sim.faults import SimFault
+from physics.faults import SimFault
 
 ENABLE_PARAM = "SYS_FAILURE_EN"
 _MAV_RESULTS = {mavlink.MAV_RESULT_ACCEPTED: "SUCCESS", mavlink.MAV_RESULT_DENIED: "DENIED",

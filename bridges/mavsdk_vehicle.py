@@ -66,8 +66,8 @@ from bridges.vehicle import (
     VehicleState,
 )
 from missions.geo import GeoOrigin
+from physics.faults import SIM_FAULT_COMMAND
 from px4.process import START_CAP_S, ChildProcess
-from px4.sim.faults import SIM_FAULT_COMMAND
 
 NAN = float("nan")
 # A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.

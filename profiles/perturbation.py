@@ -32,7 +32,7 @@ from config.fields import Field, Problems, flag, number, read_fields
 OFF_WORDS = ("off", "none")
 # Sanity limits: a perturbation is the spread between two flights of one mission, not a new mission.
 MAX_WIND_M_S = 20.0
-MAX_GUST_M_S = 10.0  # the built-in vehicle's full-severity gust (px4.sim.faults.MAX_GUST)
+MAX_GUST_M_S = 10.0  # the built-in vehicle's full-severity gust (physics.faults.MAX_GUST)
 MAX_POSITION_M = 10.0
 MAX_HEADING_DEG = 180.0
 MAX_LINK_JITTER_MS = 1000.0

@@ -1,6 +1,6 @@
 """A vehicle's sensors: rates and imperfections, as a profile gives them (``sensors:`` in its YAML).
 
-What PX4 reads when it flies on the harness's physics (`px4.external_physics.sensors` turns the
+What PX4 reads when it flies on the harness's physics (`physics.sensor_suite` turns the
 truth into readings with these figures). The defaults are those of PX4's Gazebo Classic models
 (IMU noise densities of its iris; per-sample standard deviation = density x sqrt(rate)), at PX4's
 SITL rates (IMU 250 Hz as IMU_INTEG_RATE, magnetometer 100 Hz, barometer 50 Hz, GPS 10 Hz). A

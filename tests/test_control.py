@@ -5,13 +5,13 @@ import math
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
+from physics.dynamics import QuadrotorDynamics
+from physics.faults import SimFault
 from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
-from px4.sim.dynamics import QuadrotorDynamics
-from px4.sim.faults import SimFault
 
 WEAKEST = VehicleProfile("2.00kg-T-MOTOR", 2.00, 1.4, 55.6, 3.3)  # Table I, lowest everything
 STRONGEST = VehicleProfile("0.75kg-Quadrotor 2", 0.75, 4.2, 1467.0, 73.3)  # Table I, highest alphas

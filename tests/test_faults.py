@@ -9,9 +9,9 @@ from bridges.failure import FailureInjector
 from bridges.mavsdk_vehicle import connect
 from config.errors import ConfigError
 from hil.fault_monitor import OBSERVED, REFUSED, FaultMonitor
-from targets.builtin import SimProcessOptions, builtin_vehicle
 from missions.faults import FaultSpec, load_fault_profile, parse_faults
-from px4.sim.faults import SimFault, VehicleFaults
+from physics.faults import SimFault, VehicleFaults
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
 from .conftest import SPEED
 

@@ -8,12 +8,12 @@ import math
 
 import pytest
 
+from physics.dynamics import QuadrotorDynamics
 from profiles.airframe import GRAVITY
 from profiles.library import list_vehicle_profiles, load_vehicle_profile
 from profiles.physical import PhysicalParams
 from profiles.vehicle import ProfileError, VehicleProfile
 from px4.params import ParamStore
-from px4.sim.dynamics import QuadrotorDynamics
 from px4.sih import physical_from_sih, physical_to_sih
 
 # (name, mass kg, TWR_max, alpha_xy_max, alpha_z_max), FLYINGTRUST's Table I.

@@ -1,7 +1,7 @@
 """The harness's physics as PX4's external simulator, over MAVLink's HIL simulator protocol.
 
-Real PX4 firmware flies the harness's vehicle: its rigid body (`px4.sim.dynamics`), profile,
-faults (`px4.sim.faults`) and sensor models act on PX4 through the sensor data PX4 reads, exactly
+Real PX4 firmware flies the harness's vehicle: its rigid body (`physics.dynamics`), profile,
+faults (`physics.faults`) and sensor models act on PX4 through the sensor data PX4 reads, exactly
 as on hardware, in SITL (PX4 connects over TCP 4560+N and runs in lockstep) or on a flight
 controller in HITL mode over a serial line.
 
@@ -18,9 +18,9 @@ The HITL bench (a real board over a serial URL, with its SYS_HITL check and the 
 is `bridges.hitl_bench`, since it also routes the board's MAVLink to a client.
 """
 
-from px4.external_physics.links import SimulatorLinkError
+from physics.sensor_suite import DEFAULT_HOME
 from profiles.sensors import MagneticField, SensorProfile
-from px4.external_physics.sensors import DEFAULT_HOME
+from px4.external_physics.links import SimulatorLinkError
 from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions, px4_params_for
 from px4.external_physics.sitl_run import HarnessSitlRun, px4_on_harness_physics
 

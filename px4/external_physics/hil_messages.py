@@ -19,7 +19,7 @@ per primary HIL_SENSOR), `time_usec` the PX4 time it was computed at, `mode` wit
 PWM_MAIN_MIN..MAX to 0..1), all zero while disarmed; channel i is the output whose function is
 PWM_MAIN_FUNC(i+1) (SITL) or HIL_ACT_FUNC(i+1) (HITL), which airframe 10016 and PX4's quad-x
 defaults set to Motor i+1, so channel i drives PX4's motor i+1 (front-right, rear-left, front-left,
-rear-right), the order `px4.sim.dynamics` numbers its rotors in.
+rear-right), the order `physics.dynamics` numbers its rotors in.
 """
 
 from __future__ import annotations

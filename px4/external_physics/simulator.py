@@ -1,6 +1,6 @@
 """The harness's vehicle as PX4's external simulator: physics, faults and sensors, one frame at a time.
 
-`HarnessSimulator` has no I/O. Each `frame()` advances the rigid body (`px4.sim.dynamics`) by one
+`HarnessSimulator` has no I/O. Each `frame()` advances the rigid body (`physics.dynamics`) by one
 IMU period with the motor commands in force and returns the bytes PX4 gets for the new instant
 (HIL_SENSOR, and HIL_GPS / HIL_STATE_QUATERNION when due); `apply()` takes PX4's answer
 (HIL_ACTUATOR_CONTROLS) as the commands for the next frame. `px4.external_physics.lockstep` moves
@@ -8,7 +8,7 @@ those bytes over a socket or a serial line.
 
 Faults act on the physics and the sensors, where PX4 sees them only as a real vehicle would
 (through what its sensors read and how the vehicle moves). They are the built-in vehicle's
-(`px4.sim.faults.VehicleFaults`): motor off, thrust loss, sensor off / stuck / garbage / noise,
+(`physics.faults.VehicleFaults`): motor off, thrust loss, sensor off / stuck / garbage / noise,
 GPS off / stuck / wrong, wind and gusts; a battery sag lowers every rotor's thrust as a sagging
 voltage does (thrust goes with the square of the voltage), since PX4 measures its battery itself
 (its battery simulator in SITL, its own ADC on a board) and HIL has no battery message.
@@ -23,6 +23,9 @@ from typing import Any
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
+from physics.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
+from physics.faults import MAX_GUST, VehicleFaults
+from physics.sensor_suite import DEFAULT_HOME, SensorSuite, pressure_hpa
 from profiles.library import load_vehicle_profile
 from profiles.perturbation import Perturbation
 from profiles.sensors import SensorProfile
@@ -38,9 +41,6 @@ from px4.external_physics.hil_messages import (
     HilEncoder,
 )
 from px4.external_physics.records import RecordBuffer
-from px4.external_physics.sensors import DEFAULT_HOME, SensorSuite, pressure_hpa
-from px4.sim.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
-from px4.sim.faults import MAX_GUST, VehicleFaults
 
 # Voltage fraction lost at battery-sag severity 1 (the built-in vehicle's battery readings sag the same).
 SAG_AT_FULL_SEVERITY = 0.25
@@ -253,7 +253,7 @@ class HarnessSimulator:
 
     def inject_sim(self, kind: int, instance: int = 0, severity: float = 1.0,
                    vector: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
-        """A simulator fault (`px4.sim.faults.SimFault`: thrust loss, sensor noise, battery sag, wind,
+        """A simulator fault (`physics.faults.SimFault`: thrust loss, sensor noise, battery sag, wind,
         gust); severity 0 clears it. ValueError with the reason when it cannot be applied."""
         _accepted_or_raise(self.faults.inject_sim(kind, instance, severity, vector, enabled=True))
 

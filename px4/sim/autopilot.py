@@ -23,6 +23,9 @@ import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
+from physics.dynamics import QuadrotorDynamics
+from physics.faults import VehicleFaults
+from physics.sensors import SensorModel
 from profiles.vehicle import VehicleProfile
 from px4.modes import FlightMode
 from px4.params import ParamStore
@@ -49,17 +52,14 @@ from px4.sim.control import (
     TrajectorySetpoint,
     setpoint_array,
 )
-from px4.sim.dynamics import QuadrotorDynamics
 from px4.sim.failsafe import FailsafeFramework
 from px4.sim.failsafe_checks import FailsafeChecks
-from px4.sim.faults import VehicleFaults
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
 from px4.sim.landing import LandingState
 from px4.sim.manual import ManualControl, ground_slowdown
 from px4.sim.mission_items import MissionItem
 from px4.sim.orbit import Orbit
-from px4.sim.sensors import SensorModel
 from px4.sim.takeoff import LandDetector, TakeoffHandling
 
 NAN = float("nan")

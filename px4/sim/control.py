@@ -53,12 +53,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from physics.dynamics import QuadrotorDynamics, rotor_geometry
 from profiles.physical import PhysicalParams
 from px4.params import ParamStore
 from px4.sih import sih_default_capability
 from px4.sim import control_kernels as kern
 from px4.sim.control_kernels import IDLE_THRUST
-from px4.sim.dynamics import QuadrotorDynamics, rotor_geometry
 
 NAN = math.nan
 Vec3 = tuple[float, float, float]

@@ -6,7 +6,7 @@ that `px4.sim.inner_loop` can run hundreds of physics steps of controller and ph
 returning to Python. The loops keep the operations of the Python code they replaced in the same
 order (numba keeps IEEE order without fastmath).
 
-Arrays: ``s`` the physics state and ``m`` its model (`px4.sim.dynamics`), ``c`` the controller's
+Arrays: ``s`` the physics state and ``m`` its model (`physics.dynamics`), ``c`` the controller's
 state, ``k`` its constants from the vehicle model, ``lim`` the MPC_*/MC_* parameters in SI units, and
 ``sp`` the setpoint (`SP_*`).
 """
@@ -18,8 +18,8 @@ import math
 import numba
 import numpy as np
 
+from physics.dynamics import GROUND, OMEGA, POS, VEL, Q, yaw_of
 from profiles.airframe import GRAVITY
-from px4.sim.dynamics import GROUND, OMEGA, POS, VEL, Q, yaw_of
 
 POSITION_PERIOD = 0.010  # s
 ATTITUDE_PERIOD = 0.004  # s

@@ -29,20 +29,20 @@ from typing import Callable
 
 import numpy as np
 
-from px4.external_physics.sensors import (
+from physics.dynamics import FORCE, OMEGA, POS, VEL, Q, rotation_matrix
+from physics.sensor_suite import (
     SEA_LEVEL_PRESSURE_HPA,
     body_from_world,
     pressure_hpa,
 )
+from physics.sensors import AT_REST, MOTORS_RUNNING
 from px4.modes import FlightMode
 from px4.sim import control_kernels as kern
 from px4.sim.autopilot import Autopilot
 from px4.sim.battery import CELLS
 from px4.sim.control import TrajectorySetpoint
-from px4.sim.dynamics import FORCE, OMEGA, POS, VEL, Q, rotation_matrix
 from px4.sim.flight_task import Kind
 from px4.sim.mavlink_telemetry import ESTIMATOR_ACCURACY_M, ESTIMATOR_RATIOS
-from px4.sim.sensors import AT_REST, MOTORS_RUNNING
 from px4.ulog_writer import ULogWriter
 
 FORMATS_FILE = Path(__file__).resolve().parents[1] / "reference" / "px4_v1.16.1_sih_ulog_formats.json"
@@ -119,7 +119,7 @@ class FlightLogger:
         self._next_flush = 0.0
         self._was_armed = False
         self._boot_log_pending = int(autopilot.params["SDLOG_MODE"]) == 1 if "SDLOG_MODE" in autopilot.params else False
-        # Sensor noise of its own, at the MAVLink streams' levels (px4.sim.sensors) but from its own generator,
+        # Sensor noise of its own, at the MAVLink streams' levels (physics.sensors) but from its own generator,
         # so that what a client sees never depends on logging; drawn by numpy a block at a time (random.gauss
         # per value was half the log's cost).
         self._rng = np.random.default_rng(1)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from physics.dynamics import M_DT, physics_step
 from px4.sim.control_kernels import IDLE_THRUST, control_step
-from px4.sim.dynamics import M_DT, physics_step
 
 # What drives the motors: nothing (disarmed), idle thrust (armed on the ground), or the controllers.
 MOTORS_OFF, MOTORS_IDLE, MOTORS_CONTROLLED = 0, 1, 2

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from physics.faults import SIM_FAULT_COMMAND
 from px4.modes import mode_from_set_mode
 from px4.sim import inputs, mavlink_extra
 from px4.sim.autopilot_types import CommandResult
 from px4.sim.calibration import NO_ACK
-from px4.sim.faults import SIM_FAULT_COMMAND
 
 if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
     from px4.sim.mavlink_link import Link

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 
+from physics.faults import MAX_GUST, VehicleFaults
+from physics.sensors import SensorModel
 from profiles.perturbation import Perturbation
 from px4.sim.autopilot import Autopilot
-from px4.sim.faults import MAX_GUST, VehicleFaults
-from px4.sim.sensors import SensorModel
 
 
 def perturb(autopilot: Autopilot, perturbation: Perturbation) -> None:

@@ -23,10 +23,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from physics.dynamics import QuadrotorDynamics
 from profiles.vehicle import VehicleProfile
 from px4.params import ParamStore
 from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
-from px4.sim.dynamics import QuadrotorDynamics
 
 NAN = math.nan
 SETTLE_S = 1.0

@@ -1,6 +1,7 @@
-"""Faults of the built-in vehicle: what is broken right now, and how that changes what it does and says.
+"""Faults of the simulated vehicle: what is broken right now, and how that changes what it does and says.
 
-Two ways in, both MAVLink commands handled by `mavlink_commands.py`:
+The built-in vehicle and PX4's external simulator (`px4.external_physics`) hold the same faults. Two ways
+into the built-in vehicle, both MAVLink commands handled by `px4.sim.mavlink_commands`:
 
 - `MAV_CMD_INJECT_FAILURE` (420) with PX4's FAILURE_UNIT / FAILURE_TYPE and instance (1-based,
   0 = all), gated by SYS_FAILURE_EN exactly as PX4 gates it (0: DENIED). Supported here:

@@ -1,6 +1,6 @@
 """What PX4's sensors read on the harness's vehicle: IMU, magnetometer, barometer, airspeed, GPS.
 
-Each reading is the truth of the rigid body (`px4.sim.dynamics.QuadrotorDynamics`) plus the
+Each reading is the truth of the rigid body (`physics.dynamics.QuadrotorDynamics`) plus the
 imperfections a real sensor has, at the rate a real sensor has them:
 
 * accelerometer and gyroscope, every IMU sample (250 Hz, the rate PX4's SITL start-up script
@@ -23,8 +23,8 @@ import random
 from dataclasses import dataclass
 
 from missions.geo import GeoOrigin
+from physics.dynamics import rotation_matrix
 from profiles.sensors import SensorProfile
-from px4.sim.dynamics import rotation_matrix
 
 # PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
 DEFAULT_HOME = GeoOrigin(47.397742, 8.545594, 488.0)
