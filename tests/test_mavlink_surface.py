@@ -16,7 +16,7 @@ from targets.builtin import SimProcessOptions, builtin_vehicle
 from px4.params import ParamStore
 from px4.reference.measure import measure_rates, rate_differences, read_parameters
 from px4.sim import mavlink_extra
-from px4.sim.mavlink_telemetry import DEFAULT_RATES_HZ
+from px4.sim.mavlink_link import DEFAULT_RATES_HZ
 from px4.sim.realtime import SimOptions, build_vehicle
 
 from .conftest import SPEED

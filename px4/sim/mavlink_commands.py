@@ -5,7 +5,6 @@ asked to do, answered with PX4's results (a refusal's reason goes out as a STATU
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -14,10 +13,7 @@ from px4.modes import mode_from_set_mode
 from px4.sim import inputs, mavlink_extra
 from px4.sim.autopilot_types import CommandResult
 from px4.sim.calibration import NO_ACK
-
-if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
-    from px4.sim.mavlink_link import Link
-
+from px4.sim.mavlink_link import Link
 
 MESSAGE_NAMES = {msg_id: cls.msgname for msg_id, cls in mavlink.mavlink_map.items()}
 MESSAGE_NAMES.update({cls.id: cls.msgname for cls in mavlink_extra.MESSAGES})

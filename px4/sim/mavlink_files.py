@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim.flight_log import LogFile
 from px4.sim.mavlink_ftp import FtpServer
-
-if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
-    from px4.sim.mavlink_link import Link
-
+from px4.sim.mavlink_link import Link
 
 # What PX4 SITL's working folder (its FTP root) holds besides log/, as a user lists it (measured on v1.16.1):
 # dataman (the mission store), eeprom/ (parameters of an instance) and etc/ with init.d-posix/rcS. The
@@ -54,18 +51,41 @@ class _LogTransfer:
 class FileProtocols:
     """Serves FTP sessions and log transfers per link.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the autopilot
+    `ap`, the links, the vehicle's folder and its flight logger. Each link's FTP session and log transfer
+    are its own.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ftp_sessions: dict[Link, FtpServer] = {}
+        self._log_transfers: dict[Link, _LogTransfer] = {}
 
     # ---- files: FTP and flight logs
     def _on_file_transfer_protocol(self, link: Link, msg) -> None:
         if msg.target_component not in (0, self.compid):
             return
-        if link.ftp is None:
-            link.ftp = FtpServer(self.root)
-        for payload in link.ftp.handle(bytes(msg.payload)):
+        session = self._ftp_sessions.get(link)
+        if session is None:
+            session = self._ftp_sessions[link] = FtpServer(self.root)
+        for payload in session.handle(bytes(msg.payload)):
             self._send_ftp(link, payload)
+
+    def _pump_files(self, link: Link) -> None:
+        """What `link`'s FTP session and log transfer send this tick, a burst of each."""
+        session = self._ftp_sessions.get(link)
+        if session is not None:
+            for payload in session.pending_bursts(FTP_BURST_PER_TICK):
+                self._send_ftp(link, payload)
+        self._pump_log_data(link)
+
+    def _close_files(self) -> None:
+        """End every link's FTP session and log transfer."""
+        for session in self._ftp_sessions.values():
+            session.close()
+        self._ftp_sessions.clear()
+        for link in list(self._log_transfers):
+            self._end_log_transfer(link)
 
     def _send_ftp(self, link: Link, payload: bytes) -> None:
         link.send(mavlink.MAVLink_file_transfer_protocol_message(0, link.peer[0], link.peer[1], list(payload)))
@@ -89,10 +109,10 @@ class FileProtocols:
             return  # PX4 answers an unknown log or an offset past the end with nothing
         log = logs[msg.id]
         end = min(log.size, msg.ofs + msg.count)
-        link.log_transfer = _LogTransfer(msg.id, open(log.path, "rb"), msg.ofs, end)
+        self._log_transfers[link] = _LogTransfer(msg.id, open(log.path, "rb"), msg.ofs, end)
 
     def _pump_log_data(self, link: Link) -> None:
-        transfer = link.log_transfer
+        transfer = self._log_transfers.get(link)
         for _ in range(LOG_DATA_PER_TICK if transfer is not None else 0):
             transfer.handle.seek(transfer.offset)
             data = transfer.handle.read(min(LOG_DATA_LEN, transfer.end - transfer.offset))
@@ -105,14 +125,14 @@ class FileProtocols:
             self._end_log_transfer(link)
 
     def _end_log_transfer(self, link: Link) -> None:
-        if link.log_transfer is not None:
-            link.log_transfer.handle.close()
-            link.log_transfer = None
+        transfer = self._log_transfers.pop(link, None)
+        if transfer is not None:
+            transfer.handle.close()
 
     def _on_log_request_end(self, link: Link, msg) -> None:
         self._end_log_transfer(link)
 
     def _on_log_erase(self, link: Link, msg) -> None:
-        for each in self.links:
+        for each in list(self._log_transfers):
             self._end_log_transfer(each)
         self.logger.erase()

@@ -1,20 +1,26 @@
-"""One MAVLink port of the built-in vehicle: its codec and sequence numbers, its stream rates and
-the protocol state kept per link (parameter list, mission upload, FTP, log transfer).
+"""One MAVLink port of the built-in vehicle: its codec and sequence numbers and its stream rates. The
+protocols keep their own state per link (mavlink_params, mavlink_mission, mavlink_files), so a link knows
+none of them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.sim.mavlink_ftp import FtpServer
-from px4.sim.mavlink_telemetry import DEFAULT_RATES_HZ
-
-if TYPE_CHECKING:  # annotations only
-    from px4.sim.mavlink_files import _LogTransfer
-    from px4.sim.mavlink_mission import _Upload
-
+# Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
+# (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
+# configured at 10 Hz too but PX4 sends it only once its estimator has a wind estimate, which SIH's
+# never has; here it goes out while the simulation has wind.
+DEFAULT_RATES_HZ = {
+    "HEARTBEAT": 1.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0, "HOME_POSITION": 0.5,
+    "GPS_RAW_INT": 8.0, "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 30.0, "ODOMETRY": 30.0,
+    "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0, "ALTITUDE": 10.0, "BATTERY_STATUS": 0.5,
+    "VFR_HUD": 10.0, "HIGHRES_IMU": 50.0, "ATTITUDE_TARGET": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
+    "SERVO_OUTPUT_RAW": 10.0, "ESTIMATOR_STATUS": 1.0, "SYSTEM_TIME": 1.0, "TIMESYNC": 10.0,
+    "MISSION_CURRENT": 1.0, "CURRENT_MODE": 0.5, "DISTANCE_SENSOR": 10.0, "OPEN_DRONE_ID_LOCATION": 1.0,
+    "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 1.0, "SCALED_PRESSURE": 1.0, "VIBRATION": 0.5,
+    "LINK_NODE_STATUS": 1.0, "TIME_ESTIMATE_TO_TARGET": 0.5, "CURRENT_EVENT_SEQUENCE": 0.4, "WIND_COV": 10.0,
+}
 # PX4 v1.16.1 SITL's ground-station port (18570+N) at rest (measured, 10 s at 1x): MAVLink's normal mode, seven
 # streams raised to 50 Hz by its start-up script; no HIGHRES_IMU, ODOMETRY, TIMESYNC or SYSTEM_TIME.
 GCS_RATES_HZ = {
@@ -33,7 +39,7 @@ GCS_MODE_HZ = {**GCS_RATES_HZ, "ATTITUDE": 15.0, "ATTITUDE_QUATERNION": 10.0, "A
 
 
 class Link:
-    """One MAVLink port of the vehicle: codec, rates and per-link protocol state."""
+    """One MAVLink port of the vehicle: codec, sequence numbers, rates and counters."""
 
     def __init__(self, transport, sysid: int, compid: int, gcs: bool = False):
         """`gcs`: a ground station's port, with the streams of PX4's (else its API port's, onboard mode)."""
@@ -46,10 +52,6 @@ class Link:
         # The earliest vehicle time any stream is due (min of next_due); whoever changes `intervals` resets
         # it to now, so the table is walked only when something is due, not every tick.
         self.streams_due = 0.0
-        self.param_queue: list[int] = []
-        self.upload: _Upload | None = None
-        self.ftp: FtpServer | None = None
-        self.log_transfer: _LogTransfer | None = None
         self.sent = 0
         self.peer: tuple[int, int] = (255, 190)
         self.received = 0

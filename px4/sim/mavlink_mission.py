@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
+from px4.sim.mavlink_link import Link
 from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
-
-if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
-    from px4.sim.mavlink_link import Link
-
 
 # PX4 stores a global item's coordinates as integers and downloads it in MISSION_ITEM_INT in the _INT frame
 # (measured on v1.16.1: an item uploaded in GLOBAL comes back in GLOBAL_INT, in GLOBAL_RELATIVE_ALT in
@@ -85,9 +81,13 @@ class _Upload:
 class MissionProtocol:
     """Runs mission uploads and downloads per link.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the
+    autopilot `ap` and the links. The upload in progress on each link is its own.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._uploads: dict[Link, _Upload] = {}
 
     # ---- mission protocol
     def _on_mission_count(self, link: Link, msg) -> None:
@@ -97,27 +97,27 @@ class MissionProtocol:
             self._install(mtype, [])
             link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mtype))
             return
-        link.upload = _Upload(mtype, msg.count, peer, progress_at=self.ap.time_s)
+        self._uploads[link] = _Upload(mtype, msg.count, peer, progress_at=self.ap.time_s)
         self._request_item(link)
 
     def _request_item(self, link: Link) -> None:
-        up = link.upload
+        up = self._uploads.get(link)
         assert up is not None
         up.asked_at = self.ap.time_s
         link.send(mavlink.MAVLink_mission_request_int_message(up.peer[0], up.peer[1], len(up.items), up.mission_type))
 
     def _retry_upload(self, link: Link) -> None:
-        up = link.upload
+        up = self._uploads.get(link)
         now = self.ap.time_s
         if up is None or now - up.asked_at < MISSION_RETRY_S:
             return
         if now - up.progress_at >= MISSION_TIMEOUT_S:
-            link.upload = None
+            del self._uploads[link]
             return
         self._request_item(link)
 
     def _on_mission_item_int(self, link: Link, msg) -> None:
-        up = link.upload
+        up = self._uploads.get(link)
         if up is None or getattr(msg, "mission_type", 0) != up.mission_type:
             return
         if msg.seq != len(up.items):
@@ -127,19 +127,19 @@ class MissionProtocol:
         invalid = _invalid_item_field(msg)
         if invalid is not None:
             link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], invalid, up.mission_type))
-            link.upload = None
+            del self._uploads[link]
             return
         if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and item.frame not in SUPPORTED_FRAMES:
             link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED_FRAME,
                                                           up.mission_type))
-            link.upload = None
+            del self._uploads[link]
             return
         if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and not _takes(item.frame, item.command):
             self.ap.say(mavlink.MAV_SEVERITY_CRITICAL, "IGN MISSION_ITEM: Invalid item")
             self.tick_statustexts()
             link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED,
                                                           up.mission_type))
-            link.upload = None
+            del self._uploads[link]
             return
         up.items.append(item)
         up.progress_at = self.ap.time_s
@@ -148,7 +148,7 @@ class MissionProtocol:
             return
         self._install(up.mission_type, up.items)
         link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_ACCEPTED, up.mission_type))
-        link.upload = None
+        del self._uploads[link]
 
     _on_mission_item = _on_mission_item_int
 

@@ -6,16 +6,12 @@ target of Follow Target (FOLLOW_TARGET).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
-
-if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
-    from px4.sim.mavlink_link import Link
-
+from px4.sim.mavlink_link import Link
 
 # SET_POSITION_TARGET_* type_mask bits (set = ignore)
 POS_IGNORE, VEL_IGNORE, ACC_IGNORE = 0x007, 0x038, 0x1C0

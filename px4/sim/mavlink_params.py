@@ -5,15 +5,11 @@ it, reads by name or index, sets echoed back, int32 values encoded bytewise in t
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.params import HASH_CHECK, ParamError
-
-if TYPE_CHECKING:  # annotations only: the link module imports these modules' state types
-    from px4.sim.mavlink_link import Link
-
+from px4.sim.mavlink_link import Link
 
 PARAMS_PER_TICK = 5  # per 4 ms of vehicle time: the list takes ~0.7 s, as on PX4
 HASH_CHECK_INDEX = 65535  # PX4 sends _HASH_CHECK after the list with index -1 as uint16
@@ -47,9 +43,13 @@ WRITE_BACK_S = 0.1
 class ParamProtocol:
     """Answers PARAM_REQUEST_LIST / _READ and PARAM_SET.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the
+    autopilot `ap` and the links. The parameters still to send on each link are its own.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._param_queues: dict[Link, list[int]] = {}
 
     # ---- parameters
     def _param_value(self, index: int):
@@ -67,11 +67,12 @@ class ParamProtocol:
 
     def _on_param_request_list(self, link: Link, msg) -> None:
         # PX4 ends the list with _HASH_CHECK (index -1): a client with the same hash may keep its cache.
-        link.param_queue = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
+        self._param_queues[link] = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
 
     def _pump_params(self, link: Link) -> None:
         # Paced so a list request does not flood a slow radio link in one burst.
-        batch, link.param_queue = link.param_queue[:PARAMS_PER_TICK], link.param_queue[PARAMS_PER_TICK:]
+        queue = self._param_queues.get(link, [])
+        batch, self._param_queues[link] = queue[:PARAMS_PER_TICK], queue[PARAMS_PER_TICK:]
         for index in batch:
             link.send(self._hash_check() if index == HASH_CHECK_INDEX else self._param_value(index))
 

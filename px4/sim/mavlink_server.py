@@ -1,17 +1,17 @@
 """The built-in vehicle's MAVLink side: what PX4 v1.16.1 SITL shows a client, spoken for the Autopilot.
 
 One server serves any number of links (PX4 runs one MAVLink instance per port too). Each link
-has its own encoder, sequence numbers, message rates and protocol state (parameter list, mission
-upload, FTP sessions, log download). Telemetry is scheduled in simulation time, so a speed factor
-speeds the streams up exactly as PX4_SIM_SPEED_FACTOR does. The default streams and rates, the
-answers to requests and commands, the parameter table, MAVLink FTP over the vehicle's own files
-(component metadata, flight logs) and the calibration texts are PX4 v1.16.1's, measured from the
+has its own encoder, sequence numbers and message rates, and each protocol its own state per link
+(parameter list, mission upload, FTP sessions, log download). Telemetry is scheduled in simulation
+time, so a speed factor speeds the streams up exactly as PX4_SIM_SPEED_FACTOR does. The default
+streams and rates, the answers to requests and commands, the parameter table, MAVLink FTP over the
+vehicle's own files (component metadata, flight logs) and the calibration texts are PX4 v1.16.1's, measured from the
 binary (px4/reference/, tests/test_px4_surface.py); deviations are commented where they are.
 
 The protocols live in one module each, mixed into `MavlinkServer`: telemetry streams
 (mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), parameters
-(mavlink_params), missions (mavlink_mission), FTP and logs (mavlink_files); a link's state is in
-mavlink_link. This module receives, dispatches and schedules.
+(mavlink_params), missions (mavlink_mission), FTP and logs (mavlink_files); a link (codec, rates)
+is mavlink_link's. This module receives, dispatches and schedules.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from px4.sim.calibration import Calibration
 from px4.sim.component_metadata import write_metadata
 from px4.sim.flight_log import FlightLogger
 from px4.sim.mavlink_commands import CommandHandler
-from px4.sim.mavlink_files import FTP_BURST_PER_TICK, FileProtocols, px4_root_files
+from px4.sim.mavlink_files import FileProtocols, px4_root_files
 from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_mission import MissionProtocol
 from px4.sim.mavlink_offboard import OffboardSetpoints
@@ -73,6 +73,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         ``component_metadata`` False skips writing the metadata files a ground station fetches over FTP
         (24 ms of compression): for a server that is only listened to through :meth:`speak`, such as
         the lockstep vehicle's telemetry log, whose link nobody requests anything on."""
+        super().__init__()  # each protocol's own per-link state
         self.ap = autopilot
         self.sysid = sysid
         self.compid = compid
@@ -109,10 +110,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
         self.logger.close()
-        for link in self.links:
-            if link.ftp is not None:
-                link.ftp.close()
-            self._end_log_transfer(link)
+        self._close_files()
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -179,10 +177,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             self._send_streams(link, now)
             self._pump_params(link)
             self._retry_upload(link)
-            if link.ftp is not None:
-                for payload in link.ftp.pending_bursts(FTP_BURST_PER_TICK):
-                    self._send_ftp(link, payload)
-            self._pump_log_data(link)
+            self._pump_files(link)
 
     def speak(self, link: Link, reached: Sequence[int] = ()) -> None:
         """Send on `link` what the vehicle says unasked at this instant, as `tick` sends it: queued status

@@ -34,20 +34,6 @@ PX4_GIT_HASH = [0, 0, 0, 0x79, 0x12, 0x20, 0xCB, 0x94]
 MAVLINK_LIBRARY_HASH = [0x02, 0xF6, 0x81, 0x02, 0xD8, 0x76, 0xFD, 0x5B]
 
 
-# Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
-# (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
-# configured at 10 Hz too but PX4 sends it only once its estimator has a wind estimate, which SIH's
-# never has; here it goes out while the simulation has wind.
-DEFAULT_RATES_HZ = {
-    "HEARTBEAT": 1.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0, "HOME_POSITION": 0.5,
-    "GPS_RAW_INT": 8.0, "GLOBAL_POSITION_INT": 50.0, "LOCAL_POSITION_NED": 30.0, "ODOMETRY": 30.0,
-    "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0, "ALTITUDE": 10.0, "BATTERY_STATUS": 0.5,
-    "VFR_HUD": 10.0, "HIGHRES_IMU": 50.0, "ATTITUDE_TARGET": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
-    "SERVO_OUTPUT_RAW": 10.0, "ESTIMATOR_STATUS": 1.0, "SYSTEM_TIME": 1.0, "TIMESYNC": 10.0,
-    "MISSION_CURRENT": 1.0, "CURRENT_MODE": 0.5, "DISTANCE_SENSOR": 10.0, "OPEN_DRONE_ID_LOCATION": 1.0,
-    "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 1.0, "SCALED_PRESSURE": 1.0, "VIBRATION": 0.5,
-    "LINK_NODE_STATUS": 1.0, "TIME_ESTIMATE_TO_TARGET": 0.5, "CURRENT_EVENT_SEQUENCE": 0.4, "WIND_COV": 10.0,
-}
 S = mavlink
 # SYS_STATUS sensor bits as v1.16.1 SITL sets them (measured): present, enabled (present and RC)
 # and healthy; LOGGING is present while a log is being written. No geofence bit: PX4 sets none.
