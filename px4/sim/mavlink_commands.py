@@ -13,6 +13,7 @@ from px4.modes import mode_from_set_mode
 from px4.sim import inputs, mavlink_extra
 from px4.sim.autopilot_types import CommandResult
 from px4.sim.calibration import NO_ACK
+from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 
 MESSAGE_NAMES = {msg_id: cls.msgname for msg_id, cls in mavlink.mavlink_map.items()}
@@ -42,10 +43,12 @@ class CommandHandler:
             result = result.result
         link.send(mavlink.MAVLink_command_ack_message(command, result, 0, 0, link.peer[0], link.peer[1]))
 
+    @handles(mavlink.MAVLINK_MSG_ID_COMMAND_LONG)
     def _on_command_long(self, link: Link, msg) -> None:
         p = (msg.param1, msg.param2, msg.param3, msg.param4, msg.param5, msg.param6, msg.param7)
         self._command(link, msg.command, p, mavlink.MAV_FRAME_GLOBAL)
 
+    @handles(mavlink.MAVLINK_MSG_ID_COMMAND_INT)
     def _on_command_int(self, link: Link, msg) -> None:
         # COMMAND_INT carries lat/lon as degrees * 1e7 in x/y.
         x = msg.x / 1e7 if msg.frame != mavlink.MAV_FRAME_LOCAL_NED else float(msg.x)
@@ -228,11 +231,13 @@ class CommandHandler:
         self._ack(link, ack_command, mavlink.MAV_RESULT_ACCEPTED)
         return CommandResult(NO_ACK)  # acknowledged above
 
+    @handles(mavlink.MAVLINK_MSG_ID_SET_MODE)
     def _on_set_mode(self, link: Link, msg) -> None:
         mode = mode_from_set_mode((msg.custom_mode >> 16) & 0xFF, (msg.custom_mode >> 24) & 0xFF)
         if mode is not None:
             self.ap.set_mode(mode)
 
+    @handles(mavlink.MAVLINK_MSG_ID_MANUAL_CONTROL)
     def _on_manual_control(self, link: Link, msg) -> None:
         # PX4's MANUAL_CONTROL: x pitch, y roll, r yaw in -1000..1000; z throttle 0..1000.
         self.ap.manual_input(msg.x / 1000.0, msg.y / 1000.0, msg.z / 1000.0, msg.r / 1000.0)

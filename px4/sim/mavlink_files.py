@@ -11,6 +11,7 @@ from typing import BinaryIO
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim.flight_log import LogFile
+from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_ftp import FtpServer
 from px4.sim.mavlink_link import Link
 
@@ -62,6 +63,7 @@ class FileProtocols:
         self._log_transfers: dict[Link, _LogTransfer] = {}
 
     # ---- files: FTP and flight logs
+    @handles(mavlink.MAVLINK_MSG_ID_FILE_TRANSFER_PROTOCOL)
     def _on_file_transfer_protocol(self, link: Link, msg) -> None:
         if msg.target_component not in (0, self.compid):
             return
@@ -93,6 +95,7 @@ class FileProtocols:
     def _logs(self) -> list[LogFile]:
         return self.logger.files()
 
+    @handles(mavlink.MAVLINK_MSG_ID_LOG_REQUEST_LIST)
     def _on_log_request_list(self, link: Link, msg) -> None:
         # v1.16.1 numbers logs from 0, reports last_log_num as the count, and says nothing when there
         # are none (measured).
@@ -102,6 +105,7 @@ class FileProtocols:
             log = logs[log_id]
             link.send(mavlink.MAVLink_log_entry_message(log_id, len(logs), len(logs), log.time_utc, log.size))
 
+    @handles(mavlink.MAVLINK_MSG_ID_LOG_REQUEST_DATA)
     def _on_log_request_data(self, link: Link, msg) -> None:
         self._end_log_transfer(link)
         logs = self._logs()
@@ -129,9 +133,11 @@ class FileProtocols:
         if transfer is not None:
             transfer.handle.close()
 
+    @handles(mavlink.MAVLINK_MSG_ID_LOG_REQUEST_END)
     def _on_log_request_end(self, link: Link, msg) -> None:
         self._end_log_transfer(link)
 
+    @handles(mavlink.MAVLINK_MSG_ID_LOG_ERASE)
     def _on_log_erase(self, link: Link, msg) -> None:
         for each in list(self._log_transfers):
             self._end_log_transfer(each)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
+from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
 
@@ -90,6 +91,7 @@ class MissionProtocol:
         self._uploads: dict[Link, _Upload] = {}
 
     # ---- mission protocol
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_COUNT)
     def _on_mission_count(self, link: Link, msg) -> None:
         mtype = getattr(msg, "mission_type", 0)
         peer = (msg.get_srcSystem(), msg.get_srcComponent())
@@ -116,6 +118,7 @@ class MissionProtocol:
             return
         self._request_item(link)
 
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_ITEM_INT, mavlink.MAVLINK_MSG_ID_MISSION_ITEM)
     def _on_mission_item_int(self, link: Link, msg) -> None:
         up = self._uploads.get(link)
         if up is None or getattr(msg, "mission_type", 0) != up.mission_type:
@@ -150,8 +153,6 @@ class MissionProtocol:
         link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_ACCEPTED, up.mission_type))
         del self._uploads[link]
 
-    _on_mission_item = _on_mission_item_int
-
     def _install(self, mission_type: int, items: list[MissionItem]) -> None:
         if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
             self.ap.set_mission(items)
@@ -163,11 +164,13 @@ class MissionProtocol:
             return self.ap.mission
         return self.ap.extra_missions.get(mission_type, [])
 
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_REQUEST_LIST)
     def _on_mission_request_list(self, link: Link, msg) -> None:
         mtype = getattr(msg, "mission_type", 0)
         link.send(mavlink.MAVLink_mission_count_message(msg.get_srcSystem(), msg.get_srcComponent(),
                                                         len(self._items(mtype)), mtype))
 
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_REQUEST_INT, mavlink.MAVLINK_MSG_ID_MISSION_REQUEST)
     def _on_mission_request_int(self, link: Link, msg) -> None:
         mtype = getattr(msg, "mission_type", 0)
         items = self._items(mtype)
@@ -189,8 +192,7 @@ class MissionProtocol:
                                                            it.param3, it.param4, it.x, it.y, it.z, mtype)
         link.send(out)
 
-    _on_mission_request = _on_mission_request_int
-
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_CLEAR_ALL)
     def _on_mission_clear_all(self, link: Link, msg) -> None:
         mtype = getattr(msg, "mission_type", 0)
         if mtype == mavlink.MAV_MISSION_TYPE_ALL:
@@ -201,6 +203,7 @@ class MissionProtocol:
         link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
                                                       mavlink.MAV_MISSION_ACCEPTED, mtype))
 
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_SET_CURRENT)
     def _on_mission_set_current(self, link: Link, msg) -> None:
         if self.ap.set_mission_current(msg.seq).accepted:
             for each in self.links:

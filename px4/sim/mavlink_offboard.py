@@ -11,6 +11,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
+from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 
 # SET_POSITION_TARGET_* type_mask bits (set = ignore)
@@ -60,6 +61,7 @@ class OffboardSetpoints:
     """
 
     # ---- offboard
+    @handles(mavlink.MAVLINK_MSG_ID_SET_POSITION_TARGET_LOCAL_NED)
     def _on_set_position_target_local_ned(self, link: Link, msg) -> None:
         mask = msg.type_mask
         pos = (math.nan, math.nan, math.nan) if mask & POS_IGNORE else (msg.x, msg.y, msg.z)
@@ -88,6 +90,7 @@ class OffboardSetpoints:
             pos = (p0[0] + pos[0], p0[1] + pos[1], p0[2] + pos[2])
         self.ap.offboard_setpoint(TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
 
+    @handles(mavlink.MAVLINK_MSG_ID_SET_POSITION_TARGET_GLOBAL_INT)
     def _on_set_position_target_global_int(self, link: Link, msg) -> None:
         mask = msg.type_mask
         pos = (math.nan, math.nan, math.nan)
@@ -105,6 +108,7 @@ class OffboardSetpoints:
         self.ap.offboard_setpoint(overflowing_setpoint(vel, acc, yaw, yawspeed)
                                   or TrajectorySetpoint(pos, vel, acc, yaw, yawspeed))
 
+    @handles(mavlink.MAVLINK_MSG_ID_FOLLOW_TARGET)
     def _on_follow_target(self, link: Link, msg) -> None:
         # PX4 takes the position and velocity whatever est_capabilities says (MAVSDK's follow_me sets
         # only the position bit but sends the velocity too).
@@ -116,6 +120,7 @@ class OffboardSetpoints:
         vel = tuple(v if inputs.usable(v, MAX_TARGET_SPEED) else math.nan for v in msg.vel)
         self.ap.follow_target((n, e, d if math.isfinite(alt) else math.nan), vel)
 
+    @handles(mavlink.MAVLINK_MSG_ID_SET_ATTITUDE_TARGET)
     def _on_set_attitude_target(self, link: Link, msg) -> None:
         mask = msg.type_mask
         q = None if mask & ATT_IGNORE else tuple(msg.q)

@@ -9,6 +9,7 @@ import struct
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.params import HASH_CHECK, ParamError
+from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 
 PARAMS_PER_TICK = 5  # per 4 ms of vehicle time: the list takes ~0.7 s, as on PX4
@@ -65,6 +66,7 @@ class ParamProtocol:
                                                    _param_wire_value(self.ap.params.hash_check(), True),
                                                    mavlink.MAV_PARAM_TYPE_UINT32, len(self.ap.params), HASH_CHECK_INDEX)
 
+    @handles(mavlink.MAVLINK_MSG_ID_PARAM_REQUEST_LIST)
     def _on_param_request_list(self, link: Link, msg) -> None:
         # PX4 ends the list with _HASH_CHECK (index -1): a client with the same hash may keep its cache.
         self._param_queues[link] = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
@@ -82,6 +84,7 @@ class ParamProtocol:
             return param_index if param_index < len(store) else None
         return store.index(param_id) if param_id in store else None
 
+    @handles(mavlink.MAVLINK_MSG_ID_PARAM_REQUEST_READ)
     def _on_param_request_read(self, link: Link, msg) -> None:
         name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
         if name == HASH_CHECK:
@@ -93,6 +96,7 @@ class ParamProtocol:
             return
         link.send(self._param_value(index))
 
+    @handles(mavlink.MAVLINK_MSG_ID_PARAM_SET)
     def _on_param_set(self, link: Link, msg) -> None:
         name = msg.param_id.rstrip("\x00") if isinstance(msg.param_id, str) else msg.param_id.decode().rstrip("\x00")
         store = self.ap.params

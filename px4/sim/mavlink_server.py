@@ -11,7 +11,8 @@ binary (px4/reference/, tests/test_px4_surface.py); deviations are commented whe
 The protocols live in one module each, mixed into `MavlinkServer`: telemetry streams
 (mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), parameters
 (mavlink_params), missions (mavlink_mission), FTP and logs (mavlink_files); a link (codec, rates)
-is mavlink_link's. This module receives, dispatches and schedules.
+is mavlink_link's. Each handler names the message ids it takes (mavlink_dispatch). This module
+receives, dispatches by message id and schedules.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from px4.sim.calibration import Calibration
 from px4.sim.component_metadata import write_metadata
 from px4.sim.flight_log import FlightLogger
 from px4.sim.mavlink_commands import CommandHandler
+from px4.sim.mavlink_dispatch import handler_table, handles
 from px4.sim.mavlink_files import FileProtocols, px4_root_files
 from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_mission import MissionProtocol
@@ -106,6 +108,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self._last_reached = -1
         self._reached_repeats = 0
         self._next_reached_s = 0.0
+        self._handlers = handler_table(self)  # message id -> the protocol method that handles it
 
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
@@ -128,7 +131,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
                 continue  # an injected MAVLink signal loss
             if self.on_message is not None:
                 self.on_message(link, msg, now_ns)
-            handler = getattr(self, "_on_" + msg.get_type().lower(), None)
+            handler = self._handlers.get(msg.get_msgId())
             target = getattr(msg, "target_system", self.sysid)
             if handler is None or target not in (0, self.sysid):
                 continue
@@ -237,15 +240,18 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self._next_reached_s = now + REACHED_REPEAT_S
         return [mavlink.MAVLink_mission_item_reached_message(self._last_reached)]
 
+    @handles(mavlink.MAVLINK_MSG_ID_HEARTBEAT)
     def _on_heartbeat(self, link: Link, msg) -> None:
         if msg.type == mavlink.MAV_TYPE_GCS:  # PX4's data-link-loss failsafe watches ground stations only
             self.ap.gcs_heartbeat()
 
     # ---- time
+    @handles(mavlink.MAVLINK_MSG_ID_PING)
     def _on_ping(self, link: Link, msg) -> None:
         if msg.target_system == 0:  # a request: answer it so the client can measure the round trip
             link.send(mavlink.MAVLink_ping_message(msg.time_usec, msg.seq, msg.get_srcSystem(), msg.get_srcComponent()))
 
+    @handles(mavlink.MAVLINK_MSG_ID_TIMESYNC)
     def _on_timesync(self, link: Link, msg) -> None:
         now_ns = self.timesync_ns
         if msg.tc1 == 0:
