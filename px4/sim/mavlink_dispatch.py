@@ -18,14 +18,15 @@ def handles(*msg_ids: int) -> Callable:
     return mark
 
 
-def handler_table(server: object) -> dict[int, Callable]:
-    """Message id -> bound handler, from every `@handles` method of `server`'s class and its bases. An id
-    claimed by two methods is refused when the server is built, naming both."""
+def handler_table(*protocols: object) -> dict[int, Callable]:
+    """Message id -> bound handler, from every `@handles` method of each protocol object's class and its
+    bases. An id claimed by two methods is refused when the server is built, naming both."""
     table: dict[int, Callable] = {}
-    cls = type(server)
-    for name in dir(cls):
-        for msg_id in getattr(getattr(cls, name), "handles", ()):
-            if msg_id in table:
-                raise TypeError(f"MAVLink message {msg_id} is handled by both {table[msg_id].__name__} and {name}")
-            table[msg_id] = getattr(server, name)
+    for protocol in protocols:
+        cls = type(protocol)
+        for name in dir(cls):
+            for msg_id in getattr(getattr(cls, name), "handles", ()):
+                if msg_id in table:
+                    raise TypeError(f"MAVLink message {msg_id} is handled by both {table[msg_id].__name__} and {name}")
+                table[msg_id] = getattr(protocol, name)
     return table

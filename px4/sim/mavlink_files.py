@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.sim.flight_log import LogFile
+from px4.sim.flight_log import FlightLogger, LogFile
 from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_ftp import FtpServer
 from px4.sim.mavlink_link import Link
@@ -50,15 +50,16 @@ class _LogTransfer:
 
 
 class FileProtocols:
-    """Serves FTP sessions and log transfers per link.
+    """Serves FTP sessions over the vehicle's folder and flight-log transfers, each link its own.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the autopilot
-    `ap`, the links, the vehicle's folder and its flight logger. Each link's FTP session and log transfer
-    are its own.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink module holds its FTP and log
+    handlers: it is handed the folder, its component id and the flight logger, and keeps its own state.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, root: Path, compid: int, logger: FlightLogger) -> None:
+        self.root = root
+        self.compid = compid
+        self.logger = logger
         self._ftp_sessions: dict[Link, FtpServer] = {}
         self._log_transfers: dict[Link, _LogTransfer] = {}
 
@@ -73,7 +74,7 @@ class FileProtocols:
         for payload in session.handle(bytes(msg.payload)):
             self._send_ftp(link, payload)
 
-    def _pump_files(self, link: Link) -> None:
+    def pump(self, link: Link) -> None:
         """What `link`'s FTP session and log transfer send this tick, a burst of each."""
         session = self._ftp_sessions.get(link)
         if session is not None:
@@ -81,7 +82,7 @@ class FileProtocols:
                 self._send_ftp(link, payload)
         self._pump_log_data(link)
 
-    def _close_files(self) -> None:
+    def close(self) -> None:
         """End every link's FTP session and log transfer."""
         for session in self._ftp_sessions.values():
             session.close()

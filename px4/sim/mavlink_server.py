@@ -10,7 +10,8 @@ binary (px4/reference/, tests/test_px4_surface.py); deviations are commented whe
 
 The protocols live in one module each, mixed into `MavlinkServer`: telemetry streams
 (mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), parameters
-(mavlink_params), missions (mavlink_mission), FTP and logs (mavlink_files); a link (codec, rates)
+(mavlink_params), missions (mavlink_mission); FTP and logs (mavlink_files) are a member object with
+its own state, as PX4's mavlink module holds its FTP and log handlers; a link (codec, rates)
 is mavlink_link's. Each handler names the message ids it takes (mavlink_dispatch). This module
 receives, dispatches by message id and schedules.
 """
@@ -63,7 +64,7 @@ def flight_logger(autopilot: Autopilot, root: Path) -> FlightLogger:
         "sys_os_name": ("char[]", platform.system()), "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
 
 
-class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol, FileProtocols):
+class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol):
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
     def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
@@ -101,6 +102,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             px4_root_files(self.root)
         self.calibration = Calibration()
         self.logger = flight_logger(autopilot, self.root)
+        self.files = FileProtocols(self.root, compid, self.logger)
         # The shortest interval any stream gets, in vehicle seconds (run_realtime caps streams in wall time).
         self.min_stream_interval_s = 0.0
         self._ping_seq = 0
@@ -108,12 +110,12 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self._last_reached = -1
         self._reached_repeats = 0
         self._next_reached_s = 0.0
-        self._handlers = handler_table(self)  # message id -> the protocol method that handles it
+        self._handlers = handler_table(self, self.files)  # message id -> the protocol method that handles it
 
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
         self.logger.close()
-        self._close_files()
+        self.files.close()
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -180,7 +182,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             self._send_streams(link, now)
             self._pump_params(link)
             self._retry_upload(link)
-            self._pump_files(link)
+            self.files.pump(link)
 
     def speak(self, link: Link, reached: Sequence[int] = ()) -> None:
         """Send on `link` what the vehicle says unasked at this instant, as `tick` sends it: queued status
