@@ -24,7 +24,7 @@ def test_a_message_id_claimed_twice_is_refused_naming_both_handlers():
 def test_every_handler_takes_the_messages_it_names_and_the_older_forms_go_to_the_int_handlers():
     _, server = build_vehicle(SimOptions())
     try:
-        table = handler_table(server, server.files)
+        table = handler_table(server, server.params, server.files)
         names = {mavlink.mavlink_map[msg_id].msgname: handler.__name__ for msg_id, handler in table.items()}
         assert names["MISSION_ITEM"] == names["MISSION_ITEM_INT"] == "_on_mission_item_int"
         assert names["MISSION_REQUEST"] == names["MISSION_REQUEST_INT"] == "_on_mission_request_int"

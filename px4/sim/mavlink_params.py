@@ -9,6 +9,7 @@ import struct
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.params import HASH_CHECK, ParamError
+from px4.sim.autopilot import Autopilot
 from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 
@@ -44,13 +45,16 @@ WRITE_BACK_S = 0.1
 class ParamProtocol:
     """Answers PARAM_REQUEST_LIST / _READ and PARAM_SET.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the
-    autopilot `ap` and the links. The parameters still to send on each link are its own.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink module holds its parameter
+    manager: it is handed the autopilot and the server's links (a set is echoed on every one) and keeps
+    its own state, the parameters still to send on each link and when a constrained value is written back.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, autopilot: Autopilot, links: list[Link]) -> None:
+        self.ap = autopilot
+        self.links = links
         self._param_queues: dict[Link, list[int]] = {}
+        self.write_back_due_s = float("inf")
 
     # ---- parameters
     def _param_value(self, index: int):
@@ -71,7 +75,7 @@ class ParamProtocol:
         # PX4 ends the list with _HASH_CHECK (index -1): a client with the same hash may keep its cache.
         self._param_queues[link] = list(range(len(self.ap.params))) + [HASH_CHECK_INDEX]
 
-    def _pump_params(self, link: Link) -> None:
+    def pump(self, link: Link) -> None:
         # Paced so a list request does not flood a slow radio link in one burst.
         queue = self._param_queues.get(link, [])
         batch, self._param_queues[link] = queue[:PARAMS_PER_TICK], queue[PARAMS_PER_TICK:]

@@ -9,11 +9,11 @@ vehicle's own files (component metadata, flight logs) and the calibration texts 
 binary (px4/reference/, tests/test_px4_surface.py); deviations are commented where they are.
 
 The protocols live in one module each, mixed into `MavlinkServer`: telemetry streams
-(mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), parameters
-(mavlink_params), missions (mavlink_mission); FTP and logs (mavlink_files) are a member object with
-its own state, as PX4's mavlink module holds its FTP and log handlers; a link (codec, rates)
-is mavlink_link's. Each handler names the message ids it takes (mavlink_dispatch). This module
-receives, dispatches by message id and schedules.
+(mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), missions
+(mavlink_mission); parameters (mavlink_params) and FTP and logs (mavlink_files) are member objects
+with their own state, as PX4's mavlink module holds its parameter, FTP and log handlers; a link
+(codec, rates) is mavlink_link's. Each handler names the message ids it takes (mavlink_dispatch).
+This module receives, dispatches by message id and schedules.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def flight_logger(autopilot: Autopilot, root: Path) -> FlightLogger:
         "sys_os_name": ("char[]", platform.system()), "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
 
 
-class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamProtocol, MissionProtocol):
+class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, MissionProtocol):
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
     def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
@@ -103,14 +103,14 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         self.calibration = Calibration()
         self.logger = flight_logger(autopilot, self.root)
         self.files = FileProtocols(self.root, compid, self.logger)
+        self.params = ParamProtocol(autopilot, self.links)
         # The shortest interval any stream gets, in vehicle seconds (run_realtime caps streams in wall time).
         self.min_stream_interval_s = 0.0
         self._ping_seq = 0
-        self.write_back_due_s = float("inf")  # when a parameter PX4 constrains is written back (mavlink_params)
         self._last_reached = -1
         self._reached_repeats = 0
         self._next_reached_s = 0.0
-        self._handlers = handler_table(self, self.files)  # message id -> the protocol method that handles it
+        self._handlers = handler_table(self, self.params, self.files)  # message id -> the protocol method that handles it
 
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
@@ -168,7 +168,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
         now = self.ap.time_s
         for severity, text in self.calibration.update(now):
             self.ap.say(severity, text)
-        self.write_back()
+        self.params.write_back()
         events = self._statustext_messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
         started = self.logger.update()
         if started is not None:
@@ -180,7 +180,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, ParamPr
             for msg in events:
                 link.send(msg)
             self._send_streams(link, now)
-            self._pump_params(link)
+            self.params.pump(link)
             self._retry_upload(link)
             self.files.pump(link)
 
