@@ -244,7 +244,7 @@ class Vehicle(Protocol):
 
     async def inject_sim_fault(self, kind: int, instance: int, severity: float,
                                wind: tuple[float, float, float]) -> str:
-        """A fault in the built-in vehicle's simulation (`px4.sim.faults.SimFault`; severity 0 clears),
+        """A fault in the built-in vehicle's simulation (`physics.faults.SimFault`; severity 0 clears),
         answered as `inject_failure` is; PX4 answers UNSUPPORTED."""
 
     async def ground_station_heartbeats(self) -> None:
