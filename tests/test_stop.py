@@ -89,9 +89,14 @@ async def test_a_second_ctrl_c_while_airborne_only_warns_and_a_third_lets_go(tmp
             client.wait_armable(30.0)
             with hil_fly(url, record, speed) as harness:
                 wait_for_event(record, "mission_item_reached", harness)
-                for _ in range(presses):  # a person pressing Ctrl-C again while the vehicle comes down
+                # A person pressing Ctrl-C again while the vehicle comes down. Each press waits until the one
+                # before was taken (the landing it commanded, then a moment): the kernel keeps one pending SIGINT,
+                # so presses 10 ms apart to a process a loaded machine has not scheduled arrive as one.
+                harness.send_signal(signal.SIGINT)
+                wait_for_event(record, "landing", harness)
+                for _ in range(presses - 1):
                     harness.send_signal(signal.SIGINT)
-                    time.sleep(0.01)
+                    time.sleep(0.2)
                 out = wait_for_exit(harness, client)
             assert "still airborne" in out and "Once more and the harness lets go" in out, out[-3000:]
             summary = read_manifest(record)["summary"]
