@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from bridges.truth import AlignedTruth, StateIsTruth
+from bridges.truth import CARRY_FORWARD_S, AlignedTruth, SihTruth, StateIsTruth
 from bridges.vehicle import VehicleState
 from hil.campaign import load_campaign
 from hil.monitor import TrialMonitor
@@ -100,6 +101,21 @@ def test_a_snapshot_before_the_truth_is_known_is_judged_on_the_estimate_and_coun
     judge.start(state(0.0, 2.0))
     assert judge.update(state(1.0, 15.0, 2.3)).outcome == "collision"  # the estimate touches the trunk
     assert judge.on_estimate == 1 and judge.judged_on == "truth"
+
+
+async def test_sih_truth_is_carried_forward_a_moment_and_unknown_once_stale():
+    now = [10.0]
+    truth = SihTruth(lambda: now[0])
+
+    async def one_message():
+        yield {"lat": 473977420, "lon": 85455940, "alt": 488000, "vx": 500, "vy": 0, "vz": 0}  # north at 5 m/s
+
+    await truth.follow(one_message())
+    n0 = truth._now()[0]
+    now[0] += 0.1
+    assert truth._now()[0] - n0 == pytest.approx(0.5)  # carried on its velocity
+    now[0] += CARRY_FORWARD_S
+    assert truth._now() is None  # held still it would stand where it was while the vehicle flies on
 
 
 def test_the_built_in_vehicles_state_is_its_truth():
