@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # MAVSDK loads only where a connection is made
 
 SIM, LOCKSTEP, PX4_SITL, HARDWARE = "sim", "lockstep", "px4-sitl", "hardware"
 PHYSICS = ("default", "harness")
+# A PX4 SITL name ending in this flies the harness's physics whatever the campaign's `physics:` says, so one
+# campaign can fly SIH (px4-sitl) and the harness's physics (px4-sitl+harness) side by side.
+ON_HARNESS_PHYSICS = "+harness"
 
 
 @dataclass(frozen=True)
@@ -24,9 +27,10 @@ class TargetSpec:
     """What a target name says: its kind, a PX4 instance, or the connection string of a running one."""
 
     kind: str  # sim | lockstep | px4-sitl | hardware
-    name: str  # as written: sim, lockstep, px4-sitl, px4-sitl:3, udpin://127.0.0.1:14540, ...
+    name: str  # as written: sim, lockstep, px4-sitl, px4-sitl:3, px4-sitl+harness, udpin://127.0.0.1:14540, ...
     instance: int | None = None  # px4-sitl:N; None takes the lowest free instance
     url: str | None = None  # hardware: the connection string
+    physics: str | None = None  # the physics the name itself asks for (+harness); None: the trial's options say
 
     @property
     def simulated(self) -> bool:
@@ -36,18 +40,21 @@ class TargetSpec:
     @classmethod
     def parse(cls, text: str) -> TargetSpec:
         """A target name; ValueError saying what the names are."""
-        if text in (SIM, LOCKSTEP, PX4_SITL):
-            return cls(text, text)
-        if text.startswith(PX4_SITL + ":"):
-            number = text[len(PX4_SITL) + 1:]
+        sitl, harness = text.removesuffix(ON_HARNESS_PHYSICS), text.endswith(ON_HARNESS_PHYSICS)
+        physics = "harness" if harness else None
+        if text in (SIM, LOCKSTEP) or sitl == PX4_SITL:
+            return cls(sitl, text, physics=physics)
+        if sitl.startswith(PX4_SITL + ":"):
+            number = sitl[len(PX4_SITL) + 1:]
             if not number.isdigit() or int(number) > 9:
-                raise ValueError(f"target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9")
-            return cls(PX4_SITL, text, instance=int(number))
+                raise ValueError(f"target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9, "
+                                 f"either followed by {ON_HARNESS_PHYSICS} for the harness's physics")
+            return cls(PX4_SITL, text, instance=int(number), physics=physics)
         try:
             parse_url(text)
         except TransportError as exc:
-            raise ValueError(f"target {text!r}: expected sim, lockstep, px4-sitl[:N] or a connection string of a "
-                             f"running flight controller ({exc})") from None
+            raise ValueError(f"target {text!r}: expected sim, lockstep, px4-sitl[:N][+harness] or a connection "
+                             f"string of a running flight controller ({exc})") from None
         return cls(HARDWARE, text, url=text)
 
 
