@@ -21,13 +21,10 @@ import asyncio
 import contextlib
 import math
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol
 
 from aio.tasks import cancel_and_wait
-from bridges.vehicle import Vehicle, VehicleState
+from bridges.vehicle import GroundTruth, Position, Vehicle, VehicleState
 from missions.geo import GeoOrigin
-
-Position = tuple[float, float, float]  # NED, m
 
 # The simulator's ground truth PX4 SIH streams on request: its message id and rate (vehicle Hz) for the fidelity
 # suite's traces.
@@ -40,15 +37,6 @@ TRUTH_HZ = 50.0
 JUDGE_TRUTH_HZ = 10.0
 CARRY_FORWARD_S = 0.25
 SET_MESSAGE_INTERVAL = 511  # MAV_CMD
-
-
-class GroundTruth(Protocol):
-    """A target's truth of where its vehicle is (module docstring)."""
-
-    source: str  # what it is, for the record: "vehicle state", "PX4 SIH", "harness physics"
-
-    def position(self, state: VehicleState) -> Position | None:
-        """The true position, in the vehicle's local NED frame (m), as of snapshot `state`; None while unknown."""
 
 
 class StateIsTruth:
@@ -84,15 +72,16 @@ class AlignedTruth:
         return raw[0] + offset[0], raw[1] + offset[1], raw[2] + offset[2]
 
 
-def sih_truth_ned(fields: dict, origin: GeoOrigin) -> tuple[float, float, float, float, float, float]:
-    """A HIL_STATE_QUATERNION's position (m, NED from `origin`) and velocity (m/s)."""
-    n, e, d = origin.to_local(fields["lat"] * 1e-7, fields["lon"] * 1e-7, fields["alt"] * 1e-3)
-    return n, e, d, fields["vx"] / 100.0, fields["vy"] / 100.0, fields["vz"] / 100.0
+SihState = tuple[float, float, float, float, float, float]  # NED position (m) and velocity (m/s)
 
 
-def sih_origin(fields: dict) -> GeoOrigin:
-    """A HIL_STATE_QUATERNION's position as an origin for `sih_truth_ned`."""
-    return GeoOrigin(fields["lat"] * 1e-7, fields["lon"] * 1e-7, fields["alt"] * 1e-3)
+async def sih_states(messages: AsyncIterator[dict]) -> AsyncIterator[SihState]:
+    """Each HIL_STATE_QUATERNION's position and velocity, NED from where the first one put the vehicle."""
+    origin = None
+    async for fields in messages:
+        lat, lon, alt = fields["lat"] * 1e-7, fields["lon"] * 1e-7, fields["alt"] * 1e-3
+        origin = origin or GeoOrigin(lat, lon, alt)
+        yield (*origin.to_local(lat, lon, alt), fields["vx"] / 100.0, fields["vy"] / 100.0, fields["vz"] / 100.0)
 
 
 class SihTruth(AlignedTruth):
@@ -103,13 +92,11 @@ class SihTruth(AlignedTruth):
     def __init__(self, clock: Callable[[], float]) -> None:
         super().__init__("PX4 SIH", self._now)
         self._clock = clock
-        self._latest: tuple[float, tuple[float, float, float, float, float, float]] | None = None
+        self._latest: tuple[float, SihState] | None = None
 
     async def follow(self, messages: AsyncIterator[dict]) -> None:
-        origin = None
-        async for fields in messages:
-            origin = origin or sih_origin(fields)
-            self._latest = (self._clock(), sih_truth_ned(fields, origin))
+        async for state in sih_states(messages):
+            self._latest = (self._clock(), state)
 
     def _now(self) -> Position | None:
         if self._latest is None:

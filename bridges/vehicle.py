@@ -16,7 +16,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING,
     Any,
     AsyncIterator,
     Callable,
@@ -26,9 +25,6 @@ from typing import (
 )
 
 from missions.geo import GeoOrigin
-
-if TYPE_CHECKING:
-    from bridges.truth import GroundTruth
 
 # A ground station's heartbeat period (vehicle seconds; Vehicle.ground_station_heartbeats): twice PX4's
 # 1 Hz, so that one datagram lost on a radio is far from COM_DL_LOSS_T.
@@ -131,6 +127,19 @@ class MissionProgress:
     @property
     def finished(self) -> bool:
         return self.total > 0 and self.current >= self.total
+
+
+Position = tuple[float, float, float]  # NED, m
+
+
+class GroundTruth(Protocol):
+    """A target's truth of where its vehicle is, beside the estimate its snapshots carry (bridges.truth has
+    each target's)."""
+
+    source: str  # what it is, for the record: "vehicle state", "PX4 SIH", "harness physics"
+
+    def position(self, state: VehicleState) -> Position | None:
+        """The true position, in the vehicle's local NED frame (m), as of snapshot `state`; None while unknown."""
 
 
 class Vehicle(Protocol):

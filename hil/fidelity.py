@@ -45,8 +45,7 @@ from bridges.truth import (
     HIL_STATE_QUATERNION,
     SET_MESSAGE_INTERVAL,
     TRUTH_HZ,
-    sih_origin,
-    sih_truth_ned,
+    sih_states,
 )
 from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
 from config.loading import read_text
@@ -289,7 +288,7 @@ async def recording(vehicle: Vehicle, measure_on: str = ESTIMATE) -> AsyncIterat
         # PX4 SIH answers the second with its ground truth (a vehicle that does not never sends it).
         await vehicle.command_long(SET_MESSAGE_INTERVAL, ATTITUDE, 1e6 / ATTITUDE_HZ)
         await vehicle.command_long(SET_MESSAGE_INTERVAL, HIL_STATE_QUATERNION, 1e6 / TRUTH_HZ)
-        tasks.append(asyncio.create_task(_follow_truth(mavlink, trace)))
+        tasks.append(asyncio.create_task(_follow_truth(vehicle, trace)))
         tasks.append(asyncio.create_task(_follow_local_position(vehicle, mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_attitude(mavlink, trace)))
         tasks.append(asyncio.create_task(_follow_targets(mavlink, trace)))
@@ -317,14 +316,11 @@ async def _follow_local_position(vehicle: Vehicle, mavlink, trace: Trace) -> Non
         await trace.add(sample)
 
 
-async def _follow_truth(mavlink, trace: Trace) -> None:
+async def _follow_truth(vehicle: Vehicle, trace: Trace) -> None:
     # HIL_STATE_QUATERNION from SIH carries no time (time_usec 0): each truth goes with the next
     # LOCAL_POSITION_NED, at most one truth interval (20 ms of vehicle time) late.
-    origin = None
-    async for msg in mavlink.subscribe_message("HIL_STATE_QUATERNION"):
-        f = json.loads(msg.fields_json)
-        origin = origin or sih_origin(f)
-        trace.latest_truth = sih_truth_ned(f, origin)
+    async for state in sih_states(vehicle.messages("HIL_STATE_QUATERNION")):
+        trace.latest_truth = state
 
 
 async def _follow_attitude(mavlink, trace: Trace) -> None:

@@ -26,8 +26,7 @@ from typing import Any
 import pandas as pd
 
 from aio.tasks import cancel_and_wait
-from bridges.truth import GroundTruth
-from bridges.vehicle import MissionWaypoint, Vehicle, VehicleError
+from bridges.vehicle import GroundTruth, MissionWaypoint, Vehicle, VehicleError
 from hil.monitor import RouteJudge, judged_on
 from hil.navigation import apply_faults
 from hil.param_journal import JournalRestoreRefused, ParamJournal, keep_journal

@@ -36,8 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bridges.truth import GroundTruth
-from bridges.vehicle import Vehicle, VehicleError, VehicleState
+from bridges.vehicle import GroundTruth, Vehicle, VehicleError, VehicleState
 from hil.rules import SuccessRule
 from missions.geometry import Scene
 from missions.schema import Airspace, BenchmarkMission

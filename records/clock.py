@@ -4,8 +4,7 @@ Every row and event is stamped with `now_ns()` (CLOCK_MONOTONIC, nanoseconds), a
 told its clock, with the vehicle's own (`t_vehicle_s`: the autopilot's time stamps, simulated time in
 lockstep). Durations the harness judges or reports (budgets, metrics) are vehicle time, measured on that
 column: a simulator on a loaded machine, or one paused, keeps below its speed factor, and a harness interval
-times the factor would then be longer than the flight (issue 31: 390.7 s reported of a flight whose ULog
-spanned 153 s). Only a record without the column (a target without a usable stamp, a record from before it)
+times the factor would then be longer than the flight. Only a record without the column (a target without a usable stamp, a record from before it)
 falls back to the harness clock times the speed factor (`NOMINAL_CLOCK`), and says so.
 """
 
