@@ -41,7 +41,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from bridges.failure import FailureInjector, InjectionResult
 from missions.faults import FaultSpec
-from records.clock import clock_scale
+from records.clock import mark, now_ns, seconds_since
 
 OBSERVED = "injected and observed"
 NOT_OBSERVED = "injected, not observed"
@@ -100,7 +100,6 @@ class FaultMonitor:
         self.history: dict[str, deque[tuple[float, Fields]]] = {name: deque(maxlen=history) for name in WATCHED}
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        self._scale = clock_scale(vehicle.speed_factor)  # vehicle seconds per monotonic second
 
     async def __aenter__(self) -> FaultMonitor:
         for name in WATCHED:
@@ -132,6 +131,9 @@ class FaultMonitor:
         if not answer.accepted:
             return self._record(FaultVerdict(spec, REFUSED, answer.result, answer.reason))
         start = time.monotonic()
+        # The delay is measured on the vehicle's clock: a simulator a loaded machine keeps below its speed factor
+        # would otherwise look slow to react.
+        accepted = mark(self.vehicle.clock_s)
         check = _check_for(spec, baseline)
         with contextlib.suppress(TimeoutError):
             async with self.vehicle.deadline(timeout):
@@ -139,14 +141,15 @@ class FaultMonitor:
                     self._changed.clear()
                     evidence = check(self, start) or _failsafe(self.latest, baseline)
                     if evidence:
-                        return self._record(FaultVerdict(spec, OBSERVED, answer.result, evidence,
-                                                         (time.monotonic() - start) * self._scale))
+                        after_s = seconds_since(accepted.wall_ns, accepted.vehicle_s, now_ns(),
+                                                self.vehicle.clock_s, self.vehicle.speed_factor)
+                        return self._record(FaultVerdict(spec, OBSERVED, answer.result, evidence, after_s))
                     await self._changed.wait()
         return self._record(FaultVerdict(spec, NOT_OBSERVED, answer.result,
                                          f"no effect in telemetry within {timeout:g} s"))
 
     def since(self, name: str, start: float) -> list[Fields]:
-        """The `name` messages received after `start` (monotonic s)."""
+        """The `name` messages received after `start` (monotonic s: the order they arrived in)."""
         return [fields for t, fields in self.history[name] if t >= start]
 
     def _record(self, verdict: FaultVerdict) -> FaultVerdict:
