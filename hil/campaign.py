@@ -13,7 +13,7 @@ x planners, with `repeats` trials per combination, each with its own seed::
       - {suite: flightbench}   # a suite: its scene entries as scenes (judged by the rule of the suite's
                                # name, else flyingtrust, unless `rule` says), its mission files as missions
     profiles: [default, 0.60kg-EMAX]     # names, or {library: flyingtrust} for the whole library
-    targets: [lockstep]                  # lockstep | sim | px4-sitl[:N] | a connection string
+    targets: [lockstep]                  # lockstep | sim | px4-sitl[:N][+harness] | a connection string
     links: [none]                        # link profile names (profiles/links), none = ideal link
     faults: [none]                       # fault profile files, none = no faults
     planners: [straight]                 # straight | avoid | module:Class (onboard.planner.Planner) | ros2
@@ -26,7 +26,8 @@ x planners, with `repeats` trials per combination, each with its own seed::
                                          # "HOST:PORT via serial:///dev/ttyTHS1:921600"
     rate_hz: 10                          # planner loop (and depth sensor) rate, vehicle time
     speed: 10                            # speed factor of real-time simulated targets
-    physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's simulator)
+    physics: default                     # px4-sitl: default (SIH) | harness (the harness's physics as PX4's
+                                         # simulator); a px4-sitl[:N]+harness target flies the harness's physics
     gates: [collision, success<0.8]      # what makes `hil run` exit 1, judged on the results (config.gates, reports.gates)
     perturb:                             # what differs between repeats (profiles.perturbation); on by default when
       sensor_noise: true                 # repeats > 1, `perturb: off` for identical repeats. Each trial's own
@@ -35,6 +36,11 @@ x planners, with `repeats` trials per combination, each with its own seed::
       position_m: 0.3                    # off; latency jitter added to the link profile (none on an ideal link)
       heading_deg: 5
       link_jitter_ms: 2
+
+A target's physics is its name's own (`px4-sitl+harness`: PX4 SITL on the harness's physics), else the
+campaign's `physics:`, so one campaign flies the built-in vehicle, PX4 SIH and PX4 on the harness's physics (and a
+board on the bench) side by side; each trial's record names its target as the campaign writes it, and the report
+compares them (`reports.compare`).
 
 A scene entry is a navigation task for the planners: each planner flies from the scene's start to its
 goal. A mission entry (a mission file, or a suite's mission files, with `seeds` replacing the scene's)
@@ -213,13 +219,20 @@ class Campaign:
                          planner, compute, *board, f"r{repeat}")
                 trial_id = "__".join(_safe(p) for p in parts)
                 seed = trial_seed(self.seed, trial_id)
-                gaps = perturbation_gaps(TargetSpec.parse(target), self.physics, linked=link != NONE)
+                physics = target_physics(target, self.physics)
+                gaps = perturbation_gaps(TargetSpec.parse(target), physics, linked=link != NONE)
                 out.append(TrialSpec(
                     trial_id=trial_id, campaign=self.name, scene=mission.scene, config=config, rule=mission.rule,
                     profile=profile, target=target, link=link, fault=fault, planner=planner, compute=compute,
-                    rate_hz=self.rate_hz, repeat=repeat, seed=seed, speed=self.speed, physics=self.physics,
+                    rate_hz=self.rate_hz, repeat=repeat, seed=seed, speed=self.speed, physics=physics,
                     mission=mission.mission, onboard=onboard, perturbation=self.perturb.draw(seed).without(gaps)))
         return out
+
+
+def target_physics(target: str, physics: str) -> str:
+    """The physics `target` flies in a campaign whose `physics:` is `physics`: its name's own (px4-sitl+harness),
+    else the campaign's."""
+    return TargetSpec.parse(target).physics or physics
 
 
 def _stem(entry: str) -> str:
@@ -274,11 +287,11 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
     onboards = _names(data.get("onboards", [LOCAL]), "onboards", problems, _onboard_problem)
     gates = _gates(data.get("gates", []), problems)
     perturb = read_perturb(data.get("perturb"), values.get("repeats") or 1, problems)
-    _check_boards_can_connect(onboards, [t for t in targets if not _target_problem(t)], values.get("physics"),
-                              problems)
+    valid = {t: target_physics(t, values.get("physics") or "default") for t in targets if not _target_problem(t)}
+    _check_boards_can_connect(onboards, valid, problems)
     if any(is_ros2(p) for p in planners):
         _check_ros2_can_run(targets, onboards, problems)
-    if any(t.startswith(PX4_SITL) for t in targets) and values.get("physics") != "harness":
+    if any(t.startswith(PX4_SITL) and physics != "harness" for t, physics in valid.items()):
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
     if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):
         problems.add("physics", "expected default unless a target is px4-sitl or a flight controller on the bench "
@@ -492,14 +505,16 @@ def _gates(entries: Any, problems: Problems) -> tuple[Gate, ...]:
     return tuple(gates)
 
 
-def _check_boards_can_connect(onboards: tuple[str, ...], targets: list[str], physics: str | None,
-                              problems: Problems) -> None:
+def _check_boards_can_connect(onboards: tuple[str, ...], targets: dict[str, str], problems: Problems) -> None:
     """An onboard agent needs a MAVLink link of its own to the flight controller: the harness opens one on the
     built-in vehicle and on PX4 SITL with SIH (``HOST:PORT``); on hardware the board has its own, which the entry
-    names (``HOST:PORT via URL``)."""
+    names (``HOST:PORT via URL``). `targets`: each valid target's physics."""
 
-    boarded = (SIM, PX4_SITL) if physics != "harness" else (SIM,)
+    boarded = (SIM, PX4_SITL)
+    # PX4 SITL on the harness's physics opens no link for a board: a kind of its own, not boarded.
     kinds = {t: TargetSpec.parse(t).kind for t in targets}
+    kinds = {t: f"{kind} on the harness's physics" if kind == PX4_SITL and targets[t] == "harness" else kind
+             for t, kind in kinds.items()}
     for index, name in enumerate(onboards):
         if name == LOCAL:
             continue

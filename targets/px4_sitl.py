@@ -28,7 +28,7 @@ from targets.spec import OpenTarget, TargetOptions, TargetSpec
 @contextlib.asynccontextmanager
 async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator[OpenTarget]:
     """PX4 SITL with the profile applied, connected on its API link."""
-    if options.physics == "harness":
+    if (spec.physics or options.physics) == "harness":  # px4-sitl+harness names it whatever the options say
         sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir,
                            airframe=options.px4_airframe or EXTERNAL_PHYSICS_AIRFRAME, params=dict(options.params))
         simulator = SimulatorOptions(profile=options.profile, speed=options.speed, seed=options.seed,
