@@ -144,8 +144,8 @@ class AutoModes:
     # --- takeoff and return
     def _navigate_takeoff(self) -> None:
         if self._reached(self._target, self.params["NAV_ACC_RAD"]):
-            # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude.
-            self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff complete")
+            # As PX4: done within NAV_MC_ALT_RAD of the takeoff altitude, then Hold at that altitude
+            # (v1.16.1 says nothing then: its "Takeoff detected" came at lift-off).
             self._hold_at(self._target, yaw=self._triplet.yaw if self._triplet else math.nan)
 
     def _start_return(self) -> None:
@@ -229,6 +229,8 @@ class AutoModes:
             self._target = (pos[0], pos[1], climb)
             if item.command == mavlink.MAV_CMD_NAV_TAKEOFF and item.has_position():
                 self._target = (target[0], target[1], target[2])
+            if item.command == mavlink.MAV_CMD_NAV_TAKEOFF:  # PX4 v1.16.1's words (measured)
+                self.say(mavlink.MAV_SEVERITY_INFO, f"Climb to {self.home[2] - self._target[2]:.1f} meters above home")
             self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
             return
         if item.command == mavlink.MAV_CMD_NAV_LAND:
@@ -237,6 +239,8 @@ class AutoModes:
             self._set_triplet(Triplet(self._target, Kind.POSITION, previous=previous, cruise_speed=self._cruise()))
             return
         if item.command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH:
+            # PX4 v1.16.1 (measured): "Returning to launch", Return mode, and no "Mission finished".
+            self.say(mavlink.MAV_SEVERITY_INFO, "Returning to launch")
             self._advance_mission(report=True)
             self._enter_mode(FlightMode.RTL)
             return
@@ -303,10 +307,13 @@ class AutoModes:
         self._start_mission_item()
 
     def _finish_mission(self) -> None:
+        returning = 0 <= self.seq_reached < len(self.mission) \
+            and self.mission[self.seq_reached].command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH
         self.mission_finished = True
         self.mission_current = len(self.mission)
         self._phase = AutoPhase.DONE
-        self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
+        if not returning:  # one that ends in a return says only "Returning to launch" (PX4 v1.16.1, measured)
+            self.say(mavlink.MAV_SEVERITY_INFO, "Mission finished, loitering")
         if not self.landed and self._triplet is not None:
             # PX4 loiters at the last item (where the trajectory is heading anyway), and its commander
             # switches to Hold (v1.14.0 and v1.16.1, measured).

@@ -339,9 +339,11 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             # level): PX4 says so, goes to Takeoff and stays where it is.
             self.say(mavlink.MAV_SEVERITY_INFO, "Already higher than takeoff altitude")
             target_down = d
-        elif math.isnan(alt_amsl) or alt_amsl - home_alt < minimum:
-            self.say(mavlink.MAV_SEVERITY_INFO if math.isnan(alt_amsl) else mavlink.MAV_SEVERITY_CRITICAL,
-                     f"Using minimum takeoff altitude: {minimum:.2f} m")
+        elif math.isnan(alt_amsl):
+            self.say(mavlink.MAV_SEVERITY_INFO, f"Using default takeoff altitude: {minimum:.1f} m")  # v1.16.1's words
+            target_down = self.origin.alt_m - (home_alt + minimum)
+        elif alt_amsl - home_alt < minimum:
+            self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Using minimum takeoff altitude: {minimum:.2f} m")
             target_down = self.origin.alt_m - (home_alt + minimum)
         self._target = (n, e, target_down)
         self._user_mode(FlightMode.TAKEOFF)
@@ -349,6 +351,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
 
     def land(self) -> CommandResult:
         """MAV_CMD_NAV_LAND at the current position."""
+        self.say(mavlink.MAV_SEVERITY_INFO, "Landing at current position")  # PX4 v1.16.1's words (measured)
         self._user_mode(FlightMode.LAND)
         return ACCEPTED
 
@@ -514,6 +517,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         elif mode == FlightMode.MISSION:
             if previous != FlightMode.MISSION or self.mission_finished:
                 self.mission_finished = False
+            if self.armed:  # PX4 v1.16.1's navigator (measured), not when a disarm returns to Mission
+                self.say(mavlink.MAV_SEVERITY_INFO, "Executing Mission")
             self._phase = AutoPhase.DONE  # the first leg starts where the vehicle is
             self._start_mission_item()
         elif mode == FlightMode.OFFBOARD:

@@ -1,8 +1,9 @@
 """PX4's failsafe framework (commander/failsafe, v1.14 and newer), as far as the built-in vehicle needs it.
 
 A failsafe condition (RC lost, geofence breached) does not act at once: the vehicle first holds for
-COM_FAIL_ACT_T seconds, saying "Failsafe activated: switching to RTL in 5 seconds" with the reasons,
-so a pilot can take over; then the action (RTL, Land, ...) follows. A mode change by the user during
+COM_FAIL_ACT_T seconds, saying "Failsafe activated: entering Hold for 5 seconds", so a pilot can take
+over; then the action (RTL, Land, ...) follows with "Failsafe activated" (PX4 v1.16.1's STATUSTEXTs,
+measured for RC loss and the geofence; the action itself it tells only by its events). A mode change by the user during
 the hold cancels it. Offboard loss acts at once with its fallback (COM_OBL_RC_ACT), and without RC
 the position fallbacks end in a landing where the vehicle is. Measured on PX4 v1.16.1 SIH (the
 behaviour suite, tests/behaviour/test_fence_and_rc.py and test_offboard.py).
@@ -54,7 +55,7 @@ class FailsafeFramework:
     def start(self, now_s: float, action: FlightMode | str, delay_s: float, reasons: tuple[str, ...]) -> str:
         """Begin holding for `delay_s` before `action`; returns PX4's text for it."""
         self.pending = PendingAction(action, now_s + max(delay_s, 0.0), reasons)
-        return _announce(f"switching to {_word(action)} in {delay_s:g} seconds", reasons)
+        return "Failsafe activated: entering Hold for " + f"{delay_s:g} seconds" + _lines(reasons)
 
     def due(self, now_s: float, mode: FlightMode) -> tuple[FlightMode | str, str] | None:
         """The action and its text once the hold is over; None while holding, or if the user has
@@ -68,7 +69,7 @@ class FailsafeFramework:
         if now_s < pending.due_s:
             return None
         self.pending = None
-        return pending.action, _announce(f"switching to {_word(pending.action)}", pending.reasons)
+        return pending.action, "Failsafe activated" + _lines(pending.reasons)
 
     def clear(self) -> None:
         """Disarmed, or the condition went away before the action."""
@@ -85,4 +86,8 @@ def _word(action: FlightMode | str) -> str:
 
 
 def _announce(what: str, reasons: tuple[str, ...]) -> str:
-    return "Failsafe activated: " + what + "".join(f"\n- {reason}" for reason in reasons)
+    return "Failsafe activated: " + what + _lines(reasons)
+
+
+def _lines(reasons: tuple[str, ...]) -> str:
+    return "".join(f"\n- {reason}" for reason in reasons)

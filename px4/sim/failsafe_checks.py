@@ -71,7 +71,8 @@ class FailsafeChecks:
         self._rc_loss_handled = True
         action = RC_LOSS_ACTIONS.get(int(self.params["NAV_RCL_ACT"]), FlightMode.RTL)
         if action is not None:
-            self._hold_then(action, ("No manual control input",))
+            # PX4 v1.16.1 names this reason only in its events ("Manual control lost"), not in a STATUSTEXT.
+            self._hold_then(action, ())
 
     def _check_datalink_loss(self) -> None:
         """A ground station was heard (HEARTBEAT of MAV_TYPE_GCS) and has been silent for COM_DL_LOSS_T:
@@ -94,8 +95,8 @@ class FailsafeChecks:
                 or (self.mode == FlightMode.HOLD and exempt & 2) or (self.mode == FlightMode.OFFBOARD and exempt & 4):
             return
         action = DATALINK_LOSS_ACTIONS.get(int(self.params["NAV_DLL_ACT"]))
-        if action is not None:
-            self._hold_then(action, ("No connection to the ground control station",))
+        if action is not None:  # the reason was said above, as PX4 says it
+            self._hold_then(action, ())
 
     def _hold_then(self, action: FlightMode | str, reasons: tuple[str, ...]) -> None:
         """Hold for COM_FAIL_ACT_T, then `action` (a Hold is entered at once); the first failsafe wins."""

@@ -44,6 +44,7 @@ class LandingState:
         elif was_landed and not self.landed:
             self._took_off = True
             self._landed_since = None
+            self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff detected")  # PX4 v1.16.1's commander (measured)
         elif self.landed and not was_landed:
             self._landed_since = self.time_s
             self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
