@@ -118,13 +118,30 @@ def visible(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, forward: np.ndar
 def hit_boxes(lo: np.ndarray, hi: np.ndarray, index: np.ndarray, origin: np.ndarray,
               directions: np.ndarray) -> np.ndarray:
     """Depth at which each ray enters the nearest of the boxes (lo, hi) (M, 3) listed in `index` (slab
-    method)."""
+    method, as `_slab`: the same operations on the same numbers, with what does not change from box to box
+    or ray to ray computed once, as a maze's frame meets some eighty boxes with each of 3072 rays)."""
+    below = np.empty((len(index), 3))
+    above = np.empty((len(index), 3))
+    for k in range(len(index)):
+        for axis in range(3):
+            below[k, axis] = lo[index[k], axis] - origin[axis]
+            above[k, axis] = hi[index[k], axis] - origin[axis]
+    inverse = np.empty(3)
     depths = np.full(directions.shape[0], np.inf)
     for ray in range(directions.shape[0]):
-        direction = directions[ray]
+        for axis in range(3):
+            inverse[axis] = 1.0 / directions[ray, axis]
         best = np.inf
-        for box in index:
-            t_near, t_far = _slab(lo[box], hi[box], origin, direction)
+        for k in range(len(index)):
+            t_near, t_far = -np.inf, np.inf
+            for axis in range(3):
+                t1 = below[k, axis] * inverse[axis]
+                t2 = above[k, axis] * inverse[axis]
+                t1 = np.inf if np.isnan(t1) else t1
+                t2 = np.inf if np.isnan(t2) else t2
+                lower, upper = (t1, t2) if t1 < t2 else (t2, t1)
+                t_near = lower if lower > t_near else t_near
+                t_far = upper if upper < t_far else t_far
             t_near = t_near if t_near > 0.0 else 0.0
             if t_far >= t_near and t_near < best:
                 best = t_near
