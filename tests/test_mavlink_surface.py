@@ -13,7 +13,9 @@ from pymavlink.dialects.v20 import common as mavlink
 from bridges.mavsdk_vehicle import connect
 from bridges.vehicle import MissionWaypoint
 from targets.builtin import SimProcessOptions, builtin_vehicle
+from px4.modes import FlightMode
 from px4.params import ParamStore
+from px4.process import free_udp_port
 from px4.reference.measure import measure_rates, rate_differences, read_parameters
 from px4.sim import mavlink_extra
 from px4.sim.mavlink_link import DEFAULT_RATES_HZ
@@ -33,10 +35,10 @@ def test_every_stream_packs_past_the_32_bit_time_boundaries(vehicle_seconds):
     autopilot, server = build_vehicle(SimOptions())
     autopilot.time_s = vehicle_seconds
     mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
-    built = [server._build(name) for name in DEFAULT_RATES_HZ]
+    built = [server.telemetry.build(name) for name in DEFAULT_RATES_HZ]
     for message in filter(None, built):  # None: a stream with nothing to say yet (no mission, no target)
         message.pack(mav)  # struct.error here is what crashed the vehicle
-    servo = server._build("SERVO_OUTPUT_RAW")
+    servo = server.telemetry.build("SERVO_OUTPUT_RAW")
     assert servo.time_usec == int(vehicle_seconds * 1e6) % 2**32
 
 
@@ -136,3 +138,121 @@ async def test_mission_download_and_clear_through_mavsdk(sim):
         assert (await vehicle.mission.download_mission()).mission_items == []
     finally:
         await vehicle.close()
+
+
+class _Wire:
+    """One client's end of a link to an in-process vehicle: what it says is handled at once, what the vehicle
+    sends is decoded as the client reads it."""
+
+    def __init__(self, server, gcs: bool) -> None:
+        self.server = server
+        self.sent: list[bytes] = []
+        self.link = server.add_link(self, gcs)
+        self.mav = mavlink.MAVLink(None, srcSystem=245, srcComponent=190)
+        self.reader = mavlink.MAVLink(None)
+        self.reader.robust_parsing = True
+
+    def send(self, buf: bytes) -> None:  # the vehicle's side: the link's transport
+        self.sent.append(buf)
+
+    def say(self, msg) -> None:
+        self.server.receive(self.link, msg.pack(self.mav))
+
+    def heard(self, *kinds: str) -> list:
+        """What the vehicle sent since last asked, of these kinds."""
+        msgs = [m for buf in self.sent for m in (self.reader.parse_buffer(buf) or [])]
+        self.sent.clear()
+        return [m for m in msgs if m.get_type() in kinds]
+
+
+def _ready_vehicle():
+    autopilot, server = build_vehicle(SimOptions())
+    while not autopilot.global_position_ok:
+        autopilot.run(0.5)
+    return autopilot, server
+
+
+def _item(seq: int, int_form: bool = True):
+    lat, lon = 47.3977420 + 1e-4 * seq, 8.5455940
+    if int_form:
+        return mavlink.MAVLink_mission_item_int_message(1, 1, seq, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT,
+                                                        mavlink.MAV_CMD_NAV_WAYPOINT, 0, 1, 0, 0, 0, 0,
+                                                        int(lat * 1e7), int(lon * 1e7), 5.0, 0)
+    return mavlink.MAVLink_mission_item_message(1, 1, seq, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT,
+                                                mavlink.MAV_CMD_NAV_WAYPOINT, 0, 1, 0, 0, 0, 0, lat, lon, 5.0, 0)
+
+
+def test_a_mission_started_the_moment_its_upload_is_acknowledged_is_flown():
+    """The navigator checks a new plan on its next cycle; the ACK waits for that, so a client that starts
+    the mission on the ACK (no pause) finds it flyable. Before, the ACK went out at once and a start that
+    came before the navigator's next cycle was ACCEPTED and not flown (the conformance suite waited 0.5 s)."""
+    autopilot, server = _ready_vehicle()
+    try:
+        gcs = _Wire(server, gcs=True)
+        gcs.say(mavlink.MAVLink_mission_count_message(1, 1, 2, 0))
+        for seq in range(2):
+            gcs.say(_item(seq))
+        acks = gcs.heard("MISSION_ACK")
+        while not acks and autopilot.time_s < 60.0:
+            autopilot.step()
+            server.tick()
+            acks = gcs.heard("MISSION_ACK")
+        assert [a.type for a in acks] == [mavlink.MAV_MISSION_ACCEPTED]
+        gcs.say(mavlink.MAVLink_command_long_message(1, 1, mavlink.MAV_CMD_MISSION_START, 0, 0, 0, 0, 0, 0, 0, 0))
+        assert [a.result for a in gcs.heard("COMMAND_ACK")] == [mavlink.MAV_RESULT_ACCEPTED]
+        assert autopilot.mode == FlightMode.MISSION
+    finally:
+        server.close()
+
+
+def test_mission_requests_follow_the_forms_the_link_speaks_as_px4s_mission_manager():
+    """Measured on PX4 v1.16.1 (pymavlink on its ground-station port): a fresh link's MISSION_COUNT gets
+    MISSION_REQUEST; MISSION_ACK UNSUPPORTED (MAVSDK's answer to it) gets the item asked again as
+    MISSION_REQUEST_INT; after an upload in MISSION_ITEM_INT the next count gets MISSION_REQUEST_INT, after
+    one in MISSION_ITEM a MISSION_REQUEST again; and a MISSION_REQUEST_INT (a download) switches it too."""
+    autopilot, server = _ready_vehicle()
+    try:
+        gcs, api = _Wire(server, gcs=True), _Wire(server, gcs=False)
+        requests = ("MISSION_REQUEST", "MISSION_REQUEST_INT")
+
+        def upload(wire: _Wire, int_form: bool | None) -> list[str]:
+            """The requests one single-item upload gets; None: answer the first with MISSION_ACK UNSUPPORTED."""
+            wire.say(mavlink.MAVLink_mission_count_message(1, 1, 1, 0))
+            asked = [m.get_type() for m in wire.heard(*requests)]
+            if int_form is None:
+                wire.say(mavlink.MAVLink_mission_ack_message(1, 1, mavlink.MAV_MISSION_UNSUPPORTED, 0))
+                asked += [m.get_type() for m in wire.heard(*requests)]
+                int_form = True
+            wire.say(_item(0, int_form))
+            for _ in range(10):  # the navigator's next cycle, when the ACK goes out
+                autopilot.step()
+                server.tick()
+            assert [a.type for a in wire.heard("MISSION_ACK")] == [mavlink.MAV_MISSION_ACCEPTED]
+            return asked
+
+        assert upload(gcs, None) == ["MISSION_REQUEST", "MISSION_REQUEST_INT"]
+        assert upload(gcs, False) == ["MISSION_REQUEST_INT"]
+        assert upload(gcs, True) == ["MISSION_REQUEST"]
+        assert upload(gcs, True) == ["MISSION_REQUEST_INT"]
+        gcs.say(mavlink.MAVLink_mission_request_message(1, 1, 0, 0))
+        assert [m.get_type() for m in gcs.heard("MISSION_ITEM", "MISSION_ITEM_INT")] == ["MISSION_ITEM"]
+        assert upload(gcs, True) == ["MISSION_REQUEST"]
+        # The API port keeps the _INT forms the built-in vehicle always asked in there (a named difference).
+        assert upload(api, True) == ["MISSION_REQUEST_INT"]
+    finally:
+        server.close()
+
+
+async def test_mavsdk_uploads_a_mission_on_the_ground_station_port():
+    """MAVSDK answers MISSION_REQUEST with MISSION_ACK UNSUPPORTED and waits for MISSION_REQUEST_INT, as it
+    does with PX4 on a fresh link: its upload, download and start must go through on the port that asks in
+    the float forms first."""
+    port = free_udp_port()
+    async with builtin_vehicle(SimProcessOptions(speed=SPEED, gcs_links=[f"udpin://127.0.0.1:{port}"])):
+        vehicle = await connect(f"udpout://127.0.0.1:{port}", timeout=10.0, speed_factor=SPEED)
+        try:
+            await vehicle.wait_armable(10.0)
+            await vehicle.upload_mission([MissionWaypoint(5, 0, -4), MissionWaypoint(5, 5, -4)])
+            assert len((await vehicle.mission.download_mission()).mission_items) == 2
+        finally:
+            await vehicle.close()

@@ -5,16 +5,19 @@ asked to do, answered with PX4's results (a refusal's reason goes out as a STATU
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from physics.faults import SIM_FAULT_COMMAND
 from px4.modes import mode_from_set_mode
 from px4.sim import inputs, mavlink_extra
+from px4.sim.autopilot import Autopilot
 from px4.sim.autopilot_types import CommandResult
-from px4.sim.calibration import NO_ACK
+from px4.sim.calibration import NO_ACK, Calibration
 from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
+from px4.sim.mavlink_telemetry import TelemetryStreams
 
 MESSAGE_NAMES = {msg_id: cls.msgname for msg_id, cls in mavlink.mavlink_map.items()}
 MESSAGE_NAMES.update({cls.id: cls.msgname for cls in mavlink_extra.MESSAGES})
@@ -30,18 +33,28 @@ def _lround(value: float) -> int:
     return int(math.copysign(math.floor(abs(value) + 0.5), value)) if math.isfinite(value) else 0
 
 
-class CommandHandler:
+def send_ack(link: Link, command: int, result: CommandResult | int) -> None:
+    """COMMAND_ACK to the client last heard on `link`."""
+    if isinstance(result, CommandResult):
+        result = result.result
+    link.send(mavlink.MAVLink_command_ack_message(command, result, 0, 0, link.peer[0], link.peer[1]))
+
+
+class CommandProtocol:
     """Handles commands and mode changes for the autopilot.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink receiver hands commands to
+    the commander: it is handed the autopilot, the calibration (MAV_CMD_PREFLIGHT_CALIBRATION runs it), the
+    telemetry (a requested message is built there, a stream's rate is the link's) and `flush_texts` (sends
+    the queued status texts now, so that a refusal's reason arrives before its ack). It keeps no state.
     """
 
-    # ---- commands
-    def _ack(self, link: Link, command: int, result: CommandResult | int) -> None:
-        if isinstance(result, CommandResult):
-            result = result.result
-        link.send(mavlink.MAVLink_command_ack_message(command, result, 0, 0, link.peer[0], link.peer[1]))
+    def __init__(self, autopilot: Autopilot, calibration: Calibration, telemetry: TelemetryStreams,
+                 flush_texts: Callable[[], None]) -> None:
+        self.ap = autopilot
+        self.calibration = calibration
+        self.telemetry = telemetry
+        self.flush_texts = flush_texts
 
     @handles(mavlink.MAVLINK_MSG_ID_COMMAND_LONG)
     def _on_command_long(self, link: Link, msg) -> None:
@@ -90,7 +103,7 @@ class CommandHandler:
         elif command == C.MAV_CMD_DO_SET_MISSION_CURRENT:
             result = ap.set_mission_current(_int(p[0]))
             if result.accepted:
-                link.send(self._mission_current())
+                link.send(self.telemetry.mission_current())
         elif command == C.MAV_CMD_SET_MESSAGE_INTERVAL:
             result = self._set_interval(link, _int(p[0], -1), p[1])
         elif command == C.MAV_CMD_GET_MESSAGE_INTERVAL:
@@ -107,7 +120,7 @@ class CommandHandler:
             code, texts = self.calibration.command(p, ap.time_s, ap.armed)
             for severity, text in texts:
                 ap.say(severity, text)
-            self.tick_statustexts()
+            self.flush_texts()
             result = CommandResult(code)  # NO_ACK (-1): PX4 leaves this one unanswered
         elif command == C.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN:
             # Measured on v1.16.1 SITL: param1 0 (nothing to do for the autopilot) ACCEPTED; a reboot (MAVSDK's
@@ -123,9 +136,9 @@ class CommandHandler:
             result = CommandResult(C.MAV_RESULT_UNSUPPORTED)
         if result.reason:
             # The ack has no room for text; PX4 tells the pilot why in a STATUSTEXT first.
-            self.tick_statustexts()
+            self.flush_texts()
         if result.result >= 0:  # negative: answered already (REQUEST_MESSAGE), or PX4 answers nothing
-            self._ack(link, command, result)
+            send_ack(link, command, result)
 
     def _arm_disarm(self, p: tuple) -> CommandResult:
         """MAV_CMD_COMPONENT_ARM_DISARM as PX4 v1.16.1 reads it: param1 rounded (lroundf) must be 0 or 1;
@@ -134,7 +147,7 @@ class CommandHandler:
         action = _lround(p[0])
         if action not in (0, 1):
             ap.say(mavlink.MAV_SEVERITY_CRITICAL, f"Unsupported ARM_DISARM param: {p[0]:.3f}")
-            self.tick_statustexts()
+            self.flush_texts()
             return CommandResult(NO_ACK)
         force = _lround(p[1]) == 21196
         if action == 1 and self.calibration.active and not ap.armed:
@@ -147,29 +160,6 @@ class CommandHandler:
         if fault.reason:
             self.ap.say(mavlink.MAV_SEVERITY_WARNING, fault.reason)
         return CommandResult(fault.result, fault.reason)
-
-    def _statustext_messages(self) -> list:
-        """Queued texts as STATUSTEXT messages; a text over 50 bytes goes in MAVLink 2 chunks."""
-        out = []
-        while self.ap.statustexts:
-            severity, text = self.ap.statustexts.popleft()
-            self.logger.say(severity, text)
-            data = text.encode()
-            if len(data) <= 50:
-                out.append(mavlink.MAVLink_statustext_message(severity, data, 0, 0))
-                continue
-            self._text_id = self._text_id % 65535 + 1
-            chunks = [data[i:i + 50] for i in range(0, len(data), 50)]
-            if len(chunks[-1]) == 50:
-                chunks.append(b"")  # the receiver knows the text ended from a short chunk
-            out += [mavlink.MAVLink_statustext_message(severity, c, self._text_id, n) for n, c in enumerate(chunks)]
-        return out
-
-    def tick_statustexts(self) -> None:
-        """Send queued status texts now (so a refusal's reason arrives before its ack)."""
-        for msg in self._statustext_messages():
-            for link in self.links:
-                link.send(msg)
 
     def _reposition(self, p: tuple, frame: int) -> CommandResult:
         ap = self.ap
@@ -191,7 +181,7 @@ class CommandHandler:
     def _stream_name(self, msg_id: int) -> str | None:
         """The message this vehicle can send for an id (None if it has none)."""
         name = MESSAGE_NAMES.get(msg_id)
-        return name if name is not None and hasattr(self, "_msg_" + name.lower()) else None
+        return name if name is not None and self.telemetry.can_build(name) else None
 
     def _set_interval(self, link: Link, msg_id: int, interval_us: float) -> CommandResult:
         if not math.isfinite(interval_us):
@@ -219,16 +209,16 @@ class CommandHandler:
                          ack_command: int = mavlink.MAV_CMD_REQUEST_MESSAGE) -> CommandResult:
         """The message, then the ACK, as PX4 orders them; DENIED when there is nothing to send."""
         if msg_id == mavlink_extra.AvailableModes.id:
-            msgs = self._available_modes(param)
+            msgs = self.telemetry.available_modes(param)
         else:
             name = self._stream_name(msg_id)
-            msg = self._build(name) if name is not None else None
+            msg = self.telemetry.build(name) if name is not None else None
             msgs = [msg] if msg is not None else []
         if not msgs:
             return CommandResult(mavlink.MAV_RESULT_DENIED)
         for msg in msgs:
             link.send(msg)
-        self._ack(link, ack_command, mavlink.MAV_RESULT_ACCEPTED)
+        send_ack(link, ack_command, mavlink.MAV_RESULT_ACCEPTED)
         return CommandResult(NO_ACK)  # acknowledged above
 
     @handles(mavlink.MAVLINK_MSG_ID_SET_MODE)

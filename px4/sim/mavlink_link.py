@@ -44,6 +44,7 @@ class Link:
     def __init__(self, transport, sysid: int, compid: int, gcs: bool = False):
         """`gcs`: a ground station's port, with the streams of PX4's (else its API port's, onboard mode)."""
         self.transport = transport
+        self.gcs = gcs
         self.mav = mavlink.MAVLink(None, srcSystem=sysid, srcComponent=compid)
         self.mav.robust_parsing = True
         self.intervals = {name: 1.0 / hz for name, hz in (GCS_RATES_HZ if gcs else DEFAULT_RATES_HZ).items()}

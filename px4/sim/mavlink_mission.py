@@ -1,4 +1,4 @@
-"""The mission protocol: upload (MISSION_COUNT, then MISSION_REQUEST_INT with retries), download,
+"""The mission protocol: upload (MISSION_COUNT, then MISSION_REQUEST(_INT) with retries), download,
 clear and set current, for missions, fences and rally points; a malformed item is rejected
 naming its field, as PX4 does.
 """
@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
+from px4.sim.autopilot import NAV_PERIOD_S, Autopilot
 from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
 from px4.sim.mission_items import SUPPORTED_FRAMES, MissionItem
@@ -79,16 +81,43 @@ class _Upload:
     progress_at: float = 0.0  # when the count or the last item came
 
 
+@dataclass
+class _Ack:
+    """An upload's MISSION_ACK held until the navigator has checked the plan it installed."""
+
+    peer: tuple[int, int]
+    mission_type: int
+    installed_at: float  # vehicle seconds
+
+
 class MissionProtocol:
     """Runs mission uploads and downloads per link.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds what it uses: the
-    autopilot `ap` and the links. The upload in progress on each link is its own.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink module holds its mission
+    manager: it is handed the autopilot, the links (MISSION_SET_CURRENT is answered on every one),
+    `mission_current` (builds MISSION_CURRENT) and `flush_texts` (sends the queued status texts now, so that
+    "Invalid item" arrives before its MISSION_ACK). It keeps, per link, the upload in progress, whether the
+    link speaks the _INT forms, and an ACK held until the navigator has taken up what it acknowledges.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, autopilot: Autopilot, links: list[Link], mission_current: Callable[[], object],
+                 flush_texts: Callable[[], None]) -> None:
+        self.ap = autopilot
+        self.links = links
+        self.mission_current = mission_current
+        self.flush_texts = flush_texts
         self._uploads: dict[Link, _Upload] = {}
+        self._int_mode: dict[Link, bool] = {}
+        self._held_acks: dict[Link, _Ack] = {}
+
+    def _speaks_int(self, link: Link) -> bool:
+        """PX4's mission manager (one per MAVLink instance) starts in the float forms and takes up the forms
+        the last MISSION_ITEM(_INT) or MISSION_REQUEST(_INT) came in; a MISSION_ACK UNSUPPORTED during an
+        upload switches it (MAVSDK's answer to MISSION_REQUEST). Measured on v1.16.1: a fresh pymavlink
+        client's MISSION_COUNT gets MISSION_REQUEST on the ground-station port and on the API port alike.
+        Here the ground-station port starts as PX4's; an API port (`hil sim --link`) starts in the _INT forms,
+        as the built-in vehicle always spoke there (tests/test_hostile_mavlink.py asks for them)."""
+        return self._int_mode.get(link, not link.gcs)
 
     # ---- mission protocol
     @handles(mavlink.MAVLINK_MSG_ID_MISSION_COUNT)
@@ -96,8 +125,7 @@ class MissionProtocol:
         mtype = getattr(msg, "mission_type", 0)
         peer = (msg.get_srcSystem(), msg.get_srcComponent())
         if msg.count == 0:
-            self._install(mtype, [])
-            link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mtype))
+            self._install(link, peer, mtype, [])
             return
         self._uploads[link] = _Upload(mtype, msg.count, peer, progress_at=self.ap.time_s)
         self._request_item(link)
@@ -106,7 +134,20 @@ class MissionProtocol:
         up = self._uploads.get(link)
         assert up is not None
         up.asked_at = self.ap.time_s
-        link.send(mavlink.MAVLink_mission_request_int_message(up.peer[0], up.peer[1], len(up.items), up.mission_type))
+        request = (mavlink.MAVLink_mission_request_int_message if self._speaks_int(link)
+                   else mavlink.MAVLink_mission_request_message)
+        link.send(request(up.peer[0], up.peer[1], len(up.items), up.mission_type))
+
+    def pump(self, link: Link) -> None:
+        """What the protocol sends on `link` unasked this tick: an item asked again, a held ACK now due."""
+        self._retry_upload(link)
+        held = self._held_acks.get(link)
+        # The navigator checks a new plan on its next cycle (every NAV_PERIOD_S); a MISSION_START or a mode
+        # change to Mission that a client sends on the ACK must find it checked, or it is not flown.
+        if held is not None and self.ap.time_s - held.installed_at >= NAV_PERIOD_S - self.ap.dt / 2:
+            del self._held_acks[link]
+            link.send(mavlink.MAVLink_mission_ack_message(held.peer[0], held.peer[1], mavlink.MAV_MISSION_ACCEPTED,
+                                                          held.mission_type))
 
     def _retry_upload(self, link: Link) -> None:
         up = self._uploads.get(link)
@@ -118,8 +159,21 @@ class MissionProtocol:
             return
         self._request_item(link)
 
+    @handles(mavlink.MAVLINK_MSG_ID_MISSION_ACK)
+    def _on_mission_ack(self, link: Link, msg) -> None:
+        up = self._uploads.get(link)
+        if up is None or (msg.get_srcSystem(), msg.get_srcComponent()) != up.peer:
+            return  # the end of a download, or not the uploading client's
+        if msg.type == mavlink.MAV_MISSION_UNSUPPORTED:
+            # The client does not take the forms asked in (MAVSDK answers MISSION_REQUEST so): ask in the others.
+            self._int_mode[link] = not self._speaks_int(link)
+            self._request_item(link)
+        elif msg.type == mavlink.MAV_MISSION_OPERATION_CANCELLED:
+            del self._uploads[link]
+
     @handles(mavlink.MAVLINK_MSG_ID_MISSION_ITEM_INT, mavlink.MAVLINK_MSG_ID_MISSION_ITEM)
     def _on_mission_item_int(self, link: Link, msg) -> None:
+        self._int_mode[link] = msg.get_type() == "MISSION_ITEM_INT"
         up = self._uploads.get(link)
         if up is None or getattr(msg, "mission_type", 0) != up.mission_type:
             return
@@ -139,7 +193,7 @@ class MissionProtocol:
             return
         if item.mission_type == mavlink.MAV_MISSION_TYPE_MISSION and not _takes(item.frame, item.command):
             self.ap.say(mavlink.MAV_SEVERITY_CRITICAL, "IGN MISSION_ITEM: Invalid item")
-            self.tick_statustexts()
+            self.flush_texts()
             link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_UNSUPPORTED,
                                                           up.mission_type))
             del self._uploads[link]
@@ -149,15 +203,19 @@ class MissionProtocol:
         if len(up.items) < up.count:
             self._request_item(link)
             return
-        self._install(up.mission_type, up.items)
-        link.send(mavlink.MAVLink_mission_ack_message(up.peer[0], up.peer[1], mavlink.MAV_MISSION_ACCEPTED, up.mission_type))
         del self._uploads[link]
+        self._install(link, up.peer, up.mission_type, up.items)
 
-    def _install(self, mission_type: int, items: list[MissionItem]) -> None:
-        if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
+    def _install(self, link: Link, peer: tuple[int, int], mission_type: int, items: list[MissionItem]) -> None:
+        """Store a plan and acknowledge it: a mission once the navigator has checked it, the others at once."""
+        if mission_type in (mavlink.MAV_MISSION_TYPE_MISSION, mavlink.MAV_MISSION_TYPE_ALL):
             self.ap.set_mission(items)
-        else:
+            self._held_acks[link] = _Ack(peer, mission_type, self.ap.time_s)
+        if mission_type == mavlink.MAV_MISSION_TYPE_ALL:
+            self.ap.extra_missions.clear()
+        elif mission_type != mavlink.MAV_MISSION_TYPE_MISSION:
             self.ap.extra_missions[mission_type] = items
+            link.send(mavlink.MAVLink_mission_ack_message(peer[0], peer[1], mavlink.MAV_MISSION_ACCEPTED, mission_type))
 
     def _items(self, mission_type: int) -> list[MissionItem]:
         if mission_type == mavlink.MAV_MISSION_TYPE_MISSION:
@@ -172,6 +230,7 @@ class MissionProtocol:
 
     @handles(mavlink.MAVLINK_MSG_ID_MISSION_REQUEST_INT, mavlink.MAVLINK_MSG_ID_MISSION_REQUEST)
     def _on_mission_request_int(self, link: Link, msg) -> None:
+        self._int_mode[link] = msg.get_type() == "MISSION_REQUEST_INT"
         mtype = getattr(msg, "mission_type", 0)
         items = self._items(mtype)
         if not 0 <= msg.seq < len(items):
@@ -194,17 +253,10 @@ class MissionProtocol:
 
     @handles(mavlink.MAVLINK_MSG_ID_MISSION_CLEAR_ALL)
     def _on_mission_clear_all(self, link: Link, msg) -> None:
-        mtype = getattr(msg, "mission_type", 0)
-        if mtype == mavlink.MAV_MISSION_TYPE_ALL:
-            self._install(mavlink.MAV_MISSION_TYPE_MISSION, [])
-            self.ap.extra_missions.clear()
-        else:
-            self._install(mtype, [])
-        link.send(mavlink.MAVLink_mission_ack_message(msg.get_srcSystem(), msg.get_srcComponent(),
-                                                      mavlink.MAV_MISSION_ACCEPTED, mtype))
+        self._install(link, (msg.get_srcSystem(), msg.get_srcComponent()), getattr(msg, "mission_type", 0), [])
 
     @handles(mavlink.MAVLINK_MSG_ID_MISSION_SET_CURRENT)
     def _on_mission_set_current(self, link: Link, msg) -> None:
         if self.ap.set_mission_current(msg.seq).accepted:
             for each in self.links:
-                each.send(self._mission_current())
+                each.send(self.mission_current())

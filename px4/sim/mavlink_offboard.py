@@ -10,6 +10,7 @@ import math
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4.sim import inputs
+from px4.sim.autopilot import Autopilot
 from px4.sim.control import AttitudeSetpoint, TrajectorySetpoint
 from px4.sim.mavlink_dispatch import handles
 from px4.sim.mavlink_link import Link
@@ -56,9 +57,13 @@ def overflowing_setpoint(vel: tuple, acc: tuple, yaw: float, yawspeed: float) ->
 class OffboardSetpoints:
     """Turns offboard setpoint messages into the autopilot's setpoints.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink receiver publishes what it
+    takes as setpoints: it is handed the autopilot and keeps no state (the autopilot keeps the stream's
+    signal and its timeout).
     """
+
+    def __init__(self, autopilot: Autopilot) -> None:
+        self.ap = autopilot
 
     # ---- offboard
     @handles(mavlink.MAVLINK_MSG_ID_SET_POSITION_TARGET_LOCAL_NED)

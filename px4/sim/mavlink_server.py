@@ -8,12 +8,14 @@ streams and rates, the answers to requests and commands, the parameter table, MA
 vehicle's own files (component metadata, flight logs) and the calibration texts are PX4 v1.16.1's, measured from the
 binary (px4/reference/, tests/test_px4_surface.py); deviations are commented where they are.
 
-The protocols live in one module each, mixed into `MavlinkServer`: telemetry streams
-(mavlink_telemetry), commands (mavlink_commands), offboard setpoints (mavlink_offboard), missions
-(mavlink_mission); parameters (mavlink_params) and FTP and logs (mavlink_files) are member objects
-with their own state, as PX4's mavlink module holds its parameter, FTP and log handlers; a link
-(codec, rates) is mavlink_link's. Each handler names the message ids it takes (mavlink_dispatch).
-This module receives, dispatches by message id and schedules.
+The server owns the links, dispatches what arrives by message id and schedules what goes out; each
+protocol is a member object in a module of its own that owns its state and names the message ids it
+handles (mavlink_dispatch), as PX4's mavlink module holds its mission, parameter and FTP managers and
+MAVSDK has a plugin per microservice: telemetry (mavlink_telemetry, the messages; the server decides when
+each is due at the link's rates), commands (mavlink_commands), offboard setpoints (mavlink_offboard),
+missions (mavlink_mission), parameters (mavlink_params), FTP and logs (mavlink_files), status texts
+(mavlink_statustext). A part is handed what it needs of the others (an object or a callable) and reads
+none of their private names; a link (codec, rates) is mavlink_link's.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from px4.sim.autopilot import Autopilot
 from px4.sim.calibration import Calibration
 from px4.sim.component_metadata import write_metadata
 from px4.sim.flight_log import FlightLogger
-from px4.sim.mavlink_commands import CommandHandler
+from px4.sim.mavlink_commands import CommandProtocol, send_ack
 from px4.sim.mavlink_dispatch import handler_table, handles
 from px4.sim.mavlink_files import FileProtocols, px4_root_files
 from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_mission import MissionProtocol
 from px4.sim.mavlink_offboard import OffboardSetpoints
 from px4.sim.mavlink_params import ParamProtocol
+from px4.sim.mavlink_statustext import StatusTexts
 from px4.sim.mavlink_telemetry import TelemetryStreams
 
 # Extra HEARTBEATs on a state change come at most this often (vehicle seconds).
@@ -64,7 +67,7 @@ def flight_logger(autopilot: Autopilot, root: Path) -> FlightLogger:
         "sys_os_name": ("char[]", platform.system()), "sys_toolchain": ("char[]", "quad-hil built-in vehicle")})
 
 
-class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, MissionProtocol):
+class MavlinkServer:
     """Speaks MAVLink for an Autopilot on any number of links. Call `tick()` after stepping."""
 
     def __init__(self, autopilot: Autopilot, sysid: int = 1, compid: int = 1,
@@ -76,7 +79,6 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
         ``component_metadata`` False skips writing the metadata files a ground station fetches over FTP
         (24 ms of compression): for a server that is only listened to through :meth:`speak`, such as
         the lockstep vehicle's telemetry log, whose link nobody requests anything on."""
-        super().__init__()  # each protocol's own per-link state
         self.ap = autopilot
         self.sysid = sysid
         self.compid = compid
@@ -88,7 +90,6 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
         self.handler_errors = 0
         self._last_state: tuple | None = None
         self._last_state_heartbeat = -1.0
-        self._text_id = 0
         # PX4 SITL reports one fixed uid for every instance; each built-in vehicle has its own, so
         # that clients (and harnesses keeping vehicles apart by uid) never mistake one for another.
         self.uid = int.from_bytes(os.urandom(8), "little")
@@ -102,15 +103,26 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
             px4_root_files(self.root)
         self.calibration = Calibration()
         self.logger = flight_logger(autopilot, self.root)
+        self.texts = StatusTexts(autopilot, self.logger, self.links)
+        self.telemetry = TelemetryStreams(autopilot, self.links, self.uid, self.metadata, self.calibration,
+                                          lambda: self.logger.logging)
         self.files = FileProtocols(self.root, compid, self.logger)
         self.params = ParamProtocol(autopilot, self.links)
+        self.missions = MissionProtocol(autopilot, self.links, self.telemetry.mission_current, self.texts.flush)
+        self.commands = CommandProtocol(autopilot, self.calibration, self.telemetry, self.texts.flush)
+        self.offboard = OffboardSetpoints(autopilot)
         # The shortest interval any stream gets, in vehicle seconds (run_realtime caps streams in wall time).
         self.min_stream_interval_s = 0.0
-        self._ping_seq = 0
         self._last_reached = -1
         self._reached_repeats = 0
         self._next_reached_s = 0.0
-        self._handlers = handler_table(self, self.params, self.files)  # message id -> the protocol method that handles it
+        # Message id -> the protocol method that handles it; the server's own are HEARTBEAT, PING and TIMESYNC.
+        self._handlers = handler_table(self, *self.protocols)
+
+    @property
+    def protocols(self) -> tuple:
+        """The member objects that handle MAVLink messages, each owning its own state."""
+        return self.params, self.files, self.missions, self.commands, self.offboard
 
     def close(self) -> None:
         """End the flight log and FTP sessions; remove a temporary root."""
@@ -146,30 +158,17 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
                     print(f"built-in vehicle: {msg.get_type()} not handled ({type(exc).__name__}: {exc})",
                           file=sys.stderr)
                 if msg.get_type() in ("COMMAND_LONG", "COMMAND_INT"):
-                    self._ack(link, msg.command, mavlink.MAV_RESULT_FAILED)
+                    send_ack(link, msg.command, mavlink.MAV_RESULT_FAILED)
 
     # ---- periodic output
-    @property
-    def boot_ms(self) -> int:
-        # uint32 in every message that carries it: wraps after 49.7 days, as PX4's cast does.
-        return int(self.ap.time_s * 1000) & 0xFFFF_FFFF
-
-    @property
-    def boot_us(self) -> int:
-        return int(self.ap.time_s * 1e6)
-
-    @property
-    def timesync_ns(self) -> int:
-        """The vehicle's clock for TIMESYNC, from 1 ns: at boot it reads 0, and tc1 == 0 marks a request."""
-        return int(self.ap.time_s * 1e9) + 1
-
     def tick(self) -> None:
         """Send what is due on every link, plus queued status texts and protocol events."""
         now = self.ap.time_s
         for severity, text in self.calibration.update(now):
             self.ap.say(severity, text)
         self.params.write_back()
-        events = self._statustext_messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
+        self.telemetry.observe()
+        events = self.texts.messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
         started = self.logger.update()
         if started is not None:
             self.ap.say(mavlink.MAV_SEVERITY_INFO, started)
@@ -181,7 +180,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
                 link.send(msg)
             self._send_streams(link, now)
             self.params.pump(link)
-            self._retry_upload(link)
+            self.missions.pump(link)
             self.files.pump(link)
 
     def speak(self, link: Link, reached: Sequence[int] = ()) -> None:
@@ -190,7 +189,8 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
         and the streams due at the link's rates. Nothing of the protocols a client drives, no flight log:
         for a link that is only listened to (the lockstep vehicle's telemetry log)."""
         now = self.ap.time_s
-        for msg in self._statustext_messages() + self._announcements(now, list(reached)):
+        self.telemetry.observe()
+        for msg in self.texts.messages() + self._announcements(now, list(reached)):
             link.send(msg)
         self._send_streams(link, now)
 
@@ -206,9 +206,9 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
         state = (self.ap.ready, self.ap.armed, self.ap.mode, self.ap.failsafe, self.ap.prearm_failure() is None)
         if state != self._last_state and now - self._last_state_heartbeat >= STATE_HEARTBEAT_MIN_S:
             self._last_state, self._last_state_heartbeat = state, now
-            events += [self._msg_sys_status(), self._msg_heartbeat()]
+            events += [self.telemetry.build("SYS_STATUS"), self.telemetry.build("HEARTBEAT")]
         if reached:
-            events.append(self._mission_current())
+            events.append(self.telemetry.mission_current())
         return events
 
     def _send_streams(self, link: Link, now: float) -> None:
@@ -224,7 +224,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
             if now >= due:
                 # Keep the phase but never burst to catch up after a stall.
                 due = link.next_due[name] = max(due + max(interval, shortest), now)
-                msg = self._build(name)
+                msg = self.telemetry.build(name)
                 if msg is not None:
                     link.send(msg)
             earliest = min(earliest, due)
@@ -255,7 +255,7 @@ class MavlinkServer(TelemetryStreams, CommandHandler, OffboardSetpoints, Mission
 
     @handles(mavlink.MAVLINK_MSG_ID_TIMESYNC)
     def _on_timesync(self, link: Link, msg) -> None:
-        now_ns = self.timesync_ns
+        now_ns = self.telemetry.timesync_ns
         if msg.tc1 == 0:
             link.send(mavlink.MAVLink_timesync_message(now_ns, msg.ts1))
         elif msg.ts1 > 0:

@@ -1,6 +1,6 @@
-"""What the built-in vehicle streams, as PX4 v1.16.1 SITL fills each message: the default streams and
-their rates (measured from the binary, px4/reference/), the version the vehicle reports, and one
-builder per message (`_msg_<name>`, found by name when a stream is due or requested).
+"""What the built-in vehicle streams, as PX4 v1.16.1 SITL fills each message: the version the vehicle
+reports and one builder per message (`_msg_<name>`, found by name when the server's scheduler finds a
+stream due or a client requests it; the links' rates are mavlink_link's).
 """
 
 from __future__ import annotations
@@ -9,13 +9,18 @@ import math
 import platform
 import re
 import time
+from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
 from px4 import modes
 from px4.modes import FlightMode
 from px4.sim import PX4_VERSION, mavlink_extra
+from px4.sim.autopilot import Autopilot
+from px4.sim.calibration import Calibration
+from px4.sim.component_metadata import ComponentMetadata
 from px4.sim.control import TrajectorySetpoint
+from px4.sim.mavlink_link import Link
 from px4.sim.mavlink_offboard import ACC_IGNORE, POS_IGNORE, VEL_IGNORE
 
 NAN = float("nan")
@@ -60,14 +65,55 @@ def _os_version() -> int:
 
 
 class TelemetryStreams:
-    """Builds every message the vehicle streams or sends on request.
+    """Builds every message the vehicle streams or sends on request; the server decides when.
 
-    A mixin of `MavlinkServer` (px4/sim/mavlink_server.py), which holds the state it uses: the
-    autopilot `ap`, the links and their per-link protocol state.
+    A member of `MavlinkServer` (px4/sim/mavlink_server.py), as PX4's mavlink module holds one stream
+    object per message: it is handed the autopilot, the links (LINK_NODE_STATUS counts their traffic), the
+    vehicle's uid, the component metadata a ground station fetches (None: not written), the calibration
+    (running, it clears the prearm bit) and `logging` (whether a flight log is written: SYS_STATUS's LOGGING
+    bit; the flight log reads this module's estimator figures, so it is asked, not imported).
+    It keeps the PING stream's sequence and when the vehicle armed.
     """
 
-    def _build(self, name: str):
+    def __init__(self, autopilot: Autopilot, links: list[Link], uid: int, metadata: ComponentMetadata | None,
+                 calibration: Calibration, logging: Callable[[], bool]) -> None:
+        self.ap = autopilot
+        self.links = links
+        self.uid = uid
+        self.metadata = metadata
+        self.calibration = calibration
+        self.logging = logging
+        self._ping_seq = 0
+        self._armed_at: float | None = None  # vehicle seconds, while armed
+
+    def can_build(self, name: str) -> bool:
+        """Whether the vehicle sends the message of this name (MAVLink's upper-case name)."""
+        return hasattr(self, "_msg_" + name.lower())
+
+    def build(self, name: str):
+        """The message of this name as of now; None where there is nothing to send (WIND_COV without wind)."""
         return getattr(self, "_msg_" + name.lower())()
+
+    def observe(self) -> None:
+        """Note the vehicle's arming, which FLIGHT_INFORMATION reports; the server calls this every tick."""
+        if not self.ap.armed:
+            self._armed_at = None
+        elif self._armed_at is None:
+            self._armed_at = self.ap.time_s
+
+    @property
+    def boot_ms(self) -> int:
+        # uint32 in every message that carries it: wraps after 49.7 days, as PX4's cast does.
+        return int(self.ap.time_s * 1000) & 0xFFFF_FFFF
+
+    @property
+    def boot_us(self) -> int:
+        return int(self.ap.time_s * 1e6)
+
+    @property
+    def timesync_ns(self) -> int:
+        """The vehicle's clock for TIMESYNC, from 1 ns: at boot it reads 0, and tc1 == 0 marks a request."""
+        return int(self.ap.time_s * 1e9) + 1
 
     @staticmethod
     def _version_word() -> int:
@@ -105,7 +151,7 @@ class TelemetryStreams:
         remaining, volts = ap.battery_reading()
         millivolts = 65535 if math.isnan(volts) else int(volts * 1000)  # UINT16_MAX: unknown
         present = SENSORS_PRESENT | (mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER if ap.rc_available else 0)
-        if self.logger.logging:
+        if self.logging():
             present |= mavlink.MAV_SYS_STATUS_LOGGING
         enabled = present | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
         return mavlink.MAVLink_sys_status_message(
@@ -240,7 +286,7 @@ class TelemetryStreams:
         in UTC microseconds while armed, else 0; COM_FLIGHT_UUID as the flight's number). The time armed is
         taken off the wall clock in vehicle seconds: at a speed factor the arming time is that much earlier."""
         ap = self.ap
-        armed_utc = int((time.time() - (ap.time_s - ap._armed_at)) * 1e6) if ap.armed else 0
+        armed_utc = int((time.time() - (ap.time_s - self._armed_at)) * 1e6) if self._armed_at is not None else 0
         uuid = int(ap.params["COM_FLIGHT_UUID"]) if "COM_FLIGHT_UUID" in ap.params else 0
         return mavlink.MAVLink_flight_information_message(self.boot_ms, armed_utc, 0, uuid)
 
@@ -252,9 +298,9 @@ class TelemetryStreams:
         return mavlink.MAVLink_timesync_message(0, self.timesync_ns)
 
     def _msg_mission_current(self):
-        return self._mission_current()
+        return self.mission_current()
 
-    def _mission_current(self):
+    def mission_current(self):
         """MISSION_CURRENT: seq, and total (UINT16_MAX without a mission) as v1.16.1 fills them.
 
         Measured on its offboard link before a mission flies, v1.16.1 leaves mission_state and
@@ -351,7 +397,7 @@ class TelemetryStreams:
     def _msg_current_event_sequence(self):
         return mavlink_extra.CurrentEventSequence(0, 0)
 
-    def _available_modes(self, index: int) -> list:
+    def available_modes(self, index: int) -> list:
         """AVAILABLE_MODES: every mode (index 0) or the one numbered ``index`` (from 1), as v1.16.1 lists them."""
         total = len(modes.AVAILABLE_MODES)
         chosen = range(1, total + 1) if index == 0 else [index] if 1 <= index <= total else []
