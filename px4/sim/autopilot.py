@@ -6,10 +6,11 @@ and turns all of that into setpoints for the controllers of `control.py`. It kno
 MAVLink: `mavlink_server.py` translates messages into these calls, and the lockstep vehicle calls
 them directly, so both clocks fly the very same logic.
 
-This module is the commander (arming, modes, commands, the step loop); its parts are mixed in from
-their own modules: the auto modes' navigation (auto_modes), the failsafe checks (failsafe_checks),
-landing and auto-disarm (landing) and the battery (battery); the types they share are in
-autopilot_types.
+This module is the commander (arming, modes, commands, the step loop). The failsafe checks
+(failsafe_checks) are a part of their own, as in PX4's commander: they read the state the commander
+publishes (its public attributes) and return actions that the commander applies. Still mixed in from
+their own modules: the auto modes' navigation (auto_modes), landing and auto-disarm (landing) and the
+battery (battery); the types they share are in autopilot_types.
 
 Time is simulation time (`time_s`), advanced only by `step()`, `run()` and `advance()`.
 """
@@ -52,8 +53,7 @@ from px4.sim.control import (
     TrajectorySetpoint,
     setpoint_array,
 )
-from px4.sim.failsafe import FailsafeFramework
-from px4.sim.failsafe_checks import FailsafeChecks
+from px4.sim.failsafe_checks import Act, FailsafeAction, FailsafeChecks
 from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
 from px4.sim.landing import LandingState
@@ -83,7 +83,7 @@ _NO_SETPOINT = np.full(kern.SP_SIZE, NAN)
 _ALL_WORKING = np.ones(4)
 
 
-class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
+class Autopilot(AutoModes, LandingState, SitlBattery):
     """A PX4-like flight controller flying the rigid-body model. Drive it with `step()`."""
 
     def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
@@ -116,13 +116,10 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self.seq_reached = -1  # PX4's mission_result.seq_reached: the last item reached, -1 for none yet
         self.offboard: OffboardInput | None = None
         self.manual = ManualControl()
-        self._failsafes = FailsafeFramework()
-        self._rc_loss_handled = False  # the current RC loss has had its failsafe
-        self._gcs_heard_s: float | None = None  # the last ground-station HEARTBEAT; None: none ever
-        self._gcs_lost = False
+        self._failsafe_checks = FailsafeChecks()
+        self.gcs_heard_s: float | None = None  # the last ground-station HEARTBEAT; None: none ever
         self._stick_hold: tuple[float, float, float] | None = None
         self._altitude_hold: float | None = None
-        self._geofence_breached = False
         self.mission: list[MissionItem] = []
         # PX4's navigator checks an upload on its next cycle; until then the previous mission's
         # verdict stands (so a start right after the first upload finds no valid mission).
@@ -143,8 +140,6 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         self._orbit: Orbit | None = None
         self._follow: FollowTarget | None = None
         self._orbit_yaw = NAN
-        self._gps_lost_at: float | None = None
-        self._gnss_stop_said = False
         self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self._speed_override: float | None = None
         self._phase = AutoPhase.DONE
@@ -201,8 +196,15 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
     @property
     def position_valid(self) -> bool:
         """The estimator still has a horizontal position: GPS, or dead reckoning for EKF2_NOAID_TOUT."""
-        lost = self._gps_lost_at
-        return lost is None or self.time_s - lost < self.params["EKF2_NOAID_TOUT"] / 1e6
+        return self._failsafe_checks.position_valid(self.time_s, self.params)
+
+    @property
+    def distance_valid(self) -> bool:
+        """The estimator's distance to the ground is valid: no range finder in use (EKF2_RNG_CTRL 0), or
+        SIH's reads at least its minimum, which it does not on the ground until the landing is detected
+        (EKF2 then takes the ground's EKF2_MIN_RNG; PX4 v1.16.1's ULog, measured)."""
+        p = self._p()
+        return p["EKF2_RNG_CTRL"] == 0 or self.landed or -self.dyn.pos[2] >= p["EKF2_MIN_RNG"]
 
     @property
     def triplet(self) -> Triplet | None:
@@ -278,7 +280,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
 
     def gcs_heartbeat(self) -> None:
         """A ground station's HEARTBEAT arrived (MAV_TYPE_GCS): the data link is alive."""
-        self._gcs_heard_s = self.time_s
+        self.gcs_heard_s = self.time_s
 
     def manual_input(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
         """MANUAL_CONTROL arrived: the pilot's sticks (RC)."""
@@ -364,7 +366,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
         """MAV_CMD_DO_REPOSITION: go to a point and hold there (PX4 does it in Hold mode)."""
         if not self.armed:
             return denied("Reposition denied: vehicle is not armed")
-        if self.params["GF_ACTION"] != 0 and self._outside_fence((north, east, down)):
+        if self.params["GF_ACTION"] != 0 and \
+                self._failsafe_checks.outside_fence((north, east, down), self.home, self.params):
             # PX4's navigator does not fly it and stays in its mode (the command is still ACCEPTED).
             self.say(mavlink.MAV_SEVERITY_CRITICAL, "Reposition is outside geofence")
             return ACCEPTED
@@ -559,7 +562,8 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
 
     def _navigate(self, dt: float) -> None:
         """50 Hz: failsafes, mission checks, land detection, battery, mode progress, setpoints."""
-        self._check_failsafes()
+        for action in self._failsafe_checks.decide(self):
+            self._apply_failsafe(action)
         if self._mission_check_due:
             self._mission_check_due = False
             self._mission_valid = any(item.is_nav for item in self.mission)
@@ -601,6 +605,17 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
                 want_takeoff = out.want_takeoff
                 caps = (None, out.speed_up, out.speed_down)
         self._control_takeoff(want_takeoff, caps, dt)
+
+    def _apply_failsafe(self, action: FailsafeAction) -> None:
+        """Do what a failsafe check decided: tell the pilot, then switch mode or cut the motors."""
+        self.say(action.severity, action.text)
+        if action.act is Act.NONE:
+            return
+        self.failsafe = True
+        if isinstance(action.act.value, FlightMode):
+            self._enter_mode(action.act.value)
+        else:  # disarm or terminate: PX4 cuts the motors
+            self._disarm(f"Failsafe: {action.act.value}")
 
     def _climb_wanted(self, sp) -> bool:
         """PX4's want_takeoff outside auto modes: a setpoint above, or a climb or upward push."""
@@ -645,7 +660,7 @@ class Autopilot(AutoModes, FailsafeChecks, LandingState, SitlBattery):
             self._task.activate(last, pos, (vel[0], vel[1], vel[2]), yaw)
             self._auto_active = True
         altitude = self.home[2] - pos[2]
-        out = self._task.update(self._triplet, pos, yaw, altitude, dt)
+        out = self._task.update(self._triplet, pos, yaw, altitude, dt, self.distance_valid)
         self.current_setpoint = out.setpoint
         return out
 

@@ -158,8 +158,10 @@ class AutoFlightTask:
             self._limits[key] = lim
         return lim
 
-    def update(self, t: Triplet, pos: Vec3, yaw: float, altitude: float, dt: float) -> TaskOutput:
-        """The setpoint for this cycle; `altitude` is the height above home (PX4's distance to ground)."""
+    def update(self, t: Triplet, pos: Vec3, yaw: float, altitude: float, dt: float,
+               distance_valid: bool = True) -> TaskOutput:
+        """The setpoint for this cycle; `altitude` is the height above home (PX4's distance to ground),
+        `distance_valid` whether the range finder measures it."""
         if t is self._hover_triplet and self._hover is not None and self._params_version == self.params.version:
             return self._hover  # holding still where the trajectory settled, heading reached
         self._hover = None
@@ -176,8 +178,10 @@ class AutoFlightTask:
                 self._land_yaw = self._yaw_prev if math.isfinite(self._yaw_prev) else yaw
             vz = _interpolate(altitude, p["MPC_LAND_ALT2"], max(p["MPC_LAND_ALT1"], p["MPC_LAND_ALT2"]),
                               p["MPC_LAND_SPEED"], p["MPC_Z_VEL_MAX_DN"])
-            if altitude <= p["MPC_LAND_ALT3"]:
-                # The last metre at crawl speed, as PX4 v1.16 SIH does with its range finder.
+            if altitude <= p["MPC_LAND_ALT3"] and distance_valid:
+                # The last metre at crawl speed, as PX4 v1.16 SIH does with its range finder; once that
+                # reads below its minimum at touchdown, MPC_LAND_SPEED again (measured in its ULog: the
+                # setpoint goes from 0.3 to 0.7 m/s at touchdown, which brings the thrust down at once).
                 vz = p["MPC_LAND_CRWL"]
             target = (self._land_xy[0], self._land_xy[1], NAN)
             feedforward = (NAN, NAN, vz)

@@ -34,7 +34,7 @@ class LandingState:
         om = dyn.omega
         climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
         inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
-                            dyn.vel, math.hypot(om[0], om[1]))
+                            dyn.vel, math.hypot(om[0], om[1]), self.distance_valid)
         self._land_detector.update(self.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
                                    p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
         was_landed = self.landed

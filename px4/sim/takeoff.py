@@ -11,7 +11,12 @@ built-in vehicle runs both so that it lifts off and disarms when PX4 would:
 * ``LandDetector`` (the multicopter land detector): ground contact (low thrust, a descent being
   commanded, no vertical or horizontal movement), then maybe-landed (minimal thrust, no rotation),
   then landed, each held for LNDMC_TRIG_TIME / 3 before the next may follow; leaving any stage is
-  immediate.
+  immediate. With a range finder in use (SIH's in v1.16) and its distance to the ground not valid, the
+  three stages take three times as long (LandDetector::_set_hysteresis_factor(3)). The range reads below
+  its minimum once the vehicle touches down, so on PX4 v1.16.1 SIH a landing is detected ~3.4 s after
+  touchdown rather than ~1.4 s (measured in its ULog: dist_bottom_valid false 0.1 s before the truth's
+  touchdown, ground contact, maybe landed and landed each a second apart, dist_bottom_valid again just
+  after the landing).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ LOW_THRUST_SHARE = 0.6  # ground contact (PX4's value when its hover-thrust esti
 MINIMAL_THRUST_SHARE = 0.1  # maybe landed
 # Once maybe-landed, movement thresholds widen by this factor (propeller wash, estimator noise).
 SETTLED_WIDENING = 2.5
+# The stages' hold times are this many times longer without a valid distance to the ground.
+NO_DISTANCE_FACTOR = 3
 
 
 class TakeoffState(IntEnum):
@@ -127,6 +134,7 @@ class LandInputs:
     vz_sp: float  # commanded vertical speed (NaN: none)
     vel: Sequence[float]  # NED
     omega_xy: float  # rad/s, roll and pitch rate magnitude
+    distance_valid: bool = True  # a valid distance to the ground, or no range finder in use
 
 
 class LandDetector:
@@ -159,7 +167,7 @@ class LandDetector:
 
     def update(self, now: float, x: LandInputs, trigger_s: float, z_vel_max: float, xy_vel_max: float,
                rot_max_deg: float) -> None:
-        delay = trigger_s / 3.0
+        delay = trigger_s / 3.0 * (1 if x.distance_valid else NO_DISTANCE_FACTOR)
         settled = self._maybe_landed.state
         vertical = abs(x.vel[2]) > z_vel_max * (SETTLED_WIDENING if settled else 1.0)
         horizontal = math.hypot(x.vel[0], x.vel[1]) > xy_vel_max
