@@ -1,11 +1,15 @@
 """Simulation versus hardware: the same trials on different targets, metric by metric.
 
 Trials are aligned by what they flew (scene, configuration, rule, profile, link, fault, planner)
-and their repeat index, across targets; each target is compared with a reference target (the first
-one named, normally the simulator). For every metric the paired differences (target minus
-reference) get a bootstrap interval and a Wilcoxon signed-rank p-value; with several metrics the
-p-values are Holm-adjusted, and a gap is flagged significant only with enough pairs, an adjusted p
-below 5 % and an interval that excludes zero. Tracks of aligned pairs are compared by DTW distance (`reports.tracks`).
+and their repeat index, across targets; each target is compared with a reference target
+(`reference_target`: the bench when the runs have one, the hardware a sim-to-bench report is about; else a
+flight controller on a connection string; else PX4 SITL with SIH; else the first named). Every target's own
+value of each metric gets a 95 % interval (`target_values`: Wilson for a rate, Student's t for a mean), and
+for every metric the paired differences (target minus reference) get a Student's t interval of their mean
+(`reports.stats.t_mean`: bench trials are few, and a bootstrap over a few pairs is their own range) and a
+Wilcoxon signed-rank p-value; with several metrics the p-values are Holm-adjusted, and a gap is flagged
+significant only with enough pairs, an adjusted p below 5 % and an interval that excludes zero. Tracks of
+aligned pairs are compared by DTW distance (`reports.tracks`).
 """
 
 from __future__ import annotations
@@ -13,19 +17,84 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.stats import bootstrap_mean, significant
+from reports.stats import significant, t_mean, wilson_rate
 from reports.tracks import dtw_distance, navigation_track
+from targets.spec import ON_HARNESS_PHYSICS, PX4_SITL
 
 MIN_PAIRS = 6  # below this no paired test can reach 5 % two-sided (Wilcoxon's smallest p at n = 5 is 0.0625)
 ALPHA = 0.05
 ALIGN_ON = ["scene", "config", "rule", "profile", "link", "fault", "planner", "repeat"]
-COMPARED_METRICS = ["success", "progress", "avg_speed", "avg_curvature", "avg_acceleration", "avg_jerk",
-                    "final_distance_m", "min_clearance_m", "duration_s", "t_tot_ms"]
+# Each compared metric (the results-table column) and what it is, in the report's words; a metric no trial of a
+# comparison has is left out of it (a mission with no scene has no clearance, hardware no truth).
+METRICS = {"success": "success rate", "progress": "progress (share of the route)",
+           "time_used_s": "time used (vehicle s)", "duration_s": "navigation duration (vehicle s)",
+           "path_length_m": "path length (m)", "avg_speed": "average speed (m/s)",
+           "tracking_error_m": "route tracking error (m)", "tcr_1": "TCR@1 (share of the route within 1 m)",
+           "final_distance_m": "final distance to the goal (m)", "min_clearance_m": "minimum clearance (m)",
+           "avg_curvature": "average curvature (1/m)", "avg_acceleration": "average acceleration (m/s^3)",
+           "avg_jerk": "average jerk (m/s^5)", "truth_error_h_m": "estimate against truth, horizontal (m)",
+           "truth_error_v_m": "estimate against truth, vertical (m)", "t_tot_ms": "onboard T_tot (ms)"}
+COMPARED_METRICS = list(METRICS)
+RATES = {"success"}  # pass/fail per trial: a Wilson interval for a target's own value
+BENCH = "px4-hitl"  # the HITL bench's target name (targets.spec): the hardware here
 
 
 # How a flight went, on both targets: two pairs of repeats equal in all of these are copies of one pair
 # (compute time differs between copies of one flight, so it is not one of them).
 FLIGHT_METRICS = [m for m in COMPARED_METRICS if m != "t_tot_ms"]
+
+
+def reference_target(targets: list[str]) -> str:
+    """What the other targets are measured against: the bench (px4-hitl) when there is one, else a flight
+    controller on a connection string, else PX4 SITL with SIH, else PX4 SITL on the harness's physics, else the
+    first named."""
+    preferences = (lambda t: t.startswith(BENCH), lambda t: "://" in t,
+                   lambda t: t.startswith(PX4_SITL) and not t.endswith(ON_HARNESS_PHYSICS),
+                   lambda t: t.startswith(PX4_SITL))
+    for prefer in preferences:
+        found = [t for t in targets if prefer(t)]
+        if found:
+            return found[0]
+    return targets[0]
+
+
+def compared_metrics(results: pd.DataFrame) -> list[str]:
+    """The metrics of COMPARED_METRICS that some trial of `results` has; a navigation's duration not where every
+    trial that has one is a mission's, whose time used it then repeats."""
+    def has(metric: str) -> pd.Series:
+        return pd.to_numeric(results[metric], errors="coerce").notna() if metric in results else \
+            pd.Series(False, index=results.index)
+
+    repeated = {"duration_s"} if (has("duration_s") <= has("time_used_s")).all() else set()
+    return [m for m in COMPARED_METRICS if has(m).any() and m not in repeated]
+
+
+def target_order(targets: list[str]) -> list[str]:
+    """Targets from the simplest simulation to the hardware: the built-in vehicle, PX4 SITL with SIH, PX4 SITL on
+    the harness's physics, the bench, flight controllers on connection strings (each kind in the order given)."""
+    def rank(target: str) -> int:
+        if target.startswith(BENCH):
+            return 3
+        if "://" in target:
+            return 4
+        if target.startswith(PX4_SITL):
+            return 2 if target.endswith(ON_HARNESS_PHYSICS) else 1
+        return 0
+
+    return sorted(targets, key=rank)
+
+
+def target_values(results: pd.DataFrame, targets: list[str]) -> pd.DataFrame:
+    """Each target's own value of each compared metric over its trials: metric, target, value, low, high, n (a
+    95 % Wilson interval for a rate, Student's t for a mean; NaN where the target has none of it)."""
+    rows = []
+    for metric in compared_metrics(results):
+        for target in targets:
+            values = pd.to_numeric(results.loc[results["target"] == target, metric], errors="coerce").to_numpy(float)
+            estimate = wilson_rate(values) if metric in RATES else t_mean(values)
+            rows.append({"metric": metric, "target": target, "value": estimate.value, "low": estimate.low,
+                         "high": estimate.high, "n": estimate.n})
+    return pd.DataFrame(rows, columns=["metric", "target", "value", "low", "high", "n"])
 
 
 def aligned_pairs(results: pd.DataFrame, reference: str, target: str) -> pd.DataFrame:
@@ -51,13 +120,15 @@ def metric_gaps(results: pd.DataFrame, reference: str, target: str) -> pd.DataFr
     """
     pairs = aligned_pairs(results, reference, target)
     rows = []
-    for metric in COMPARED_METRICS:
+    for metric in compared_metrics(results):
         if f"{metric}_ref" not in pairs.columns:
             continue
-        ref = pairs[f"{metric}_ref"].astype(float)
-        tgt = pairs[f"{metric}_tgt"].astype(float)
+        ref = pd.to_numeric(pairs[f"{metric}_ref"], errors="coerce").astype(float)
+        tgt = pd.to_numeric(pairs[f"{metric}_tgt"], errors="coerce").astype(float)
         differences = (tgt - ref).to_numpy()
-        gap = bootstrap_mean(differences, label=f"gap|{reference}|{target}|{metric}")
+        if not np.isfinite(differences).any():
+            continue  # no pair has it on both sides (hardware has no truth): not in Holm's family either
+        gap = t_mean(differences)
         rows.append({"metric": metric, "reference": ref.mean(), "target": tgt.mean(), "difference": gap.value,
                      "low": gap.low, "high": gap.high, "pairs": gap.n, "p": paired_p_value(differences),
                      "ci_excludes_zero": significant(gap)})

@@ -11,6 +11,13 @@ Per trial and quantity: the mean error with a 95 % confidence interval, and the 
 Successive errors are strongly correlated (an estimator drifts slowly), so the interval comes from
 the means of 2 s blocks (a t interval over the blocks), not from the raw samples, which would
 overstate the certainty by the correlation length.
+
+Every target with a truth (bridges.truth: the built-in vehicle's state, PX4 SIH's HIL_STATE_QUATERNION, the
+harness's physics for PX4 SITL or a board on the bench) also keeps it beside each telemetry snapshot (table
+``truth``, records.truth), so the position the telemetry reports can be set against it on all of them alike
+(`estimate_against_truth`): the comparison a sim-to-bench report makes across targets. It is coarser than the
+ULog's: a truth read as the snapshot arrives is off by the snapshot's transport delay (at speed x, x times as
+many vehicle seconds), and the built-in vehicle's estimate is its truth (zero by construction).
 """
 
 from __future__ import annotations
@@ -111,6 +118,28 @@ def trial_estimation(record_dir: Path) -> dict[str, float]:
         columns.update({name: summary.mean, f"{name}_low": summary.low, f"{name}_high": summary.high,
                         f"{name}_p95": summary.p95})
     return columns
+
+
+# The telemetry's position against the truth table's, per snapshot: each figure's column and what it is.
+TRUTH_ERRORS = {"truth_error_h_m": "horizontal position against the truth (m)",
+                "truth_error_v_m": "vertical position against the truth (m)"}
+
+
+def estimate_against_truth(telemetry: pd.DataFrame, truth: pd.DataFrame) -> dict[str, float]:
+    """Mean and 95th percentile (`_p95`) of |estimate - truth|, horizontal and vertical (TRUTH_ERRORS), over the
+    snapshots of `telemetry` that `truth` (the same snapshots' true north, east, down, by t_ns) has; NaN where none
+    has one (a target with no truth)."""
+    axes = ["north", "east", "down"]
+    both = telemetry[["t_ns", *axes]].merge(truth[["t_ns", *axes]], on="t_ns", suffixes=("", "_true")) \
+        if len(telemetry) and len(truth) else pd.DataFrame()
+    if both.empty:
+        return {name: math.nan for column in TRUTH_ERRORS for name in (column, f"{column}_p95")}
+    error = both[axes].to_numpy(float) - both[[f"{a}_true" for a in axes]].to_numpy(float)
+    out = {}
+    for column, values in (("truth_error_h_m", np.hypot(error[:, 0], error[:, 1])),
+                           ("truth_error_v_m", np.abs(error[:, 2]))):
+        out[column], out[f"{column}_p95"] = float(values.mean()), float(np.percentile(values, 95))
+    return out
 
 
 def format_estimation(columns: dict[str, float]) -> str:

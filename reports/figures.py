@@ -10,13 +10,15 @@ was judged against, the scene, the platform) and the record's tables:
   obstacles, the vehicle radius taken off) and `margin_fence_m` (the closest approach to the scene's rectangle
   or ceiling, negative beyond it);
 - a route flown by the autopilot (`MissionSummary`): the stages completed and the mission metrics of the
-  armed flight (`mission_metrics`, per stage too); its margins against the scene and the airspace its judge
+  armed flight (`mission_metrics`, per stage too), how far it strayed from the route (`tracking_error_m`: the
+  mean distance of its positions from the route); its margins against the scene and the airspace its judge
   watched (`reports.metrics.airspace_room`), NaN where its summary names none (a record from before);
 - both: the margins on the positions the judge used (`judged_on`: the target's truth where it has one, its
   estimate otherwise), and each side apart (`JUDGED_FIGURES`: minimum clearance and fence margin on the truth
   table `records.truth` and on the telemetry, the truth's NaN where the record has none), so a report can show
   where the two disagree; PX4's estimate against the physics' truth, where the record has them
-  (`trial_estimation`);
+  (`trial_estimation`), and the telemetry's position against the truth table on any target that has one
+  (`estimate_against_truth`);
 - any other summary: none (a `FiguresSummary` brings its own).
 
 Neither summary carries the time budget, so the time margin (`margin_time_s`) is the report's, from the rule's
@@ -58,7 +60,7 @@ from records.record import (
 )
 from records.summary import Column, MissionSummary, NavigationSummary, Outcome, Summary
 from records.truth import TRUTH_TABLE
-from reports.estimation import trial_estimation
+from reports.estimation import estimate_against_truth, trial_estimation
 from reports.metrics import (
     Trajectory,
     airspace_room,
@@ -68,9 +70,10 @@ from reports.metrics import (
     timing_summary,
     trial_metrics,
 )
+from reports.trial_summary import distance_to_polyline
 
 # Raise when a figure's computation changes: a campaign's kept figures of another version are computed again.
-FIGURES_VERSION = 3
+FIGURES_VERSION = 4
 MARGIN_FIGURES = ("margin_clearance_m", "margin_fence_m")  # the distance margins; NaN where not applicable
 # The margins on each side: the target's truth and its estimate (NaN where the record has no such side).
 JUDGED_FIGURES = ("min_clearance_truth_m", "min_clearance_estimate_m", "margin_fence_truth_m",
@@ -102,8 +105,8 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
         telemetry = telemetry[(telemetry["t_ns"] >= summary.nav_start_ns) & (telemetry["t_ns"] <= end_ns)]
     else:
         telemetry = pd.DataFrame()
-    trajectory, truth = (_trajectory(rows, summary.speed_factor, summary.home)
-                         for rows in (telemetry, _true_positions(record, telemetry)))
+    true_rows = _true_positions(record, telemetry)
+    trajectory, truth = (_trajectory(rows, summary.speed_factor, summary.home) for rows in (telemetry, true_rows))
     shortest = summary.facts.shortest_length_m
     if trajectory is None or len(trajectory) < 2:
         flown: Figures = {"path_length_m": 0.0, "shortest_length_m": shortest, "oracle_success": False,
@@ -122,7 +125,8 @@ def _navigation(record: Path, summary: NavigationSummary) -> Figures:
         flown.update(_judged(summary.judged_on, (flown["min_clearance_m"], flown["margin_fence_m"]),
                              (true.min_clearance_m, true.margin_fence_m) if true is not None else None))
     latency = latency_columns(_optional_table(record, "ros2")) if is_ros2(summary.planner) else {}
-    return {**flown, **timing_summary(_optional_table(record, "timing")), **latency}
+    return {**flown, **estimate_against_truth(telemetry, true_rows), **timing_summary(_optional_table(record, "timing")),
+            **latency}
 
 
 def _mission(record: Path, summary: MissionSummary) -> Figures:
@@ -138,17 +142,21 @@ def _mission(record: Path, summary: MissionSummary) -> Figures:
     telemetry = vehicle_time(stamped, summary.speed_factor) if len(stamped) else stamped
     flown = telemetry[telemetry["armed"].astype(bool)] if "armed" in telemetry else telemetry
     out.update(dict.fromkeys(MARGIN_FIGURES + JUDGED_FIGURES, math.nan))
+    truth = _true_positions(record, stamped)
+    truth = truth[truth["armed"].astype(bool)] if "armed" in truth else truth
+    out.update(estimate_against_truth(stamped, truth))  # on the harness's stamps, by which the truth is keyed
     if len(flown) < 2:
         return {**out, "success": success, "collided": collided}
     trajectory = Trajectory.from_telemetry(flown, offset=np.array(route.home))
     stages = [(label, np.array(path)) for label, path in route.stages]
-    out.update(mission_metrics(trajectory, np.array(route.reference), stages, goal_radius=route.success_radius_m,
+    reference = np.array(route.reference)
+    out.update(mission_metrics(trajectory, reference, stages, goal_radius=route.success_radius_m,
                                success=success, collided=collided))
+    # How closely the route was followed: the mean distance of the armed flight's positions from it.
+    out["tracking_error_m"] = float(distance_to_polyline(trajectory.pos, reference).mean())
     if summary.airspace is not None:
         scene, airspace = _judged_against(record, summary)
         radius = summary.judged_radius_m
-        truth = _true_positions(record, stamped)
-        truth = truth[truth["armed"].astype(bool)] if "armed" in truth else truth
 
         def margins(flight: Trajectory | None) -> tuple[float, float] | None:
             if flight is None or not len(flight):

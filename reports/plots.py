@@ -137,3 +137,49 @@ def distributions(samples: dict[str, np.ndarray], title: str, ylabel: str) -> by
     axes.set_ylabel(ylabel)
     axes.set_title(title)
     return _png(figure)
+
+
+def targets_by_metric(values: pd.DataFrame, gaps: pd.DataFrame, reference: str, labels: dict[str, str]) -> bytes:
+    """One panel per metric: each target's value with its 95 % interval (`values`: metric, target, value, low, high,
+    n), the reference's as a dashed line across the panel, and above each other target its mean paired difference
+    from the reference with its interval (`gaps`: target, metric, difference, low, high, pairs, significant; a bold
+    one is significant)."""
+    metrics = list(dict.fromkeys(values["metric"]))
+    targets = list(dict.fromkeys(values["target"]))
+    columns = min(3, len(metrics))
+    rows = -(-len(metrics) // columns)
+    figure, panels = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.0 * rows), squeeze=False)
+    colours = {t: f"C{k}" for k, t in enumerate(targets)}
+    for axes, metric in zip(panels.flat, metrics):
+        rows_of = values[values["metric"] == metric].set_index("target").reindex(targets)
+        x = np.arange(len(targets))
+        for k, target in enumerate(targets):
+            value, low, high = rows_of.loc[target, ["value", "low", "high"]].astype(float)
+            if np.isnan(value):
+                axes.text(k, 0.5, "none", ha="center", va="center", transform=axes.get_xaxis_transform(),
+                          fontsize=7, color="0.5")
+                continue
+            error = np.array([[max(value - low, 0.0)], [max(high - value, 0.0)]]) if not np.isnan(low) else None
+            axes.errorbar(k, value, yerr=error, fmt="o", color=colours[target], capsize=4, ms=5)
+        reference_value = rows_of.loc[reference, "value"] if reference in rows_of.index else np.nan
+        if not np.isnan(reference_value):
+            axes.axhline(reference_value, color=colours[reference], ls="--", lw=0.8)
+        for _, gap in gaps[gaps["metric"] == metric].iterrows():
+            if np.isnan(gap["difference"]):
+                continue
+            text = f"Δ {gap['difference']:+.3g}\n" + (f"[{gap['low']:+.3g}, {gap['high']:+.3g}]" if not np.isnan(
+                gap["low"]) else f"({int(gap['pairs'])} pair)")
+            axes.annotate(text, (targets.index(gap["target"]), 1.0), xycoords=("data", "axes fraction"),
+                          xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
+                          fontweight="bold" if gap["significant"] else "normal")
+        axes.set_xticks(x, targets, rotation=15, fontsize=7)
+        axes.set_xlim(-0.6, len(targets) - 0.4)
+        axes.set_title(labels.get(metric, metric), fontsize=8, pad=24)
+        axes.tick_params(axis="y", labelsize=7)
+        axes.margins(y=0.15)
+    for axes in list(panels.flat)[len(metrics):]:
+        axes.set_visible(False)
+    figure.suptitle(f"Each target's value (95 % CI); Δ: mean paired difference from {reference} (95 % t CI)",
+                    fontsize=9)
+    figure.tight_layout()
+    return _png(figure)

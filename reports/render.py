@@ -12,7 +12,8 @@ metrics (FlightBench, UAV-ON, HUGE-Bench) with CIs; safety; onboard computation 
 Table 5); flakiness; marginal verdicts (trials within a user-set margin of their verdict's limit, and how
 often each case's verdict flipped across repeats and targets); truth and estimate (what each verdict was judged
 on, and the trials whose truth and estimate fall on either side of a limit); flown tracks on the scene; and, when
-the runs cover more than one target, simulation versus hardware.
+the runs cover more than one target, the targets side by side against a reference (reports.compare: simulation
+against the bench, versus hardware, or versus simulation), with each target's estimate against its truth.
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ import pandas as pd
 from records.clock import NOMINAL_CLOCK
 from records.fidelity_run import FIDELITY_KIND
 from reports import plots
-from reports.compare import MIN_PAIRS, metric_gaps, track_deviations
+from reports.compare import (
+    BENCH,
+    METRICS,
+    MIN_PAIRS,
+    metric_gaps,
+    reference_target,
+    target_order,
+    target_values,
+    track_deviations,
+)
 from reports.estimation import QUANTITIES
 from reports.fidelity import (
     MIN_RELATIVE_BAND,
@@ -48,6 +58,7 @@ from reports.stats import (
     flakiness,
     grouped_means,
     observations,
+    t_mean,
     trials_behind,
     wilson_rate,
 )
@@ -625,25 +636,45 @@ def _track_section(results: pd.DataFrame) -> list[Block]:
 def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block]:
     from missions.scenes import scene_for
 
-    reference = targets[0]
-    hardware = [t for t in targets[1:] if _is_hardware(t)]
-    blocks: list[Block] = [Heading("Simulation versus hardware" if hardware else "Simulation versus simulation"),
-                           Paragraph(f"Trials aligned by scene, configuration, rule, profile, link, fault, planner and "
-                                     f"repeat; each target against {reference}. Differences are target minus "
-                                     f"reference, mean of paired differences [95 % CI]. A gap is significant with "
-                                     f"at least {MIN_PAIRS} pairs, a Wilcoxon signed-rank p below 5 % after Holm's "
-                                     f"correction over the metrics compared (column p), and an interval that "
-                                     f"excludes zero.")]
-    for target in targets[1:]:
-        gaps = metric_gaps(results, reference, target)
-        kind = "hardware" if target in hardware else "simulator"
+    targets = target_order(targets)
+    reference = reference_target(targets)
+    others = [t for t in targets if t != reference]
+    hardware = [t for t in targets if _is_hardware(t)]
+    title = ("Simulation against the bench" if any(t.startswith(BENCH) for t in targets)
+             else "Simulation versus hardware" if hardware else "Simulation versus simulation")
+    values = target_values(results, targets)
+    gaps = {target: metric_gaps(results, reference, target) for target in others}
+    blocks: list[Block] = [Heading(title),
+                           Paragraph(f"Every target against {reference} (the bench when the runs have one, else a "
+                                     "flight controller on a connection string, else PX4 SITL with SIH). Each "
+                                     "target's own value: mean [95 % CI] (n trials), Wilson's interval for the "
+                                     "success rate and Student's t for means. Trials are paired by scene, "
+                                     "configuration, rule, profile, link, fault, planner and repeat; a difference "
+                                     "is target minus reference, the mean of the paired differences [95 % "
+                                     "Student's t CI] (n pairs), starred when significant: at least "
+                                     f"{MIN_PAIRS} pairs, a Wilcoxon signed-rank p below 5 % after Holm's "
+                                     "correction over the metrics compared, and an interval that excludes zero. "
+                                     "Intervals are t rather than this report's bootstrap because bench trials "
+                                     "are few: a bootstrap over two pairs is their own range. One trial or pair "
+                                     "has no interval.")]
+    blocks.append(Table(_side_by_side(values, gaps, targets, reference)))
+    if len(values):
+        every_gap = pd.concat([g.assign(target=t) for t, g in gaps.items()], ignore_index=True) if gaps else \
+            pd.DataFrame(columns=["target", "metric", "difference", "low", "high", "significant"])
+        blocks.append(Figure("targets_by_metric", f"Each target's value per metric, and its paired difference from "
+                                                  f"{reference}", plots.targets_by_metric(values, every_gap, reference,
+                                                                                          METRICS)))
+    blocks += _truth_by_target(results, targets)
+    for target in others:
+        table = gaps[target]
+        kind = "hardware" if target in hardware else "the bench" if target.startswith(BENCH) else "simulator"
         blocks.append(Heading(f"{target} ({kind}) vs {reference}", 3))
-        flagged = ", ".join(gaps.loc[gaps["significant"], "metric"]) or "none"
+        flagged = ", ".join(table.loc[table["significant"], "metric"]) or "none"
         blocks.append(Paragraph(f"Significant gaps: {flagged}."))
-        shown = gaps.assign(difference=[f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]" for d, lo, hi in
-                                        zip(gaps["difference"], gaps["low"], gaps["high"])],
-                            p=[f"{p:.3g}" for p in gaps["p"]],
-                            significant=["yes" if s else "no" for s in gaps["significant"]])
+        shown = table.assign(difference=[_interval(Estimate(d, lo, hi, n), "+.3g") for d, lo, hi, n in
+                                         zip(table["difference"], table["low"], table["high"], table["pairs"])],
+                             p=[f"{p:.3g}" for p in table["p"]],
+                             significant=["yes" if s else "no" for s in table["significant"]])
         blocks.append(Table(shown[["metric", "reference", "target", "difference", "pairs", "p", "significant"]]))
         deviations = track_deviations(results, reference, target)
         if not deviations.empty:
@@ -668,6 +699,70 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
             blocks.append(Figure(f"{column}_by_target", f"{label} by target",
                                  plots.distributions(samples, f"{label} by target", unit)))
     return blocks
+
+
+def _side_by_side(values: pd.DataFrame, gaps: dict[str, pd.DataFrame], targets: list[str],
+                  reference: str) -> pd.DataFrame:
+    """One row per metric: each target's value [CI] (n), then each other target's paired difference from the
+    reference [CI] (pairs), starred when significant."""
+    rows = []
+    for metric, group in values.groupby("metric", sort=False):
+        row = {"metric": METRICS.get(metric, metric)}
+        for _, value in group.set_index("target").reindex(targets).iterrows():
+            row[value.name] = _interval(Estimate(value["value"], value["low"], value["high"], int(value["n"])), ".3f")
+        for target, table in gaps.items():
+            gap = table[table["metric"] == metric]
+            row[f"{target} - {reference}"] = "-" if gap.empty else _interval(Estimate(
+                *gap[["difference", "low", "high"]].iloc[0].astype(float), int(gap["pairs"].iloc[0])), "+.3g") + (
+                " *" if gap["significant"].iloc[0] else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _interval(estimate: Estimate, spec: str) -> str:
+    """value [low, high] (n), the value alone (1) where one sample has no interval, - where there is none."""
+    if not estimate.n or math.isnan(estimate.value):
+        return "-"
+    if math.isnan(estimate.low):
+        return f"{estimate.value:{spec}} ({estimate.n})"
+    return f"{estimate.value:{spec}} [{estimate.low:{spec}}, {estimate.high:{spec}}] ({estimate.n})"
+
+
+def _truth_of(rows: pd.DataFrame, target: str) -> str:
+    """What a target's truth is (bridges.truth), from its name and the physics its trials flew."""
+    if not pd.to_numeric(rows["truth_error_h_m"], errors="coerce").notna().any():
+        return "none: its estimate is all there is"
+    if "physics" in rows and (rows["physics"] == "harness").any() or target.startswith(BENCH):
+        return "the harness's physics"
+    if target.startswith("px4-sitl"):
+        return "PX4 SIH (HIL_STATE_QUATERNION)"
+    return "the vehicle's state: its estimate is its truth"
+
+
+def _truth_by_target(results: pd.DataFrame, targets: list[str]) -> list[Block]:
+    """The telemetry's position against the target's truth, per target that has one (reports.estimation)."""
+    if "truth_error_h_m" not in results:
+        return []
+    rows = []
+    for target in targets:
+        trials = results[results["target"] == target]
+        row = {"target": target, "truth": _truth_of(trials, target)}
+        for column, label in (("truth_error_h_m", "horizontal"), ("truth_error_v_m", "vertical")):
+            mean = t_mean(pd.to_numeric(trials[column], errors="coerce").to_numpy(float))
+            p95 = pd.to_numeric(trials[f"{column}_p95"], errors="coerce").mean()
+            row[f"{label} mean (m)"] = _interval(mean, ".3f")
+            row[f"{label} p95 (m)"] = "-" if math.isnan(p95) else f"{p95:.3f}"
+        if "est_pos_h_m" in trials and trials["est_pos_h_m"].notna().any():
+            row["EKF2 horizontal, ULog (m)"] = _interval(t_mean(trials["est_pos_h_m"].to_numpy(float)), ".3f")
+        rows.append(row)
+    return [Heading("The estimate against the truth, per target", 3),
+            Paragraph("Each telemetry snapshot's position against the target's truth at that snapshot (records.truth), "
+                      "while armed: |estimate - truth| horizontal and vertical, mean of the trial means [95 % "
+                      "Student's t CI] (n trials) and the mean of the trials' 95th percentiles. The truth is read as the "
+                      "snapshot arrives, so its transport delay counts as error (more at a higher speed factor). "
+                      "Where PX4 flew the harness's physics its ULog's EKF2 estimate is also set against the "
+                      "physics' truth on the same clock (column EKF2, section PX4's estimate against the truth)."),
+            Table(pd.DataFrame(rows).fillna("-"))]
 
 
 def _is_hardware(target: str) -> bool:

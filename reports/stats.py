@@ -76,6 +76,23 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, *, resamples: int = RES
     return Estimate(value, float(low), float(high), n)
 
 
+def t_mean(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -> Estimate:
+    """Mean of `values` with Student's t interval (n - 1 degrees of freedom); NaNs are ignored, one value has no
+    interval (NaN bounds). For a few paired differences (a handful of bench trials), where a bootstrap's interval
+    is the sample's own range and so narrower than the spread it stands for (two values: their min and max)."""
+    data = _clean(values)
+    n = len(data)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    value = float(data.mean())
+    if n == 1:
+        return Estimate(value, math.nan, math.nan, 1)
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * float(data.std(ddof=1)) / math.sqrt(n)
+    return Estimate(value, value - half, value + half, n)
+
+
 def wilson_rate(values: Sequence[float] | np.ndarray, *, level: float = LEVEL) -> Estimate:
     """A rate (booleans or 0/1, NaNs ignored) with its Wilson score interval.
 
