@@ -49,14 +49,22 @@ run: $(STAMP)
 # not yet dependable. `make test TEST_WORKERS=3` runs three. -rfER lists failures, errors and PX4
 # reruns by name (a test that needs reruns often shows it).
 TEST_WORKERS ?= 2
+# TEST_ARGS: more pytest options (benchmarks/test_suite.py adds a JUnit XML file to time each file).
+TEST_ARGS ?=
+# The onboard tests on Python 3.10 (test-py310, one process) run beside the two workers rather than after
+# them: the workers leave CPU idle while vehicles fly in real time, and most of that run is numba compiling
+# for 3.10 on a clean clone. Its output is printed once it is done.
+PY310_LOG := $(VENV)/test-py310.log
 test: $(STAMP) $(RAY_STAMP) chromium
-	$(PY) -m pytest -q -rfER -n $(TEST_WORKERS) --dist loadfile --durations=15
-	@$(MAKE) --no-print-directory test-py310
+	@$(MAKE) --no-print-directory test-py310 > $(PY310_LOG) 2>&1 & py310=$$!; \
+	$(PY) -m pytest -q -rfER -n $(TEST_WORKERS) --dist loadfile --durations=15 $(TEST_ARGS); status=$$?; \
+	wait $$py310; py310_status=$$?; cat $(PY310_LOG); \
+	if [ $$status -ne 0 ]; then exit $$status; fi; exit $$py310_status
 
 # The inner loop of a change: the fast tier, the core of every package without flying (tests/conftest.py's
 # FAST_MODULES), in about two minutes on two cores. It is in addition to `make test`, which CI runs.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -rfE -m fast -n $(TEST_WORKERS) --dist loadfile --durations=10
+	$(PY) -m pytest -q -rfE -m fast -n $(TEST_WORKERS) --dist loadfile --durations=10 $(TEST_ARGS)
 
 # The onboard side on the Python companion computers ship (3.10: JetPack 6, ROS 2 Humble), in a virtual
 # environment of its own. Python 3.10 from PATH, else pyenv's, else one uv installs; without any, it says
@@ -68,12 +76,15 @@ ONBOARD_TESTS := tests/test_onboard_units.py tests/test_lockstep.py tests/test_o
 FIND_PY310 := python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null || \
 	ls "$$(pyenv root 2>/dev/null)"/versions/3.10.*/bin/python3.10 2>/dev/null | tail -1 | grep . || \
 	{ $(PY) -m pip install --quiet uv && $(VENV)/bin/uv python install 3.10 && $(VENV)/bin/uv python find 3.10; } 2>/dev/null
+# The environment is installed again only when pyproject.toml changes (its stamp), as .venv is.
+STAMP310 := $(VENV310)/.installed
 test-py310: $(STAMP)
 	@py=$$($(FIND_PY310)); \
 	if [ -z "$$py" ]; then echo "no Python 3.10 here and uv could not install one: the onboard tests on 3.10 are skipped"; exit 0; fi; \
 	echo "== the onboard side on $$($$py --version) ($$py)"; \
 	[ -x $(VENV310)/bin/python ] || $$py -m venv $(VENV310); \
-	$(VENV310)/bin/python -m pip install --quiet --upgrade pip && $(VENV310)/bin/python -m pip install --quiet -e '.[test]' && \
+	{ [ $(STAMP310) -nt pyproject.toml ] || { $(VENV310)/bin/python -m pip install --quiet --upgrade pip && \
+	  $(VENV310)/bin/python -m pip install --quiet -e '.[test]' && touch $(STAMP310); }; } && \
 	timeout 900 $(VENV310)/bin/python -m pytest -q -p no:cacheprovider -o faulthandler_timeout=300 $(ONBOARD_TESTS)
 
 # Debian's chromium for the report's browser test, installed where the machine allows it (root and
