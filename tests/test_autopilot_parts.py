@@ -1,6 +1,7 @@
-"""The built-in autopilot's parts exchange data, not private names (issue 35): a part that is an object of
-its own (the failsafe checks) reads the vehicle's public state and returns actions; no module of the
-autopilot reaches into another object's `_name`s, and the failsafe checks not even into their vehicle's."""
+"""The built-in autopilot's parts exchange data, not private names (issue 35): the navigator and the failsafe
+checks read the vehicle's public state and return what they decided (triplets, texts and mode requests;
+failsafe actions) for the commander to apply; no module of the autopilot reaches into another object's
+`_name`s, and those parts not even into their vehicle's. Also the landing timings measured on PX4 v1.16.1."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
+from missions.geo import GeoOrigin
 from physics.faults import VehicleFaults
 from profiles.library import load_vehicle_profile
 from px4.modes import FlightMode
@@ -19,13 +22,16 @@ from px4.params import ParamStore
 from px4.sim.autopilot import Autopilot
 from px4.sim.control import TrajectorySetpoint
 from px4.sim.failsafe_checks import Act, FailsafeChecks
+from px4.sim.flight_task import Kind
 from px4.sim.manual import ManualControl
+from px4.sim.mission_items import MissionItem
+from px4.sim.mission_navigator import HoldAt, Navigator, Say, Switch
 
 SIM = Path(__file__).resolve().parent.parent / "px4" / "sim"
-AUTOPILOT_FILES = ("autopilot.py", "auto_modes.py", "landing.py", "takeoff.py", "orbit.py", "manual.py",
+AUTOPILOT_FILES = ("autopilot.py", "mission_navigator.py", "auto_modes.py", "landing.py", "takeoff.py", "orbit.py", "manual.py",
                    "flight_task.py", "navigator.py", "failsafe.py", "failsafe_checks.py", "battery.py")
 # Parts that are objects of their own, without helper classes: they touch no private name but their own.
-PARTS = ("failsafe_checks.py", "failsafe.py", "flight_task.py", "orbit.py", "manual.py")
+PARTS = ("failsafe_checks.py", "failsafe.py", "mission_navigator.py", "flight_task.py", "orbit.py", "manual.py")
 
 
 def _private_reads(path: Path, own_only: bool) -> list[str]:
@@ -141,3 +147,35 @@ def test_an_offboard_descent_onto_the_ground_is_detected_as_late_as_on_px4():
         landed = ap.time_s if ap.landed else None
     assert touchdown is not None and landed is not None
     assert 2.5 <= landed - touchdown <= 3.6, f"landed {landed - touchdown:.2f} s after touchdown"
+
+
+def _nav_status(position: tuple[float, float, float], landed: bool = False, time_s: float = 0.0) -> SimpleNamespace:
+    """The vehicle's published state as the navigator reads it."""
+    params = ParamStore()
+    return SimpleNamespace(time_s=time_s, armed=True, landed=landed, home=(0.0, 0.0, 0.0), params=params,
+                           origin=GeoOrigin(params["SIH_LOC_LAT0"], params["SIH_LOC_LON0"], params["SIH_LOC_H0"]),
+                           dyn=SimpleNamespace(pos=position, yaw=0.0), position=position)
+
+
+def test_the_navigator_turns_the_mission_into_triplets_and_asks_the_commander_for_the_rest():
+    local = mavlink.MAV_FRAME_LOCAL_NED
+    nav = Navigator()
+    nav.load([MissionItem(seq=0, frame=local, command=mavlink.MAV_CMD_NAV_TAKEOFF, z=-5.0),
+              MissionItem(seq=1, frame=local, command=mavlink.MAV_CMD_NAV_WAYPOINT, x=int(10.0 * 1e4), z=-5.0),
+              MissionItem(seq=2, frame=mavlink.MAV_FRAME_MISSION, command=mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH)])
+    assert not nav.mission_valid, "checked on the next cycle, as PX4's navigator does"
+    nav.cycle()
+    assert nav.mission_valid
+    events = nav.activate(FlightMode.MISSION, _nav_status((0.0, 0.0, 0.0), landed=True), FlightMode.HOLD)
+    assert events == (Say("Executing Mission"), Say("Climb to 5.0 meters above home"))
+    assert nav.triplet.kind == Kind.TAKEOFF and nav.triplet.current == (0.0, 0.0, -5.0)
+    assert nav.update(FlightMode.MISSION, _nav_status((0.0, 0.0, -4.9))) == ()
+    assert nav.seq_reached == 0 and nav.triplet.kind == Kind.POSITION
+    assert nav.triplet.current == pytest.approx((10.0, 0.0, -5.0)) and nav.triplet.previous == (0.0, 0.0, -5.0)
+    assert nav.update(FlightMode.MISSION, _nav_status((5.0, 0.0, -5.0))) == (), "on the way"
+    events = nav.update(FlightMode.MISSION, _nav_status((10.0, 0.0, -5.0)))
+    assert events[0] == Say("Returning to launch") and events[-1] == Switch(FlightMode.RTL)
+    assert isinstance(events[1], HoldAt), "the commander holds at the last item until it switches"
+    assert nav.mission_finished and list(nav.reached_items) == [0, 1, 2]
+    said = nav.activate(FlightMode.RTL, _nav_status((10.0, 0.0, -5.0)), FlightMode.HOLD)
+    assert said[0].text.startswith("RTL: start return at") and nav.triplet.kind == Kind.POSITION

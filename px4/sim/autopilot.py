@@ -6,11 +6,14 @@ and turns all of that into setpoints for the controllers of `control.py`. It kno
 MAVLink: `mavlink_server.py` translates messages into these calls, and the lockstep vehicle calls
 them directly, so both clocks fly the very same logic.
 
-This module is the commander (arming, modes, commands, the step loop). The failsafe checks
-(failsafe_checks) are a part of their own, as in PX4's commander: they read the state the commander
-publishes (its public attributes) and return actions that the commander applies. Still mixed in from
-their own modules: the auto modes' navigation (auto_modes), landing and auto-disarm (landing) and the
-battery (battery); the types they share are in autopilot_types.
+This module is the commander (arming, modes, commands, the step loop). Its parts exchange data as
+PX4's commander, navigator and flight-mode manager do over uORB: they read the state the commander
+publishes (its public attributes) and hand back what they decided. The navigator (mission_navigator)
+keeps the mission and the auto modes' progress and publishes the triplet the flight task
+(flight_task) flies, returning texts and mode requests that the commander applies; the failsafe
+checks (failsafe_checks) return actions that the commander applies. Still mixed in from their own
+modules: Orbit and Follow Target (auto_modes), landing and auto-disarm (landing) and the battery
+(battery); the types they share are in autopilot_types.
 
 Time is simulation time (`time_s`), advanced only by `step()`, `run()` and `advance()`.
 """
@@ -54,11 +57,12 @@ from px4.sim.control import (
     setpoint_array,
 )
 from px4.sim.failsafe_checks import Act, FailsafeAction, FailsafeChecks
-from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
+from px4.sim.flight_task import AutoFlightTask, Triplet
 from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
 from px4.sim.landing import LandingState
 from px4.sim.manual import ManualControl, ground_slowdown
 from px4.sim.mission_items import MissionItem
+from px4.sim.mission_navigator import HoldAt, NavEvent, Navigator, Say
 from px4.sim.orbit import Orbit
 from px4.sim.takeoff import LandDetector, TakeoffHandling
 
@@ -112,38 +116,25 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         self.failsafe = False
         # Messages for the pilot and protocol events, drained by whoever speaks for the vehicle.
         self.statustexts: deque[tuple[int, str]] = deque(maxlen=64)
-        self.reached_items: deque[int] = deque(maxlen=64)
-        self.seq_reached = -1  # PX4's mission_result.seq_reached: the last item reached, -1 for none yet
         self.offboard: OffboardInput | None = None
         self.manual = ManualControl()
         self._failsafe_checks = FailsafeChecks()
         self.gcs_heard_s: float | None = None  # the last ground-station HEARTBEAT; None: none ever
         self._stick_hold: tuple[float, float, float] | None = None
         self._altitude_hold: float | None = None
-        self.mission: list[MissionItem] = []
-        # PX4's navigator checks an upload on its next cycle; until then the previous mission's
-        # verdict stands (so a start right after the first upload finds no valid mission).
-        self._mission_valid = False
-        self._mission_check_due = False
+        self._navigator = Navigator()
         # Geofence and rally point lists are stored and returned (MAVLink mission types 1 and 2).
         self.extra_missions: dict[int, list[MissionItem]] = {}
-        self.mission_current = 0
-        self.mission_finished = False
         self._motors = np.zeros(4)
         self.current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None = None
         self._task = AutoFlightTask(self.params)
         self._auto_active = False  # the flight task runs (it starts afresh when auto flight begins)
-        self._triplet: Triplet | None = None
         self._takeoff = TakeoffHandling()
         self._land_detector = LandDetector()
         self._idle = True  # motors at idle: armed but not taken off (or disarmed)
         self._orbit: Orbit | None = None
         self._follow: FollowTarget | None = None
         self._orbit_yaw = NAN
-        self._target: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self._speed_override: float | None = None
-        self._phase = AutoPhase.DONE
-        self._phase_until = 0.0
         # Counted in physics steps: comparing accumulated float time against "last + 20 ms" drifts to
         # 11 steps now and then, and the 50 Hz navigator would really run at ~46 Hz.
         self._nav_steps = max(1, round(NAV_PERIOD_S / dt))
@@ -151,7 +142,6 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         self._landed_since: float | None = None
         self._armed_at = 0.0
         self._took_off = False
-        self._rtl_alt = 0.0
         # Load the compiled loop now (or, in a fresh checkout, compile it): in the first step of a
         # real-time flight it would put the vehicle half a second behind its clock.
         self._run_steps(kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, 0.0, 0.0, 0)
@@ -209,7 +199,35 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
     @property
     def triplet(self) -> Triplet | None:
         """The navigator's current waypoints (PX4's position_setpoint_triplet); None before any auto flight."""
-        return self._triplet
+        return self._navigator.triplet
+
+    # The navigator's mission and its progress, as the mission protocol and MISSION_CURRENT report them.
+    @property
+    def mission(self) -> list[MissionItem]:
+        return self._navigator.mission
+
+    @property
+    def mission_current(self) -> int:
+        return self._navigator.mission_current
+
+    @property
+    def mission_finished(self) -> bool:
+        return self._navigator.mission_finished
+
+    @property
+    def seq_reached(self) -> int:
+        """PX4's mission_result.seq_reached: the last item reached, -1 for none yet."""
+        return self._navigator.seq_reached
+
+    @property
+    def reached_items(self) -> deque[int]:
+        """Items reached, for the MISSION_ITEM_REACHED messages, drained by whoever speaks for the vehicle."""
+        return self._navigator.reached_items
+
+    @property
+    def auto_phase(self) -> AutoPhase:
+        """The step of a multi-stage auto mode the navigator is at."""
+        return self._navigator.phase
 
     @property
     def estimator_flags(self) -> int:
@@ -226,7 +244,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
     @property
     def mission_valid(self) -> bool:
         """Whether the navigator has found the mission flyable (checked one cycle after an upload)."""
-        return self._mission_valid
+        return self._navigator.mission_valid
 
     def apply_params(self) -> None:
         """Take up parameter changes: SIH_* rebuild the physics (controllers re-read the rest themselves)."""
@@ -304,7 +322,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             return rejected(reason)
         if mode == FlightMode.OFFBOARD and not self.offboard_signal and self.armed:
             return ACCEPTED  # v1.16: acknowledged, not entered, no text
-        if mode == FlightMode.MISSION and not self._mission_valid:
+        if mode == FlightMode.MISSION and not self._navigator.mission_valid:
             reason = "Mission not possible: no valid mission"
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return rejected(reason)
@@ -314,6 +332,20 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             self._user_mode(mode)
         return ACCEPTED
 
+    def set_mission(self, items: list[MissionItem]) -> None:
+        """A complete upload replaces the mission and restarts it from the first item; the navigator
+        checks it on its next cycle."""
+        self._navigator.load(items)
+        if self.mode == FlightMode.MISSION:
+            self._enter_mode(FlightMode.MISSION)
+
+    def set_mission_current(self, seq: int) -> CommandResult:
+        """MAV_CMD_DO_SET_MISSION_CURRENT / MISSION_SET_CURRENT."""
+        result = self._navigator.set_current(seq)
+        if result.accepted and self.mode == FlightMode.MISSION:
+            self._apply_navigation(self._navigator.start_item(self))
+        return result
+
     def start_mission(self, first: int = 0) -> CommandResult:
         """MAV_CMD_MISSION_START as PX4 v1.16 answers it: ACCEPTED, but without a valid mission the
         vehicle stays in its mode (PX4 plays its "negative" tune and says nothing)."""
@@ -321,7 +353,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             result = self.set_mission_current(first)
             if not result.accepted:
                 return result
-        if self._mission_valid and self.mode != FlightMode.MISSION:
+        if self._navigator.mission_valid and self.mode != FlightMode.MISSION:
             self._user_mode(FlightMode.MISSION)
         return ACCEPTED
 
@@ -347,8 +379,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         elif alt_amsl - home_alt < minimum:
             self.say(mavlink.MAV_SEVERITY_CRITICAL, f"Using minimum takeoff altitude: {minimum:.2f} m")
             target_down = self.origin.alt_m - (home_alt + minimum)
-        self._target = (n, e, target_down)
-        self._user_mode(FlightMode.TAKEOFF)
+        self._user_mode(FlightMode.TAKEOFF, target=(n, e, target_down))
         return ACCEPTED
 
     def land(self) -> CommandResult:
@@ -371,7 +402,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             # PX4's navigator does not fly it and stays in its mode (the command is still ACCEPTED).
             self.say(mavlink.MAV_SEVERITY_CRITICAL, "Reposition is outside geofence")
             return ACCEPTED
-        self._speed_override = speed if speed > 0 else None
+        self._navigator.speed_override = speed if speed > 0 else None
         self._user_mode(FlightMode.HOLD, target=(north, east, down), yaw=yaw)
         return ACCEPTED
 
@@ -397,8 +428,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
 
     def change_speed(self, speed: float) -> CommandResult:
         """MAV_CMD_DO_CHANGE_SPEED (ground speed, m/s); <= 0 restores the default."""
-        self._speed_override = speed if speed > 0 else None
-        self._refresh_triplet()
+        self._navigator.change_speed(speed if speed > 0 else None)
         return ACCEPTED
 
     def offboard_setpoint(self, setpoint: TrajectorySetpoint | AttitudeSetpoint) -> None:
@@ -498,47 +528,25 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         self.mode = mode
         self._stick_hold = None
         self._altitude_hold = None
-        pos = self.position
-        self._phase = AutoPhase.CRUISE
         if not mode.is_auto:
             self._auto_active = False
-        if mode == FlightMode.HOLD:
-            self._target = target if target is not None else self._braking_point()
-            if target is not None:  # a reposition flies a leg from here, at its own speed
-                self._set_triplet(Triplet(self._target, Kind.POSITION, previous=pos, yaw=yaw,
-                                          cruise_speed=self._cruise()))
-            else:
-                self._set_triplet(Triplet(self._target, Kind.LOITER, yaw=yaw))
-        elif mode == FlightMode.TAKEOFF:
-            self._set_triplet(Triplet(self._target, Kind.TAKEOFF, yaw=self.dyn.yaw))
-        elif mode == FlightMode.LAND:
-            self._target = (pos[0], pos[1], 0.0)
-            self._phase = AutoPhase.LAND
-            self._set_triplet(Triplet((pos[0], pos[1], NAN), Kind.LAND))
-        elif mode == FlightMode.RTL:
-            self._start_return()
-        elif mode == FlightMode.MISSION:
-            if previous != FlightMode.MISSION or self.mission_finished:
-                self.mission_finished = False
-            if self.armed:  # PX4 v1.16.1's navigator (measured), not when a disarm returns to Mission
-                self.say(mavlink.MAV_SEVERITY_INFO, "Executing Mission")
-            self._phase = AutoPhase.DONE  # the first leg starts where the vehicle is
-            self._start_mission_item()
-        elif mode == FlightMode.OFFBOARD:
+        if mode == FlightMode.OFFBOARD:
             self.failsafe = False
+        reposition = mode == FlightMode.HOLD and target is not None
+        if mode == FlightMode.HOLD and target is None:
+            target = self._braking_point()
+        self._apply_navigation(self._navigator.activate(mode, self, previous, target, yaw, reposition))
 
-    def _set_triplet(self, triplet: Triplet) -> None:
-        """Hand the flight task new waypoints (a new object: the task notices the change by identity)."""
-        self._triplet = triplet
-
-    def _refresh_triplet(self) -> None:
-        """The cruise speed changed: the same waypoints at the new speed."""
-        t = self._triplet
-        if t is not None and t.kind != Kind.LOITER:
-            self._triplet = Triplet(t.current, t.kind, t.previous, t.next, t.acceptance_radius, t.yaw, self._cruise())
-
-    def _cruise(self) -> float:
-        return self._speed_override if self._speed_override else NAN
+    def _apply_navigation(self, events: tuple[NavEvent, ...]) -> None:
+        """Do what the navigator asked, in order: say, hold where it says (as the user's mode), switch."""
+        for event in events:
+            if isinstance(event, Say):
+                self.say(event.severity, event.text)
+            elif isinstance(event, HoldAt):
+                self._user_mode(FlightMode.HOLD)
+                self._navigator.loiter_at(event.target, event.yaw)
+            else:
+                self._enter_mode(event.mode)
 
     def _braking_point(self) -> tuple[float, float, float]:
         """Where the vehicle can stop from its current velocity (PX4's Loiter brakes, then holds)."""
@@ -555,18 +563,11 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         down = p[2] + v[2] * abs(v[2]) / (2.0 * acc_z)
         return p[0] + v[0] * scale, p[1] + v[1] * scale, down
 
-    def _reached(self, target: tuple[float, float, float], radius: float) -> bool:
-        p = self.position
-        return (math.hypot(p[0] - target[0], p[1] - target[1]) <= radius
-                and abs(p[2] - target[2]) <= self.params["NAV_MC_ALT_RAD"])
-
     def _navigate(self, dt: float) -> None:
         """50 Hz: failsafes, mission checks, land detection, battery, mode progress, setpoints."""
         for action in self._failsafe_checks.decide(self):
             self._apply_failsafe(action)
-        if self._mission_check_due:
-            self._mission_check_due = False
-            self._mission_valid = any(item.is_nav for item in self.mission)
+        self._navigator.cycle()
         if not self.armed:
             self._takeoff.update(self.time_s, False, True, False, 0.0)
             self._idle = True
@@ -589,12 +590,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         elif self.mode == FlightMode.FOLLOW_TARGET:
             caps = self._navigate_follow(dt)
         else:
-            if self.mode == FlightMode.TAKEOFF:
-                self._navigate_takeoff()
-            elif self.mode == FlightMode.RTL:
-                self._navigate_rtl()
-            elif self.mode == FlightMode.MISSION:
-                self._navigate_mission()
+            self._apply_navigation(self._navigator.update(self.mode, self))
             if self.mode == FlightMode.LAND and not self.position_valid:
                 # PX4's Descend: MPC_LAND_SPEED down, no horizontal control, the heading held.
                 self._auto_active = False
@@ -660,7 +656,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             self._task.activate(last, pos, (vel[0], vel[1], vel[2]), yaw)
             self._auto_active = True
         altitude = self.home[2] - pos[2]
-        out = self._task.update(self._triplet, pos, yaw, altitude, dt, self.distance_valid)
+        out = self._task.update(self._navigator.triplet, pos, yaw, altitude, dt, self.distance_valid)
         self.current_setpoint = out.setpoint
         return out
 

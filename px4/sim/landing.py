@@ -60,9 +60,9 @@ class LandingState:
     def _landed_state(self) -> LandedState:
         if self.landed:
             return LandedState.ON_GROUND
-        if self.mode == FlightMode.TAKEOFF or (self.mode == FlightMode.MISSION and self._phase == AutoPhase.CLIMB
+        if self.mode == FlightMode.TAKEOFF or (self.mode == FlightMode.MISSION and self.auto_phase == AutoPhase.CLIMB
                                                and self.dyn.pos[2] > -1.0):
             return LandedState.TAKEOFF
-        if self.mode == FlightMode.LAND or self._phase == AutoPhase.LAND:
+        if self.mode == FlightMode.LAND or self.auto_phase == AutoPhase.LAND:
             return LandedState.LANDING
         return LandedState.IN_AIR
