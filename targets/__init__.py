@@ -3,6 +3,8 @@
     sim             the built-in vehicle as a MAVLink process at a speed factor   (targets.builtin)
     lockstep        the built-in vehicle in-process, in simulated time            (targets.lockstep)
     px4-sitl[:N]    PX4 SITL: SIH inside PX4, or the harness's physics            (targets.px4_sitl)
+    px4-hitl[:BAUD] PX4 as a board in HITL mode on a serial cable, flown on the
+                    harness's physics exactly as a CONNECTION board is            (targets.hardware)
     CONNECTION      a flight controller that is already running: hardware, or a
                     SITL someone else started; with the harness's physics, a
                     board in HITL mode on the bench                               (targets.hardware)
@@ -23,6 +25,7 @@ from typing import AsyncContextManager
 from targets.spec import (
     HARDWARE,
     LOCKSTEP,
+    PX4_HITL,
     PX4_SITL,
     SIM,
     OpenTarget,
@@ -34,6 +37,7 @@ __all__ = [
     "HARDWARE",
     "KINDS",
     "LOCKSTEP",
+    "PX4_HITL",
     "PX4_SITL",
     "SIM",
     "OpenTarget",
@@ -44,7 +48,7 @@ __all__ = [
 
 # Target kind -> the plugin module that opens it.
 KINDS = {SIM: "targets.builtin", LOCKSTEP: "targets.lockstep", PX4_SITL: "targets.px4_sitl",
-         HARDWARE: "targets.hardware"}
+         HARDWARE: "targets.hardware", PX4_HITL: "targets.hardware"}
 
 
 def open_target(target: str | TargetSpec, options: TargetOptions | None = None) -> AsyncContextManager[OpenTarget]:

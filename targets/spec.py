@@ -16,6 +16,9 @@ if TYPE_CHECKING:  # MAVSDK loads only where a connection is made
     from bridges.mavsdk_vehicle import MavsdkConnection
 
 SIM, LOCKSTEP, PX4_SITL, HARDWARE = "sim", "lockstep", "px4-sitl", "hardware"
+# PX4 as a flight controller on the bench in HITL mode (px4.hitl_board): the harness starts it, and flies it as
+# any board on a serial port, so it is not `simulated`.
+PX4_HITL = "px4-hitl"
 PHYSICS = ("default", "harness")
 # A PX4 SITL name ending in this flies the harness's physics whatever the campaign's `physics:` says, so one
 # campaign can fly SIH (px4-sitl) and the harness's physics (px4-sitl+harness) side by side.
@@ -26,16 +29,18 @@ ON_HARNESS_PHYSICS = "+harness"
 class TargetSpec:
     """What a target name says: its kind, a PX4 instance, or the connection string of a running one."""
 
-    kind: str  # sim | lockstep | px4-sitl | hardware
+    kind: str  # sim | lockstep | px4-sitl | px4-hitl | hardware
     name: str  # as written: sim, lockstep, px4-sitl, px4-sitl:3, px4-sitl+harness, udpin://127.0.0.1:14540, ...
     instance: int | None = None  # px4-sitl:N; None takes the lowest free instance
     url: str | None = None  # hardware: the connection string
+    baud: int | None = None  # px4-hitl:BAUD; None: px4.hitl_board.DEFAULT_BAUD
     physics: str | None = None  # the physics the name itself asks for (+harness); None: the trial's options say
 
     @property
     def simulated(self) -> bool:
-        """Whether the harness starts (and so owns) the flight controller: anything but hardware."""
-        return self.kind != HARDWARE
+        """Whether the harness owns a simulated flight controller: anything but hardware and a HITL board, which
+        the harness starts but flies as any board (arming only with --arm, its parameters journaled)."""
+        return self.kind not in (HARDWARE, PX4_HITL)
 
     @classmethod
     def parse(cls, text: str) -> TargetSpec:
@@ -50,6 +55,11 @@ class TargetSpec:
                 raise ValueError(f"target {text!r}: expected px4-sitl or px4-sitl:N with an instance N of 0-9, "
                                  f"either followed by {ON_HARNESS_PHYSICS} for the harness's physics")
             return cls(PX4_SITL, text, instance=int(number), physics=physics)
+        if text == PX4_HITL or text.startswith(PX4_HITL + ":"):
+            baud = text[len(PX4_HITL) + 1:] or None
+            if baud is not None and not (baud.isdigit() and 1200 <= int(baud) <= 4_000_000):
+                raise ValueError(f"target {text!r}: expected px4-hitl or px4-hitl:BAUD with a baud rate of 1200-4000000")
+            return cls(PX4_HITL, text, baud=None if baud is None else int(baud))
         try:
             parse_url(text)
         except TransportError as exc:
@@ -118,7 +128,7 @@ def perturbation_gaps(spec: TargetSpec, physics: str, linked: bool) -> dict[str,
         return {**_NOT_ON_HARDWARE, **gaps}
     if spec.kind == PX4_SITL and physics != "harness":
         return {**_NOT_ON_SIH, **gaps}
-    if spec.kind in (PX4_SITL, HARDWARE):  # PX4 on the harness's physics: a SITL, or a HITL board on the bench
+    if spec.kind in (PX4_SITL, HARDWARE, PX4_HITL):  # PX4 on the harness's physics: a SITL, or a HITL board
         return {"position_m": _NOT_ON_SIH["position_m"], **gaps}
     return gaps
 

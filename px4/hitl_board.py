@@ -1,0 +1,446 @@
+"""PX4 as a flight controller on the desk in HITL mode: the stock SITL binary, started by the harness
+with start-up scripts of its own, whose one MAVLink link runs on a serial cable at a board's baud rate.
+
+    async with px4_hitl_board(BoardOptions(baud=921600)) as board:
+        board.url                  # serial:///dev/pts/N:921600, the cable's free end
+        # ... hand it to bridges.hitl_bench as any board's USB port
+
+What the firmware runs is PX4's NuttX HITL start-up (ROMFS init.d/rcS, `SYS_HITL` > 0) done on POSIX:
+`sensors start -h`, `commander start -h`, `pwm_out_sim start -m hil`, the airframe's controllers and
+estimator, and one `mavlink start -d DEVICE -b BAUD`. No SIH, no sensor_*_sim module, no UDP link: the
+sensors arrive only as HIL_SENSOR / HIL_GPS on the serial line (MavlinkReceiver publishes them in HIL
+mode) and the outputs leave only as HIL_ACTUATOR_CONTROLS on it (Mavlink turns that stream on when
+commander reports hil_state ON).
+
+The harness stands in for the two things only hardware has:
+
+* **the USB port**: a pair of pseudo-terminals joined by a pump that carries at most BAUD/10 bytes a
+  second each way (8N1), as a UART does, and drops what overflows a small buffer, as a radio or a
+  board's serial driver does; it counts bytes and drops each way;
+* **the crystal**. The shipped binaries are lockstep builds (boards/px4/sitl/sitl.cmake turns on
+  ENABLE_LOCKSTEP_SCHEDULER): hrt_absolute_time() is the lockstep scheduler's time
+  (platforms/posix/src/px4/common/drv_hrt.cpp, hrt_absolute_time), which only px4_clock_settime moves,
+  and only the simulator modules call it (SimulatorMavlink::handle_message_hil_sensor, SIH, the gz
+  bridge, replay). Started without one, PX4 never gets a clock: measured, `mavlink start` returns 255
+  (the instance never registers within its 100 ms) and every module waits forever. MavlinkReceiver's
+  own HIL_SENSOR handler stamps samples with hrt_absolute_time() and does not set the clock. So the
+  board module starts `simulator_mavlink` as the clock alone: its TCP link carries nothing but
+  HIL_SENSOR with id 0 and fields_updated 0 stamped with the host's monotonic clock at CLOCK_RATE_HZ.
+  SimulatorMavlink::update_sensors publishes only the groups whose bits are set, so it publishes no
+  sensor; its sender thread waits on actuator_outputs_sim, which pwm_out_sim in hil mode does not
+  publish, so it sends no output. `BoardClock.received` keeps what PX4 sent on it, which tests hold to
+  that. This is the one module of a SITL start-up the board keeps, and the one way it differs from
+  PX4 on a flight controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tty
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import AsyncIterator, Mapping
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from px4.process import (
+    START_CAP_S,
+    ChildProcess,
+    Console,
+    die_with_parent,
+    stop_process,
+)
+from px4.sitl import (
+    START_FAILED,
+    STARTED_LINE,
+    Px4Build,
+    SitlError,
+    SitlPorts,
+    _keep_logs,
+    _param_texts,
+    claimed_instance,
+    find_ulogs,
+    prepare_workdir,
+)
+
+DEFAULT_BAUD = 921600
+BOARD_AIRFRAME = "none_iris"  # 10016: PX4's quad-X for an external simulator, as a HITL board is set up
+# The crystal's tick: PX4's clock moves in steps of 1/CLOCK_RATE_HZ, finer than the 250 Hz IMU.
+CLOCK_RATE_HZ = 2000.0
+# What a UART's driver holds before it drops (NuttX's serial buffers are a few hundred bytes to a few kB).
+LINE_BUFFER_BYTES = 4096
+STOP_GRACE_S = 5.0
+BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
+RC_NAME = "rcS.hitl"
+# The clock module's own IMU instance 0 (see the module docstring) is kept alive at this rate: fresh enough
+# for commander's check (a sample within 1 s), far too slow for the sensor voter (20 ms timeout), which
+# selects the serial line's IMU.
+KEEPALIVE_HZ = 2.0
+KEEPALIVE_FIELDS = 0x03F  # accelerometer and gyroscope
+GRAVITY = 9.80665
+
+
+def line_capacity(baud: int) -> float:
+    """Bytes a second a serial line at `baud` carries (8N1)."""
+    return baud / BITS_PER_BYTE
+
+
+@dataclass(frozen=True)
+class BoardOptions:
+    """How to run PX4 as a HITL board."""
+
+    baud: int = DEFAULT_BAUD
+    params: Mapping[str, float] = field(default_factory=dict)  # set after the airframe, before any module
+    px4_dir: str | None = None
+    instance: int | None = None
+    start_cap_s: float = START_CAP_S
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.baud, int) and 1200 <= self.baud <= 4_000_000):
+            raise ValueError(f"baud rate: expected an integer 1200-4000000, got {self.baud!r}")
+
+
+class SerialCable:
+    """Two pseudo-terminals joined as a null-modem cable that carries `baud`/10 bytes a second each way.
+
+    A pty alone moves bytes as fast as they are written whatever baud rate it is opened at; a UART does
+    not. Bytes wait in a LINE_BUFFER_BYTES buffer per direction and leave at the line's rate; what does
+    not fit is dropped and counted, as a board's serial driver or a telemetry radio drops it.
+    """
+
+    def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES):
+        self.baud = baud
+        self.rate = line_capacity(baud)
+        self.buffer_bytes = buffer_bytes
+        self.a = self.b = ""
+        self.carried = {"a>b": 0, "b>a": 0}
+        self.dropped = {"a>b": 0, "b>a": 0}
+        self._fds: list[int] = []
+        self._stop_r, self._stop_w = os.pipe()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "SerialCable":
+        m1, s1 = os.openpty()
+        m2, s2 = os.openpty()
+        for fd in (s1, s2):
+            tty.setraw(fd)  # MAVLink is binary: no echo, no line discipline
+        for fd in (m1, m2):
+            os.set_blocking(fd, False)
+        self._fds = [m1, s1, m2, s2]
+        self.a, self.b = os.ttyname(s1), os.ttyname(s2)
+        self._thread = threading.Thread(target=self._pump, args=(m1, m2), name=f"cable {self.baud}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _pump(self, m1: int, m2: int) -> None:
+        lanes = {m1: ("a>b", m2, bytearray()), m2: ("b>a", m1, bytearray())}
+        credit = {m1: 0.0, m2: 0.0}
+        last = time.monotonic()
+        while True:
+            waiting = any(buf for _, _, buf in lanes.values())
+            ready, _, _ = select.select([m1, m2, self._stop_r], [], [], 0.0005 if waiting else None)
+            if self._stop_r in ready:
+                return
+            for fd in (m1, m2):
+                if fd not in ready:
+                    continue
+                name, _, buf = lanes[fd]
+                with contextlib.suppress(BlockingIOError, OSError):  # nothing after all, or the far side closed
+                    data = os.read(fd, 65536)
+                    room = self.buffer_bytes - len(buf)
+                    buf += data[:room]
+                    self.dropped[name] += max(0, len(data) - room)
+            now = time.monotonic()
+            elapsed, last = now - last, now
+            for fd, (name, peer, buf) in lanes.items():
+                # Credit accrues only while bytes wait: an idle line does not save up a burst.
+                credit[fd] = min(credit[fd] + elapsed * self.rate, float(len(buf))) if buf else 0.0
+                n = int(credit[fd])
+                if n <= 0:
+                    continue
+                try:
+                    sent = os.write(peer, bytes(buf[:n]))
+                except BlockingIOError:  # the far end stopped reading: the line's bytes are lost there
+                    sent = n
+                    self.dropped[name] += n
+                else:
+                    self.carried[name] += sent
+                del buf[:sent]
+                credit[fd] -= sent
+
+    def __exit__(self, *exc) -> None:
+        os.write(self._stop_w, b"x")
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        for fd in self._fds + [self._stop_r, self._stop_w]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class BoardClock:
+    """The board's crystal for a lockstep PX4 (see the module docstring): a TCP server that PX4's
+    simulator_mavlink connects to and that sends it only time, HIL_SENSOR id 0 with no field updated,
+    stamped with the host's monotonic clock, CLOCK_RATE_HZ times a second."""
+
+    def __init__(self, port: int, rate_hz: float = CLOCK_RATE_HZ):
+        self.port = port
+        self.period_s = 1.0 / rate_hz
+        self.ticks = 0
+        self.keepalives = 0
+        self.received: dict[str, int] = {}  # what PX4 sent on the clock's link, by message type
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", port))
+        self._server.listen(1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"board clock {port}", daemon=True)
+
+    def start(self) -> "BoardClock":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        self._server.settimeout(0.1)
+        conn = None
+        while conn is None and not self._stop.is_set():
+            with contextlib.suppress(socket.timeout):
+                conn, _ = self._server.accept()
+        if conn is None:
+            return
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.setblocking(False)
+        packer = mavlink.MAVLink(None, srcSystem=1, srcComponent=51)
+        parser = mavlink.MAVLink(None)
+        parser.robust_parsing = True
+        zero = (0.0,) * 3
+        start = due = time.monotonic()
+        keepalive_due_us = 0
+        with conn:
+            while not self._stop.is_set():
+                # time_usec 0 would read as "not started yet" (drv_hrt.cpp: px4_timestart_monotonic == 0).
+                now_us = 1 + int((time.monotonic() - start) * 1e6)
+                if now_us >= keepalive_due_us:
+                    keepalive_due_us = now_us + int(1e6 / KEEPALIVE_HZ)
+                    tick = mavlink.MAVLink_hil_sensor_message(now_us, 0.0, 0.0, -GRAVITY, *zero, *zero, 0.0, 0.0, 0.0,
+                                                              0.0, KEEPALIVE_FIELDS, 0)
+                    self.keepalives += 1
+                else:
+                    tick = mavlink.MAVLink_hil_sensor_message(now_us, *zero, *zero, *zero, 0.0, 0.0, 0.0, 0.0, 0, 0)
+                try:
+                    conn.sendall(tick.pack(packer))
+                    data = conn.recv(4096)
+                except (BlockingIOError, InterruptedError):
+                    data = b""
+                except OSError:
+                    return  # PX4 went away
+                for msg in parser.parse_buffer(data) or ():
+                    self.received[msg.get_type()] = self.received.get(msg.get_type(), 0) + 1
+                self.ticks += 1
+                # Paced on the next tick's due time, not a fixed sleep, so the rate holds on a loaded machine.
+                due += self.period_s
+                time.sleep(max(0.0, due - time.monotonic()))
+                due = max(due, time.monotonic() - self.period_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._server.close()
+
+
+def rc_script(device: str, baud: int, params: Mapping[str, float]) -> str:
+    """The board's start-up script: PX4's NuttX HITL start-up (ROMFS init.d/rcS with SYS_HITL 1) on POSIX,
+    with the clock module first and the one MAVLink link on `device`. ValueError on a bad parameter."""
+    lines = [
+        "#!/bin/sh",
+        "# The harness's HITL board: PX4's own modules, started as ROMFS init.d/rcS does with SYS_HITL = 1.",
+        "set +e",
+        ". px4-alias.sh",
+        "set VEHICLE_TYPE none",
+        'set LOGGER_ARGS ""',
+        "set LOGGER_BUF 1000",
+        "param select parameters.bson",
+        "param set MAV_SYS_ID $((px4_instance+1))",
+        "param set SYS_HITL 1",
+        # The MavlinkReceiver's HIL sensors (mavlink_receiver.cpp: PX4Accelerometer(1310988), ...) as calibrated.
+        "param set CAL_ACC0_ID 1310988",
+        "param set CAL_GYRO0_ID 1310988",
+        "param set CAL_MAG0_ID 197388",
+        "param set CAL_MAG0_PRIO 50",
+        "param set SENS_BOARD_X_OFF 0.000001",
+        "param set-default COM_CPU_MAX -1",
+        "param set-default COM_RAM_MAX -1",
+        "param set-default COM_RC_IN_MODE 1",
+        "param set-default EKF2_REQ_GPS_H 0.5",
+        "param set-default MAV_PROTO_VER 2",
+        "param set-default IMU_INTEG_RATE 250",
+        "param set-default SDLOG_MODE 1",
+        "param set-default SDLOG_PROFILE 131",
+        "param set-default SYS_FAILURE_EN 1",
+        # A bench board is set up with a fence of its own, as the harness's pre-flight check asks of any board.
+        "param set-default GF_ACTION 2",
+        "param set-default GF_MAX_HOR_DIST 200",
+        "param set-default GF_MAX_VER_DIST 100",
+        f"param set SYS_AUTOSTART $(ls \"${{R}}etc/init.d-posix/airframes\" | sed -n 's/_{BOARD_AIRFRAME}$//p')",
+        f'. "${{R}}etc/init.d-posix/airframes/$(param show -q SYS_AUTOSTART)_{BOARD_AIRFRAME}"',
+    ]
+    lines += [f"param set {name} {text}" for name, text in _param_texts(params)]
+    lines += [
+        "dataman start",
+        "simulator_mavlink start -c $((4560+px4_instance))",
+        "load_mon start",
+        "rc_update start",
+        "manual_control start",
+        "sensors start -h",
+        "commander start -h",
+        "ekf2 start &",
+        "pwm_out_sim start -m hil",
+        '. "${R}etc/init.d/rc.vehicle_setup"',
+        "navigator start",
+        # No MAVLink FTP (-x): MAVSDK then downloads the parameters with PARAM_REQUEST_LIST. Over FTP it stalled
+        # on chunk timeouts through the bench (148 of 725 chunks in 100 s on a loaded machine).
+        f"mavlink start -d {device} -b {baud} -m onboard",
+        "set LOGGER_ARGS \"-p ekf2_timestamps\"",
+        '. "${R}etc/init.d/rc.logging"',
+        "mavlink boot_complete",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class BoardHardware:
+    """The cable and the crystal in a process of their own (``python -m px4.hitl_board``), as a board's UART and
+    clock run beside its firmware, not behind the harness: in the harness's process they would wait for its
+    interpreter lock, behind the bench's own threads, and PX4 would read its sensors in bursts. The process
+    asks for real-time scheduling (SCHED_FIFO) where it may, and stops when its stdin closes (also when the
+    harness dies)."""
+
+    def __init__(self, baud: int, clock_port: int):
+        self.baud = baud
+        self.clock_port = clock_port
+        self.a = self.b = ""
+        self.final: dict = {}  # what the cable carried and dropped and what the clock got, once stopped
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> "BoardHardware":
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "px4.hitl_board", str(self.baud), str(self.clock_port),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=functools.partial(die_with_parent, signal.SIGKILL))
+        line = await self._proc.stdout.readline()
+        if not line:
+            await self._proc.wait()
+            raise SitlError(f"the HITL board's cable and clock did not start (exit code {self._proc.returncode})")
+        ends = json.loads(line)
+        self.a, self.b = ends["a"], ends["b"]
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        proc.stdin.close()
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), 5.0)
+            self.final = json.loads(line) if line else {}
+        except asyncio.TimeoutError:
+            proc.kill()
+        await proc.wait()
+
+
+def _hardware_main(baud: int, clock_port: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    with SerialCable(baud) as cable:
+        clock = BoardClock(clock_port).start()
+        print(json.dumps({"a": cable.a, "b": cable.b}), flush=True)
+        sys.stdin.read()  # until the harness closes it, or dies
+        clock.stop()
+    print(json.dumps({"carried": cable.carried, "dropped": cable.dropped, "clock_ticks": clock.ticks, "keepalives": clock.keepalives,
+                      "clock_received": clock.received}), flush=True)
+
+
+@dataclass
+class HitlBoard(ChildProcess):
+    """A running PX4 HITL board: its serial port's free end, its cable and clock, its working directory."""
+
+    ports: SitlPorts
+    workdir: Path
+    hardware: BoardHardware
+
+    @property
+    def url(self) -> str:
+        """The board's serial port as the harness opens it (the cable's far end)."""
+        return f"serial://{self.hardware.b}:{self.hardware.baud}"
+
+    @property
+    def instance(self) -> int:
+        return self.ports.instance
+
+    def ulogs(self) -> list[Path]:
+        return find_ulogs(self.workdir)
+
+    async def shell(self, module: str, *args: str) -> str:
+        """What `px4-MODULE ARGS` prints through PX4's client socket. Some commands (`mavlink status`) print
+        on PX4's own console instead: read `console` for those."""
+        proc = await asyncio.create_subprocess_exec(
+            str(self.workdir / "bin" / f"px4-{module}"), "--instance", str(self.instance), *args,
+            cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out, _ = await self.while_alive(proc.communicate(), SitlError, f"answered `{module} {' '.join(args)}`", 60.0)
+        return out.decode(errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def px4_hitl_board(options: BoardOptions = BoardOptions(), keep_in: Path | None = None
+                         ) -> AsyncIterator[HitlBoard]:
+    """Run PX4 as a HITL board for a block; on exit stop it, then its clock and cable, and copy its ULogs and
+    console into ``keep_in`` when given. Px4NotFound, ValueError and SitlError as `px4.sitl.px4_sitl`."""
+    build = Px4Build.locate(options.px4_dir)
+    build.airframe(BOARD_AIRFRAME)  # refuse a build without it before anything starts
+    _param_texts(options.params)
+    with claimed_instance(options.instance) as ports:
+        workdir = Path(tempfile.mkdtemp(prefix=f"px4-hitl-{ports.instance}-"))
+        try:
+            async with BoardHardware(options.baud, ports.simulator_tcp) as hardware:
+                prepare_workdir(build, workdir, {})
+                (workdir / RC_NAME).write_text(rc_script(hardware.a, options.baud, options.params))
+                command = [str(workdir / "bin" / "px4"), "-d", "-i", str(ports.instance), "-s", RC_NAME,
+                           "-w", str(workdir), str(build.etc)]
+                env = {k: v for k, v in os.environ.items()
+                       if not k.startswith(("PX4_SIM", "PX4_SYS_AUTOSTART", "PX4_PARAM_"))}
+                proc = subprocess.Popen(command, env=env, cwd=workdir, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=functools.partial(die_with_parent, signal.SIGKILL))
+                console = Console(proc.stdout, workdir / "px4-console.log")
+                board = HitlBoard(f"PX4 HITL board (instance {ports.instance})", proc, console, ports=ports,
+                                  workdir=workdir, hardware=hardware)
+                try:
+                    pattern = f"{re.escape(STARTED_LINE)}|{START_FAILED.pattern}"
+                    line = await board.while_alive(console.first(pattern), SitlError, "run its start-up script",
+                                                   options.start_cap_s)
+                    if START_FAILED.search(line):
+                        raise SitlError(f"{board.name} failed to start" + console.tail())
+                    yield board
+                finally:
+                    # The clock ticks on while PX4 shuts down: without time its modules never return.
+                    await stop_process(proc, STOP_GRACE_S, group=True)
+                    console.close()
+                    if keep_in is not None:
+                        _keep_logs(board, keep_in)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    _hardware_main(int(sys.argv[1]), int(sys.argv[2]))
