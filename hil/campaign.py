@@ -169,6 +169,9 @@ class TrialSpec:
     mission: str = ""  # a mission file flown on the autopilot (config: its scene seed); "": a scene task
     onboard: str = LOCAL  # where the planner runs: local, or an onboard agent's HOST:PORT
     perturbation: Perturbation = Perturbation()  # this repeat's draw from the campaign's `perturb:`
+    # Whether the trial may arm a flight controller the harness does not own (a HITL board, hardware): the run's
+    # own --arm, never the campaign file's.
+    arm: bool = False
 
     def as_config(self) -> dict[str, Any]:
         """The resolved configuration for the trial manifest."""

@@ -12,6 +12,7 @@ directory.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections import Counter
@@ -61,21 +62,22 @@ def prepare_directory(campaign: Campaign, campaign_dir: Path) -> None:
 
 
 def run_campaign(campaign: Campaign, campaign_dir: Path, executor: Executor, *, results: ResultsKeeper,
-                 progress: bool = True) -> RunSummary:
-    """Run every trial not finished yet; Ctrl-C stops cleanly (in-flight trials are dropped).
+                 progress: bool = True, arm: bool = False) -> RunSummary:
+    """Run every trial not finished yet; Ctrl-C stops cleanly (in-flight trials are dropped). `arm`: the trials may
+    arm the flight controllers the harness does not own (`hil run --arm`: a HITL board, hardware).
 
     DirectoryTaken if another run holds the directory. WriteRefused if the machine refuses a write (a
     full disk, a read-only one): the campaign stops at the first, its finished trials kept, and running
     it again once it can write resumes it.
     """
     with writing("the campaign directory", campaign_dir), claim_directory(campaign_dir, "hil run"):
-        return _run_locked(campaign, campaign_dir, executor, results, progress)
+        return _run_locked(campaign, campaign_dir, executor, results, progress, arm)
 
 
 def _run_locked(campaign: Campaign, campaign_dir: Path, executor: Executor, results: ResultsKeeper,
-                progress: bool) -> RunSummary:
+                progress: bool, arm: bool) -> RunSummary:
     prepare_directory(campaign, campaign_dir)
-    trials = campaign.trials()
+    trials = [dataclasses.replace(spec, arm=arm) for spec in campaign.trials()]
     done_before = finished_trials(campaign_dir)
     todo = [spec for spec in trials if spec.trial_id not in done_before]
     summary = RunSummary(total=len(trials), skipped=len(trials) - len(todo))

@@ -177,7 +177,7 @@ def _target_options(spec: TrialSpec) -> TargetOptions:
     """How the trial's target comes up: its profile, link and perturbation."""
     return TargetOptions(profile=spec.profile, speed=spec.speed, link=spec.link if spec.link != NONE else None,
                          seed=spec.seed, physics=spec.physics, connect_timeout_s=CONNECT_TIMEOUT_S,
-                         perturbation=spec.perturbation)
+                         perturbation=spec.perturbation, allow_arming=spec.arm)
 
 
 def navigation_for(spec: TrialSpec, remote: RemoteOnboard | None = None) -> Navigation:

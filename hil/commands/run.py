@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         # Each trial's figures are computed from its record as it finishes and kept in the campaign directory, so
         # the results table of thousands of trials reads them instead of every trial's telemetry.
         summary = run_campaign(campaign, campaign_dir, executor, results=CampaignResults(campaign_dir),
-                               progress=not args.no_progress)
+                               progress=not args.no_progress, arm=args.arm)
     except DirectoryTaken as exc:
         print(f"hil run: {exc}; wait for it to finish or stop it (its finished trials are kept, and running this "
               "again resumes)", file=sys.stderr)
