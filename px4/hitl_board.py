@@ -39,6 +39,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import math
 import os
 import re
 import select
@@ -399,6 +400,14 @@ class HitlBoard(ChildProcess):
             cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out, _ = await self.while_alive(proc.communicate(), SitlError, f"answered `{module} {' '.join(args)}`", 60.0)
         return out.decode(errors="replace")
+
+
+    async def imu_rate_hz(self) -> float:
+        """The rate PX4 measured of the IMU it flies on (`sensors status`, vehicle_acceleration): the HIL_SENSOR
+        frames it consumed a second. NaN when it does not say."""
+        found = re.search(r"\[vehicle_acceleration\] selected sensor: \d+, rate: ([\d.]+) Hz",
+                          await self.shell("sensors", "status"))
+        return float(found.group(1)) if found else math.nan
 
 
 @contextlib.asynccontextmanager

@@ -21,8 +21,7 @@ from bridges.truth import truth_of
 from bridges.vehicle import VehicleError
 from profiles.library import load_vehicle_profile
 from px4.external_physics.simulator import SimulatorOptions, px4_params_for
-from px4.hitl_board import DEFAULT_BAUD, BoardOptions, px4_hitl_board
-from px4.process import ChildProcess
+from px4.hitl_board import DEFAULT_BAUD, BoardOptions, HitlBoard, px4_hitl_board
 from targets.connection import connected
 from targets.px4_sitl import physics_truth
 from targets.spec import PX4_HITL, OpenTarget, TargetOptions, TargetSpec
@@ -51,10 +50,11 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
 
 @contextlib.asynccontextmanager
 async def _on_the_bench(url: str, name: str, options: TargetOptions,
-                        board: ChildProcess | None = None) -> AsyncIterator[OpenTarget]:
+                        board: HitlBoard | None = None) -> AsyncIterator[OpenTarget]:
     """A board in HITL mode on its serial port `url`, flown on the harness's physics; the serial line's figures
     go to the record (``options.sink``, table SERIAL_LINK_TABLE) when the block ends. A `board` the harness
-    started is waited for while it is alive, as any process the harness starts."""
+    started is waited for while it is alive, as any process the harness starts, and adds the IMU rate PX4 itself
+    measured (px4_imu_rate_hz) to the line's figures."""
     simulator = SimulatorOptions(profile=options.profile, speed=1.0, seed=options.seed,
                                  perturbation=options.perturbation)
     async with hitl_bench(url, simulator, arm_allowed=options.allow_arming) as bench:
@@ -71,4 +71,7 @@ async def _on_the_bench(url: str, name: str, options: TargetOptions,
                                  link=proxy)
         finally:
             if options.sink is not None:
-                options.sink(SERIAL_LINK_TABLE, bench.line.summary())
+                row = bench.line.summary()
+                if board is not None and board.proc.poll() is None:
+                    row["px4_imu_rate_hz"] = await board.imu_rate_hz()
+                options.sink(SERIAL_LINK_TABLE, row)

@@ -1,0 +1,149 @@
+"""PX4 as a HITL board (px4.hitl_board, target `px4-hitl`): the stock PX4 binary with its one MAVLink link on a
+baud-limited serial cable, SYS_HITL = 1, flown by the HITL bench (bridges.hitl_bench) exactly as a board on the
+desk is.
+
+The board runs in real time (it has no lockstep), so every wait here is on the board's own clock or bounded by
+its process, and flights are short. `test_the_board_runs_one_serial_link_and_no_simulator_of_sensors` also runs
+on every PX4_SMOKE_DIRS build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import pytest
+from pymavlink.dialects.v20 import common as mavlink
+
+from bridges.hitl_bench import LineNeed, LineTooSlow, hitl_bench
+from bridges.mavsdk_vehicle import connect_started
+from px4.external_physics.links import SerialLink
+from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
+from px4.hitl_board import BoardOptions, px4_hitl_board
+
+from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
+
+ALL_BUILDS = [MAIN_BUILD, *SMOKE_BUILDS]
+# Board seconds (its own clock, in its telemetry) its estimator gets to report a position from the bench's sensors.
+SETTLE_S = 120.0
+
+
+async def _position(board, bench):
+    vehicle = await connect_started(bench.url, board)
+    await board.while_alive(_gps(vehicle, lambda g: g.gps_fix_type >= 3, SETTLE_S), AssertionError,
+                            "reported a 3D fix")
+    return vehicle
+
+
+async def _gps(vehicle, predicate, seconds: float):
+    """The first pre-flight status whose GPS satisfies `predicate`, within `seconds` of the board's clock."""
+    await vehicle.wait_until(lambda s: s.t_ns > 0, seconds, "the board's first position")
+    async with vehicle.deadline(seconds):
+        while True:
+            status = await vehicle.preflight_status()
+            if predicate(status):
+                return status
+            await vehicle.collect(0.5)
+
+
+@needs_px4
+@pytest.mark.parametrize("build", ALL_BUILDS)
+async def test_the_board_runs_one_serial_link_and_no_simulator_of_sensors(build):
+    """PX4's own console and module list: one MAVLink instance, on the serial device; no SIH and no simulated
+    sensor modules; its IMU is the one MavlinkReceiver publishes from the line's HIL_SENSOR, not the instances the
+    clock module (simulator_mavlink) claims; and the clock module's link carried no sensor to PX4."""
+    async with px4_hitl_board(BoardOptions(px4_dir=build)) as board:
+        async with hitl_bench(board.url, SimulatorOptions()) as bench:
+            vehicle = await _position(board, bench)
+            try:
+                answer = await board.shell("mavlink", "status")
+                # `mavlink status` prints on PX4's console, where its last line may come a moment later.
+                await board.while_alive(board.console.first(r"transport protocol|Forwarding"), AssertionError,
+                                        "printed its MAVLink status", 60.0)
+                console = answer + Path(board.console.path).read_text()
+                assert re.findall(r"instance #(\d+)", console) == ["0"], "one MAVLink instance, no second link"
+                assert re.search(r"transport protocol: serial \(/dev/pts/\d+ @921600\)", console)
+                assert "UDP" not in console.split("instance #0")[-1]
+                for module in ("simulator_sih", "sensor_baro_sim", "sensor_mag_sim", "sensor_gps_sim", "gz_bridge"):
+                    if not (board.workdir / "bin" / f"px4-{module}").exists():
+                        continue  # not in this build at all
+                    out = await board.shell(module, "status")
+                    assert "not running" in out or "not found" in out or "Unknown" in out, (module, out)
+                sensors = await board.shell("sensors", "status")
+                selected = re.search(r"selected accel: (\d+) \((\d+)\)", sensors)
+                assert selected and int(selected.group(2)) >= 3, sensors  # 0-2: the clock module's
+                assert bench.line.imu_consumed_hz != 0
+            finally:
+                await vehicle.close()
+    final = board.hardware.final
+    assert final["clock_ticks"] > 1000 and final["keepalives"] >= 1
+    assert set(final["clock_received"]) <= {"HEARTBEAT", "COMMAND_LONG", "HIL_ACTUATOR_CONTROLS"}
+    assert sum(final["dropped"].values()) == 0 and min(final["carried"].values()) > 10_000
+
+
+@needs_px4
+async def test_without_hil_sensor_on_the_line_px4_refuses_to_arm():
+    """The board reads its sensors from the line: with HIL_GPS but no HIL_SENSOR on it, PX4 refuses to arm with
+    its own preflight failure (quoted in the assertion message)."""
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
+        texts, result = await asyncio.to_thread(_arm_without_imu, board.url)
+        console = Path(board.console.path).read_text()
+    # PX4 says why on the line (STATUSTEXT) and on its console (health_and_arming_checks).
+    failures = texts + re.findall(r"Preflight Fail: [^\n]*", console)
+    assert result is not None and result != mavlink.MAV_RESULT_ACCEPTED, failures
+    assert any(re.search(r"barometer|compass|ekf2|Accel|Gyro", text) for text in failures), failures
+
+
+def _arm_without_imu(url: str) -> tuple[list[str], int | None]:
+    device, baud = url[len("serial://"):].rsplit(":", 1)
+    link = SerialLink(device, int(baud))
+    sim = HarnessSimulator(SimulatorOptions())
+    parser = mavlink.MAVLink(None)
+    parser.robust_parsing = True
+    packer = mavlink.MAVLink(None, srcSystem=255, srcComponent=190)
+    failures: list[str] = []
+    result = None
+    started = time.monotonic()
+    next_arm = started + 10.0
+    try:
+        # Bounded on the wall clock only as a net: PX4 answers an arm command within a second of getting it.
+        while time.monotonic() - started < 120.0 and result is None:
+            data = sim.frame()
+            link.write(data[data[1] + 12:])  # the frame without its HIL_SENSOR
+            for msg in parser.parse_buffer(link.read(sim.frame_us * 1e-6)) or ():
+                if msg.get_type() == "STATUSTEXT":
+                    failures.append(msg.text)
+                elif msg.get_type() == "COMMAND_ACK" and msg.command == mavlink.MAV_CMD_COMPONENT_ARM_DISARM:
+                    result = msg.result
+            if time.monotonic() >= next_arm:
+                link.write(mavlink.MAVLink_command_long_message(
+                    1, 1, mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0, 1, 0, 0, 0, 0, 0, 0).pack(packer))
+                next_arm += 2.0
+    finally:
+        link.close()
+    return failures, result
+
+
+async def test_a_baud_rate_that_cannot_carry_the_sensors_is_refused_before_the_port_is_opened():
+    need = LineNeed.of(SimulatorOptions())
+    assert need.up == pytest.approx(250 * need.sensor_frame + 10 * need.gps_frame)
+    with pytest.raises(LineTooSlow, match=rf"needs {need.up:.0f} B/s to the board .* a 57600 baud line carries "
+                                          r"5760 B/s .* at least 460800 baud"):
+        async with hitl_bench("serial:///nonexistent/tty:57600", SimulatorOptions()):
+            pass
+    need.check(921600, "a USB port")  # carried: no error
+
+
+@needs_px4
+async def test_gps_loss_in_the_physics_is_what_the_firmware_reads():
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
+        async with hitl_bench(board.url, SimulatorOptions()) as bench:
+            vehicle = await _position(board, bench)
+            try:
+                bench.simulator.inject_failure(mavlink.FAILURE_UNIT_SENSOR_GPS, mavlink.FAILURE_TYPE_OFF)
+                lost = await _gps(vehicle, lambda g: g.gps_fix_type < 3 or g.satellites == 0, 30.0)
+                assert lost.gps_fix_type < 3 or lost.satellites == 0
+            finally:
+                await vehicle.close()
