@@ -51,7 +51,7 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
     """
     from bridges.transport import parse_url
     from px4.sitl import Px4Build, Px4NotFound
-    from targets import PX4_SITL, TargetOptions, TargetSpec
+    from targets import PX4_HITL, PX4_SITL, TargetOptions, TargetSpec
 
     target = entry.target
     spec = TargetSpec.parse(target)
@@ -70,7 +70,7 @@ async def bring_up(entry: LabTarget, config: HilConfig, profile: str, params: di
     physics = entry.physics or config.physics
     options = TargetOptions(profile=profile, speed=entry.speed or config.speed, params=params, link=link_name,
                             physics=physics, sink=sink, allow_arming=config.arm or entry.arm, perturbation=perturbation)
-    if spec.kind == PX4_SITL:
+    if spec.kind in (PX4_SITL, PX4_HITL):  # PX4 the harness starts: a SITL, or a HITL board on its bench
         try:
             Px4Build.locate(options.px4_dir)
         except Px4NotFound as exc:
