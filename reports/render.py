@@ -642,6 +642,14 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
     hardware = [t for t in targets if _is_hardware(t)]
     title = ("Simulation against the bench" if any(t.startswith(BENCH) for t in targets)
              else "Simulation versus hardware" if hardware else "Simulation versus simulation")
+    # A trial that ended in error never reached a verdict (a target that would not start, a link that timed out on a
+    # loaded machine): what it measured is of the harness, not of the vehicle, so it is no sample of either side.
+    errors = results["outcome"] == "error"
+    count = int(errors.sum())
+    left_out = (f" {count} trial{'s' if count > 1 else ''} that ended in error (no verdict: the target or the "
+                f"harness failed, see Trials that did not succeed) {'are' if count > 1 else 'is'} left out of this "
+                "section." if count else "")
+    results = results[~errors]
     values = target_values(results, targets)
     gaps = {target: metric_gaps(results, reference, target) for target in others}
     blocks: list[Block] = [Heading(title),
@@ -656,7 +664,7 @@ def _comparison_section(results: pd.DataFrame, targets: list[str]) -> list[Block
                                      "correction over the metrics compared, and an interval that excludes zero. "
                                      "Intervals are t rather than this report's bootstrap because bench trials "
                                      "are few: a bootstrap over two pairs is their own range. One trial or pair "
-                                     "has no interval.")]
+                                     "has no interval." + left_out)]
     blocks.append(Table(_side_by_side(values, gaps, targets, reference)))
     if len(values):
         every_gap = pd.concat([g.assign(target=t) for t, g in gaps.items()], ignore_index=True) if gaps else \

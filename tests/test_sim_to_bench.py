@@ -133,7 +133,11 @@ def test_each_target_has_its_own_value_and_one_sample_has_no_interval():
 
 
 def test_the_report_sets_the_four_targets_side_by_side():
-    blocks = build_report(synthetic())
+    # A trial that ended in error measured the harness, not the vehicle: no sample of its target.
+    errored = synthetic(repeats=1).iloc[[1]].assign(trial_id="error-0", repeat=8, outcome="error", success=False,
+                                                    time_used_s=1e6)
+    blocks = build_report(pd.concat([synthetic(), errored], ignore_index=True))
+    assert any(isinstance(b, Paragraph) and "1 trial that ended in error" in b.text for b in blocks)
     headings = [b.text for b in blocks if isinstance(b, Heading)]
     assert "Simulation against the bench" in headings
     start = headings.index("Simulation against the bench")
