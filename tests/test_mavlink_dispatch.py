@@ -11,6 +11,8 @@ from px4.sim.mavlink_dispatch import handler_table, handles
 from px4.sim.mavlink_server import MavlinkServer
 from px4.sim.realtime import SimOptions, build_vehicle
 
+from .test_autopilot_parts import _private_reads as private_reads_of_other_objects
+
 
 def test_a_message_id_claimed_twice_is_refused_naming_both_handlers():
     class TwoMissionProtocols:
@@ -45,46 +47,31 @@ def test_every_handler_takes_the_messages_it_names_and_the_older_forms_go_to_the
 SIM = Path(__file__).resolve().parents[1] / "px4" / "sim"
 
 
-def _defined_names(tree: ast.Module) -> set[str]:
-    """What a module defines for itself: its functions, classes, module names, class fields and `self.` attributes."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and ast.unparse(node.value) == "self":
-            names.add(node.attr)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Assign):
-            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
-    return names
-
-
-def _private_reads(path: Path, defined: dict[Path, set[str]], through_self: bool) -> list[str]:
-    """`x._name` in `path` where `_name` is another px4/sim module's (`self._name` too if `through_self`: a mixin
-    reading its host's state). Names no module of px4/sim defines are a library's (pymavlink's `_pack`)."""
+def _defined_names(path: Path) -> set[str]:
+    """The names a module gives its own objects: its functions and classes and the attributes it sets on `self`."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    own = defined[path]
-    others = set().union(*(names for other, names in defined.items() if other != path))
-    found = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
-            continue
-        if node.attr in own or node.attr not in others:
-            continue
-        if ast.unparse(node.value) in ("self", "cls") and not through_self:
-            continue
-        found.append(f"{path.relative_to(SIM.parents[1])}:{node.lineno}: {ast.unparse(node)}")
-    return found
+    return ({node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+            | {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and isinstance(node.ctx, ast.Store) and ast.unparse(node.value) == "self"})
 
 
-def test_no_part_of_the_built_in_vehicle_reads_another_parts_private_names():
-    """Each part is handed what it needs of another (an object's public names, a callable) instead of reading its
-    `_names`: in px4/sim no `other._name` of another module, and in the MAVLink parts no `self._name` either (a
-    mixin reading the server's state, as telemetry, commands, offboard and missions did)."""
-    defined = {path: _defined_names(ast.parse(path.read_text(), filename=str(path))) for path in SIM.glob("*.py")}
-    reads = [line for path in sorted(defined) for line in _private_reads(path, defined, through_self=False)]
-    reads += [line for path in sorted(SIM.glob("mavlink_*.py")) for line in _private_reads(path, defined, True)]
+def _host_reads(path: Path, others: set[str]) -> list[str]:
+    """`self._name` in `path` where `_name` is another module's of px4/sim: a mixin reading its host's state."""
+    own = _defined_names(path)
+    return [f"{path.name}:{node.lineno}: {ast.unparse(node)}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self" and node.attr.startswith("_")
+            and not node.attr.startswith("__") and node.attr not in own and node.attr in others]
+
+
+def test_no_mavlink_part_reads_another_parts_private_names():
+    """Each MAVLink part is handed what it needs of another (an object's public names, a callable): no `x._name`
+    that its own module does not define, and no `self._name` that another module of px4/sim defines (a mixin
+    reading the server's state, as telemetry, commands, offboard and missions did: 14 such reads before)."""
+    parts = sorted(SIM.glob("mavlink_*.py"))
+    defined = {path: _defined_names(path) for path in SIM.glob("*.py")}
+    reads = [hit for path in parts for hit in private_reads_of_other_objects(path, own_only=False)]
+    for path in parts:
+        reads += _host_reads(path, set().union(*(names for other, names in defined.items() if other != path)))
     assert not reads, "private names read across parts:\n" + "\n".join(reads)
 
 

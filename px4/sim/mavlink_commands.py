@@ -1,5 +1,5 @@
-"""COMMAND_LONG / COMMAND_INT, SET_MODE, MANUAL_CONTROL and status texts: what the built-in vehicle is
-asked to do, answered with PX4's results (a refusal's reason goes out as a STATUSTEXT first).
+"""COMMAND_LONG / COMMAND_INT, SET_MODE and MANUAL_CONTROL: what the built-in vehicle is asked to do,
+answered with PX4's results (a refusal's reason goes out as a STATUSTEXT first).
 """
 
 from __future__ import annotations
