@@ -8,9 +8,9 @@ with start-up scripts of its own, whose one MAVLink link runs on a serial cable 
 What the firmware runs is PX4's NuttX HITL start-up (ROMFS init.d/rcS, `SYS_HITL` > 0) done on POSIX:
 `sensors start -h`, `commander start -h`, `pwm_out_sim start -m hil`, the airframe's controllers and
 estimator, and one `mavlink start -d DEVICE -b BAUD`. No SIH, no sensor_*_sim module, no UDP link: the
-sensors arrive only as HIL_SENSOR / HIL_GPS on the serial line (MavlinkReceiver publishes them in HIL
-mode) and the outputs leave only as HIL_ACTUATOR_CONTROLS on it (Mavlink turns that stream on when
-commander reports hil_state ON).
+sensors arrive as HIL_SENSOR / HIL_GPS on the serial line (MavlinkReceiver publishes them in HIL mode) and
+the outputs leave as HIL_ACTUATOR_CONTROLS on it (Mavlink turns that stream on when commander reports
+hil_state ON), with the one exception the clock forces, below.
 
 The harness stands in for the two things only hardware has:
 
@@ -20,17 +20,30 @@ The harness stands in for the two things only hardware has:
 * **the crystal**. The shipped binaries are lockstep builds (boards/px4/sitl/sitl.cmake turns on
   ENABLE_LOCKSTEP_SCHEDULER): hrt_absolute_time() is the lockstep scheduler's time
   (platforms/posix/src/px4/common/drv_hrt.cpp, hrt_absolute_time), which only px4_clock_settime moves,
-  and only the simulator modules call it (SimulatorMavlink::handle_message_hil_sensor, SIH, the gz
+  and only simulator modules call it (SimulatorMavlink::handle_message_hil_sensor, simulator_sih, the gz
   bridge, replay). Started without one, PX4 never gets a clock: measured, `mavlink start` returns 255
-  (the instance never registers within its 100 ms) and every module waits forever. MavlinkReceiver's
-  own HIL_SENSOR handler stamps samples with hrt_absolute_time() and does not set the clock. So the
-  board module starts `simulator_mavlink` as the clock alone: its TCP link carries nothing but
-  HIL_SENSOR with id 0 and fields_updated 0 stamped with the host's monotonic clock at CLOCK_RATE_HZ.
-  SimulatorMavlink::update_sensors publishes only the groups whose bits are set, so it publishes no
-  sensor; its sender thread waits on actuator_outputs_sim, which pwm_out_sim in hil mode does not
-  publish, so it sends no output. `BoardClock.received` keeps what PX4 sent on it, which tests hold to
-  that. This is the one module of a SITL start-up the board keeps, and the one way it differs from
-  PX4 on a flight controller.
+  (the instance never registers within its 100 ms) and every module waits. MavlinkReceiver's own
+  HIL_SENSOR handler stamps samples with hrt_absolute_time() and does not set the clock. So the board
+  starts `simulator_mavlink` as its clock: its TCP link carries HIL_SENSOR with id 0 and no field
+  updated, stamped with the host's monotonic clock, CLOCK_RATE_HZ times a second, from a process of its
+  own (`BoardHardware`). SimulatorMavlink::update_sensors publishes only the groups whose bits are set.
+
+What the stock binary cannot do, and so what this board is not: a HITL board that both passes PX4's arming
+checks and flies on the line's IMU. SimulatorMavlink's constructor builds its simulated IMUs, and
+PX4Accelerometer / PX4Gyroscope advertise at construction "to keep instance numbering in sync"
+(src/lib/drivers/accelerometer/PX4Accelerometer.cpp), so the clock module holds sensor_accel and
+sensor_gyro instances 0-2 and the line's IMU (MavlinkReceiver, device id 1310988) lands on instance 3.
+Commander requires data on instance 0 whatever else there is (HealthAndArmingChecks/checks/
+accelerometerCheck.cpp and gyroCheck.cpp: `is_required = instance == 0 || ...`): without it PX4 refuses
+to arm ("Preflight Fail: No valid data from Accel 0"). The board keeps instance 0 alive with a
+KEEPALIVE_HZ sample at rest on the clock link, and then arms; but instance 0's device id is 1310988 too
+(SimulatorMavlink's first IMU), and vehicle_angular_velocity / vehicle_acceleration take the first
+instance with the selected device id, so the rate controller runs on the keep-alive (measured: `sensors
+status` says vehicle_acceleration 2.0 Hz while the bench sent HIL_SENSOR at 242 Hz; HIL_ACTUATOR_CONTROLS
+came back at 2 Hz) and the vehicle does not hold its attitude. Everything else is the board's: the EKF's
+voter-selected IMU, magnetometer, barometer and GPS are the line's, the outputs leave on the line, and
+`BoardClock.received` shows PX4 sent only HEARTBEAT, COMMAND_LONG and HIL_ACTUATOR_CONTROLS on the clock
+link (simulator_mavlink's sender echoes the outputs there too; the harness discards them).
 """
 
 from __future__ import annotations
@@ -88,8 +101,7 @@ STOP_GRACE_S = 5.0
 BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
 RC_NAME = "rcS.hitl"
 # The clock module's own IMU instance 0 (see the module docstring) is kept alive at this rate: fresh enough
-# for commander's check (a sample within 1 s), far too slow for the sensor voter (20 ms timeout), which
-# selects the serial line's IMU.
+# for commander's check (a sample within 1 s).
 KEEPALIVE_HZ = 2.0
 KEEPALIVE_FIELDS = 0x03F  # accelerometer and gyroscope
 GRAVITY = 9.80665
