@@ -97,7 +97,14 @@ from profiles.link import load_link_profile
 from profiles.perturbation import OFF, Perturb, Perturbation, read_perturb
 from profiles.vehicle import ProfileError
 from px4.sih import sitl_params
-from targets.spec import LOCKSTEP, PX4_SITL, SIM, TargetSpec, perturbation_gaps
+from targets.spec import (
+    LOCKSTEP,
+    PX4_HITL,
+    PX4_SITL,
+    SIM,
+    TargetSpec,
+    perturbation_gaps,
+)
 
 NONE = "none"
 LOCAL = "local"  # a planner run in the harness's own process
@@ -233,9 +240,10 @@ class Campaign:
 
 
 def target_physics(target: str, physics: str) -> str:
-    """The physics `target` flies in a campaign whose `physics:` is `physics`: its name's own (px4-sitl+harness),
-    else the campaign's."""
-    return TargetSpec.parse(target).physics or physics
+    """The physics `target` flies in a campaign whose `physics:` is `physics`: the harness's on the HITL bench
+    (px4-hitl flies nothing else), else its name's own (px4-sitl+harness), else the campaign's."""
+    spec = TargetSpec.parse(target)
+    return "harness" if spec.kind == PX4_HITL else spec.physics or physics
 
 
 def _stem(entry: str) -> str:

@@ -67,6 +67,10 @@ def test_each_target_of_a_campaign_flies_its_own_physics():
     old = parse_campaign({"name": "x", "missions": [{"mission": str(DEMO_SQUARE)}], "physics": "harness",
                           "targets": ["px4-sitl", "px4-sitl+harness"]}, "c.yaml")
     assert {t.physics for t in old.trials()} == {"harness"}
+    if _bench_exists():  # the bench is PX4 on the harness's physics, whatever the campaign's physics: says
+        bench = parse_campaign({"name": "x", "missions": [{"mission": str(DEMO_SQUARE)}], "targets": ["px4-hitl"]},
+                               "c.yaml")
+        assert {t.physics for t in bench.trials()} == {"harness"}
 
 
 # ---------------------------------------------------------------------------- the section, on synthetic results
@@ -193,8 +197,7 @@ def test_a_campaign_flies_sih_and_the_harness_physics_side_by_side_and_the_repor
         manifest = json.loads((record / "manifest.json").read_text())
         target = manifest["config"]["target"]
         assert target in targets and f"__{target}__" in record.name
-        if target != "px4-hitl":  # the bench's physics is its own target's to say
-            assert manifest["config"]["physics"] == ("harness" if target == "px4-sitl+harness" else "default")
+        assert manifest["config"]["physics"] == ("harness" if target in ("px4-sitl+harness", "px4-hitl") else "default")
         if target.startswith("px4-sitl"):  # PX4 itself says which physics it flew
             console = (record / "px4-console.log").read_text()
             assert ("Simulator connected" in console) == (target == "px4-sitl+harness"), record.name
