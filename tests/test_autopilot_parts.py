@@ -31,7 +31,8 @@ SIM = Path(__file__).resolve().parent.parent / "px4" / "sim"
 AUTOPILOT_FILES = ("autopilot.py", "mission_navigator.py", "auto_modes.py", "landing.py", "takeoff.py", "orbit.py", "manual.py",
                    "flight_task.py", "navigator.py", "failsafe.py", "failsafe_checks.py", "battery.py")
 # Parts that are objects of their own, without helper classes: they touch no private name but their own.
-PARTS = ("failsafe_checks.py", "failsafe.py", "mission_navigator.py", "flight_task.py", "orbit.py", "manual.py")
+PARTS = ("failsafe_checks.py", "failsafe.py", "mission_navigator.py", "landing.py", "auto_modes.py", "flight_task.py",
+         "orbit.py", "manual.py")
 
 
 def _private_reads(path: Path, own_only: bool) -> list[str]:

@@ -1,6 +1,7 @@
 """The auto modes the built-in flight controller flies without the navigator's triplets (PX4 flies them as
 flight tasks): Follow Target, and the orbit with its approach (takeoff, hold, land, return and missions
-are px4/sim/mission_navigator.py's).
+are px4/sim/mission_navigator.py's). A part of the autopilot of its own: it reads the vehicle's
+published state and returns each cycle's `TaskStep` for the commander to fly.
 
 Follow Target (PX4's FlightTaskAutoFollowTarget, as a MAVSDK follow_me client drives it with
 FOLLOW_TARGET messages): the vehicle keeps FLW_TGT_DST from the target, at FLW_TGT_FA from the
@@ -16,11 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
-from px4.modes import FlightMode
+from physics.dynamics import QuadrotorDynamics
+from px4.params import ParamStore
 from px4.sim.control import TrajectorySetpoint
 from px4.sim.flight_task import Kind, Triplet
 from px4.sim.mission_navigator import reached
+from px4.sim.orbit import Orbit
 
 # m: the approach line ends this close to the circle (horizontally; vertically NAV_MC_ALT_RAD)
 ORBIT_ENTRY_RADIUS = 1.0
@@ -45,42 +49,67 @@ class FollowTarget:
     point: tuple[float, float, float] | None = None  # the filtered follow point flown to
 
 
-class AutoModes:
-    """Follow Target and Orbit.
+class TaskStep(NamedTuple):
+    """One cycle of Orbit or Follow Target, for the commander to fly."""
 
-    A mixin of `Autopilot` (px4/sim/autopilot.py), whose state it reads and sets.
-    """
+    setpoint: TrajectorySetpoint | None  # the task's own; None: the auto flight task flies the navigator's triplet
+    triplet: Triplet | None = None  # waypoints to hand the navigator first (Orbit's approach)
+    loiter_here: bool = False  # (no setpoint) loiter at the braking point unless already loitering
+    restart_auto: bool = False  # a later auto flight task starts afresh, not from this task's setpoints
+
+
+class TaskStatus(Protocol):
+    """What Orbit and Follow Target read of the vehicle (the commander's published state)."""
+
+    time_s: float
+    home: tuple[float, float, float]
+    params: ParamStore
+    dyn: QuadrotorDynamics
+
+    @property
+    def position(self) -> tuple[float, float, float]: ...
+
+
+class OrbitAndFollow:
+    """PX4's orbit and follow-target flight tasks: the orbit commanded or the target followed, and the
+    heading they turn."""
+
+    def __init__(self) -> None:
+        self.orbit: Orbit | None = None
+        self._follow: FollowTarget | None = None
+        self._yaw = NAN  # the last heading setpoint (the heading turns gradually)
+
+    def start_orbit(self, orbit: Orbit, yaw: float) -> None:
+        self.orbit = orbit
+        self._yaw = yaw
 
     # --- follow target
-    def follow_target(self, position: tuple[float, float, float], velocity: tuple[float, float, float]) -> None:
-        """A FOLLOW_TARGET arrived (local NED; velocity NaN where not given)."""
+    def follow_target(self, position: tuple[float, float, float], velocity: tuple[float, float, float],
+                      now_s: float, following: bool) -> None:
+        """A FOLLOW_TARGET arrived (local NED; velocity NaN where not given); `following`: in Follow Target."""
         last = self._follow
-        course = last.course if last is not None and self.mode == FlightMode.FOLLOW_TARGET else math.nan
+        course = last.course if last is not None and following else math.nan
         if math.hypot(velocity[0], velocity[1]) > FOLLOW_COURSE_SPEED:  # False for NaN
             course = math.atan2(velocity[1], velocity[0])
-        point = last.point if last is not None and self.mode == FlightMode.FOLLOW_TARGET else None
-        self._follow = FollowTarget(position, velocity, self.time_s, course, point)
+        point = last.point if last is not None and following else None
+        self._follow = FollowTarget(position, velocity, now_s, course, point)
 
-    def _navigate_follow(self, dt: float) -> tuple[float | None, float | None, float | None]:
+    def follow_step(self, v: TaskStatus, dt: float) -> TaskStep:
         """The follow point, filtered, with the target's velocity fed forward, nose to the target; Hold
-        where it is without a target. Returns the controller's caps."""
-        target, pos = self._follow, self.position
-        if target is None or self.time_s - target.time_s > FOLLOW_TARGET_TIMEOUT_S:
-            if self._navigator.triplet is None or self._navigator.triplet.kind != Kind.LOITER:
-                self._navigator.fly(Triplet(self._braking_point(), Kind.LOITER))
-            out = self._auto_setpoint(dt)
-            return None, out.speed_up, out.speed_down
-        self._auto_active = False  # Hold after it starts its task afresh
-        age = self.time_s - target.time_s
-        vel = tuple(v if math.isfinite(v) else 0.0 for v in target.velocity)
+        where it is without a target."""
+        target, pos = self._follow, v.position
+        if target is None or v.time_s - target.time_s > FOLLOW_TARGET_TIMEOUT_S:
+            return TaskStep(None, loiter_here=True)
+        age = v.time_s - target.time_s
+        vel = tuple(x if math.isfinite(x) else 0.0 for x in target.velocity)
         tn, te, td = (target.position[i] + vel[i] * age for i in range(3))
         if math.isnan(target.course):
             target.course = math.atan2(te - pos[1], tn - pos[0])
-        p = self.params
+        p = v.params
         side = target.course + math.radians(p["FLW_TGT_FA"])
         follow_alt = int(p["FLW_TGT_ALT_M"]) == FOLLOW_ALT_TARGET and math.isfinite(td)
         raw = (tn + p["FLW_TGT_DST"] * math.cos(side), te + p["FLW_TGT_DST"] * math.sin(side),
-               (td if follow_alt else self.home[2]) - p["FLW_TGT_HT"])
+               (td if follow_alt else v.home[2]) - p["FLW_TGT_HT"])
         vz = vel[2] if follow_alt else 0.0
         point = target.point if target.point is not None else pos
         # Moved with the target, pulled towards the follow point: no lag behind a steady target, and
@@ -88,28 +117,26 @@ class AutoModes:
         gain = dt / (FOLLOW_FILTER_S * (1.0 + 10.0 * p["FLW_TGT_RS"]) + dt)
         target.point = tuple(point[i] + (vel[0], vel[1], vz)[i] * dt + (raw[i] - point[i]) * gain for i in range(3))
         want = math.atan2(te - pos[1], tn - pos[0])
-        yaw_prev = self._orbit_yaw if math.isfinite(self._orbit_yaw) else self.dyn.yaw
+        yaw_prev = self._yaw if math.isfinite(self._yaw) else v.dyn.yaw
         step = math.radians(p["MPC_YAWRAUTO_MAX"]) * dt
-        self._orbit_yaw = math.remainder(yaw_prev + min(max(math.remainder(want - yaw_prev, math.tau), -step), step),
-                                         math.tau)
-        self.current_setpoint = TrajectorySetpoint(target.point, (vel[0], vel[1], vz), (NAN, NAN, NAN), self._orbit_yaw)
-        return None, None, None
+        self._yaw = math.remainder(yaw_prev + min(max(math.remainder(want - yaw_prev, math.tau), -step), step), math.tau)
+        # Hold after it starts its task afresh.
+        return TaskStep(TrajectorySetpoint(target.point, (vel[0], vel[1], vz), (NAN, NAN, NAN), self._yaw),
+                        restart_auto=True)
 
     # --- orbit
-    def _navigate_orbit(self, dt: float) -> tuple[float | None, float | None, float | None]:
-        """Orbit: the line to the circle as an auto leg at MPC_XY_CRUISE, then round; the controller's caps."""
-        orbit, pos = self._orbit, self.position
+    def orbit_step(self, v: TaskStatus, dt: float) -> TaskStep:
+        """Orbit: the line to the circle as an auto leg at MPC_XY_CRUISE, then round."""
+        orbit, pos = self.orbit, v.position
+        triplet = None
         if orbit.approaching:
             if orbit.entry is None:
-                orbit.entry = orbit.entry_point(pos, self.dyn.yaw)
-                self._navigator.fly(Triplet(orbit.entry, Kind.POSITION, previous=pos,
-                                            cruise_speed=self.params["MPC_XY_CRUISE"]))
-            if not reached(pos, orbit.entry, ORBIT_ENTRY_RADIUS, self.params["NAV_MC_ALT_RAD"]):
-                out = self._auto_setpoint(dt)
-                return None, out.speed_up, out.speed_down
+                orbit.entry = orbit.entry_point(pos, v.dyn.yaw)
+                triplet = Triplet(orbit.entry, Kind.POSITION, previous=pos, cruise_speed=v.params["MPC_XY_CRUISE"])
+            if not reached(pos, orbit.entry, ORBIT_ENTRY_RADIUS, v.params["NAV_MC_ALT_RAD"]):
+                return TaskStep(None, triplet)
             orbit.approaching = False
-            self._auto_active = False  # a later auto mode starts its task afresh, not from the line's end
-        sp = orbit.setpoint(pos, self._orbit_yaw, math.radians(self.params["MPC_YAWRAUTO_MAX"]), dt)
-        self._orbit_yaw = sp.yaw if math.isfinite(sp.yaw) else self.dyn.yaw
-        self.current_setpoint = sp
-        return None, None, None
+        sp = orbit.setpoint(pos, self._yaw, math.radians(v.params["MPC_YAWRAUTO_MAX"]), dt)
+        self._yaw = sp.yaw if math.isfinite(sp.yaw) else v.dyn.yaw
+        # A later auto mode starts its task afresh, not from the line's end.
+        return TaskStep(sp, triplet, restart_auto=True)

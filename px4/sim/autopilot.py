@@ -11,9 +11,10 @@ PX4's commander, navigator and flight-mode manager do over uORB: they read the s
 publishes (its public attributes) and hand back what they decided. The navigator (mission_navigator)
 keeps the mission and the auto modes' progress and publishes the triplet the flight task
 (flight_task) flies, returning texts and mode requests that the commander applies; the failsafe
-checks (failsafe_checks) return actions that the commander applies. Still mixed in from their own
-modules: Orbit and Follow Target (auto_modes), landing and auto-disarm (landing) and the battery
-(battery); the types they share are in autopilot_types.
+checks (failsafe_checks) return actions that the commander applies. So are landing and auto-disarm
+(landing), returning the land detector's verdict, and Orbit and Follow Target (auto_modes), returning
+each cycle's setpoint. Still mixed in: the battery (battery); the types the parts share are in
+autopilot_types.
 
 Time is simulation time (`time_s`), advanced only by `step()`, `run()` and `advance()`.
 """
@@ -35,7 +36,7 @@ from px4.modes import FlightMode
 from px4.params import ParamStore
 from px4.sih import physical_from_sih, physical_to_sih
 from px4.sim import control_kernels as kern
-from px4.sim.auto_modes import AutoModes, FollowTarget
+from px4.sim.auto_modes import OrbitAndFollow, TaskStep
 from px4.sim.autopilot_types import (
     ACCEPTED,
     AUTO_MODES,
@@ -57,14 +58,14 @@ from px4.sim.control import (
     setpoint_array,
 )
 from px4.sim.failsafe_checks import Act, FailsafeAction, FailsafeChecks
-from px4.sim.flight_task import AutoFlightTask, Triplet
+from px4.sim.flight_task import AutoFlightTask, Kind, Triplet
 from px4.sim.inner_loop import MOTORS_CONTROLLED, MOTORS_IDLE, MOTORS_OFF, run_steps
-from px4.sim.landing import LandingState
+from px4.sim.landing import Landing
 from px4.sim.manual import ManualControl, ground_slowdown
 from px4.sim.mission_items import MissionItem
 from px4.sim.mission_navigator import HoldAt, NavEvent, Navigator, Say
 from px4.sim.orbit import Orbit
-from px4.sim.takeoff import LandDetector, TakeoffHandling
+from px4.sim.takeoff import TakeoffHandling
 
 NAN = float("nan")
 GRAVITY = 9.80665
@@ -87,7 +88,7 @@ _NO_SETPOINT = np.full(kern.SP_SIZE, NAN)
 _ALL_WORKING = np.ones(4)
 
 
-class Autopilot(AutoModes, LandingState, SitlBattery):
+class Autopilot(SitlBattery):
     """A PX4-like flight controller flying the rigid-body model. Drive it with `step()`."""
 
     def __init__(self, profile: VehicleProfile, params: ParamStore | None = None, dt: float = 0.002):
@@ -130,18 +131,13 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         self._task = AutoFlightTask(self.params)
         self._auto_active = False  # the flight task runs (it starts afresh when auto flight begins)
         self._takeoff = TakeoffHandling()
-        self._land_detector = LandDetector()
+        self._landing = Landing()
         self._idle = True  # motors at idle: armed but not taken off (or disarmed)
-        self._orbit: Orbit | None = None
-        self._follow: FollowTarget | None = None
-        self._orbit_yaw = NAN
+        self._tasks = OrbitAndFollow()
         # Counted in physics steps: comparing accumulated float time against "last + 20 ms" drifts to
         # 11 steps now and then, and the 50 Hz navigator would really run at ~46 Hz.
         self._nav_steps = max(1, round(NAV_PERIOD_S / dt))
         self._step_count = 0
-        self._landed_since: float | None = None
-        self._armed_at = 0.0
-        self._took_off = False
         # Load the compiled loop now (or, in a fresh checkout, compile it): in the first step of a
         # real-time flight it would put the vehicle half a second behind its clock.
         self._run_steps(kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, 0.0, 0.0, 0)
@@ -193,7 +189,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         """The estimator's distance to the ground is valid: no range finder in use (EKF2_RNG_CTRL 0), or
         SIH's reads at least its minimum, which it does not on the ground until the landing is detected
         (EKF2 then takes the ground's EKF2_MIN_RNG; PX4 v1.16.1's ULog, measured)."""
-        p = self._p()
+        p = self.param_snapshot()
         return p["EKF2_RNG_CTRL"] == 0 or self.landed or -self.dyn.pos[2] >= p["EKF2_MIN_RNG"]
 
     @property
@@ -271,9 +267,8 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return rejected(reason)
         self.armed = True
-        self._armed_at = self.time_s
+        self._landing.on_arm(self.time_s)
         self.home = self.position  # PX4 sets home where it arms
-        self._took_off = False
         self.failsafe = False
         self.ctrl.reset()
         self._auto_active = False
@@ -331,6 +326,10 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         if mode != self.mode:
             self._user_mode(mode)
         return ACCEPTED
+
+    def follow_target(self, position: tuple[float, float, float], velocity: tuple[float, float, float]) -> None:
+        """A FOLLOW_TARGET arrived (local NED; velocity NaN where not given)."""
+        self._tasks.follow_target(position, velocity, self.time_s, self.mode == FlightMode.FOLLOW_TARGET)
 
     def set_mission(self, items: list[MissionItem]) -> None:
         """A complete upload replaces the mission and restarts it from the first item; the navigator
@@ -420,9 +419,9 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         if math.isfinite(alt_amsl):
             d = self.origin.alt_m - alt_amsl
         p = self.params
-        self._orbit = Orbit.from_command(radius, speed, yaw_mode, (n, e), d, self.dyn.yaw, p["MC_ORBIT_RAD_MAX"],
-                                         p["MPC_ACC_HOR"], int(p["MC_ORBIT_YAW_MOD"]))
-        self._orbit_yaw = self.dyn.yaw
+        orbit = Orbit.from_command(radius, speed, yaw_mode, (n, e), d, self.dyn.yaw, p["MC_ORBIT_RAD_MAX"],
+                                   p["MPC_ACC_HOR"], int(p["MC_ORBIT_YAW_MOD"]))
+        self._tasks.start_orbit(orbit, self.dyn.yaw)
         self._user_mode(FlightMode.ORBIT)
         return ACCEPTED
 
@@ -500,7 +499,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         """Offboard setpoints are arriving (the last within COM_OF_LOSS_T), as PX4's offboardCheck says."""
         return self.offboard is not None and self.time_s - self.offboard.time_s <= self.params["COM_OF_LOSS_T"]
 
-    def _p(self) -> dict[str, float]:
+    def param_snapshot(self) -> dict[str, float]:
         """The parameters as a dict, copied again only after a change (read many times at 50 Hz)."""
         if self._snapshot_version != self.params.version:
             self._snapshot_version = self.params.version
@@ -585,10 +584,10 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         elif self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
             self._fly_sticks()
             want_takeoff = self._climb_wanted(self.current_setpoint)
-        elif self.mode == FlightMode.ORBIT and self._orbit is not None:
-            caps = self._navigate_orbit(dt)
+        elif self.mode == FlightMode.ORBIT and self._tasks.orbit is not None:
+            caps = self._fly_task(self._tasks.orbit_step(self, dt), dt)
         elif self.mode == FlightMode.FOLLOW_TARGET:
-            caps = self._navigate_follow(dt)
+            caps = self._fly_task(self._tasks.follow_step(self, dt), dt)
         else:
             self._apply_navigation(self._navigator.update(self.mode, self))
             if self.mode == FlightMode.LAND and not self.position_valid:
@@ -613,6 +612,31 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         else:  # disarm or terminate: PX4 cuts the motors
             self._disarm(f"Failsafe: {action.act.value}")
 
+    def _fly_task(self, step: TaskStep, dt: float) -> tuple[float | None, float | None, float | None]:
+        """Fly a cycle of Orbit or Follow Target: its setpoint, or the navigator's triplet by the auto flight
+        task. Returns the controller's caps."""
+        if step.triplet is not None:
+            self._navigator.fly(step.triplet)
+        if step.setpoint is None:
+            if step.loiter_here and (self._navigator.triplet is None or self._navigator.triplet.kind != Kind.LOITER):
+                self._navigator.fly(Triplet(self._braking_point(), Kind.LOITER))
+            out = self._auto_setpoint(dt)
+            return None, out.speed_up, out.speed_down
+        if step.restart_auto:
+            self._auto_active = False
+        self.current_setpoint = step.setpoint
+        return None, None, None
+
+    def _detect_landing(self, vz_sp: float) -> None:
+        """The land detector's verdict: the landed state, what to say, an auto-disarm."""
+        verdict = self._landing.update(self, 0.0 if self._idle else self.ctrl.thrust_sp, vz_sp)
+        self.landed = verdict.landed
+        for text in verdict.said:
+            self.say(mavlink.MAV_SEVERITY_INFO, text)
+        if verdict.disarm:
+            self._disarm(verdict.disarm)
+        self.landed_state = self._landing.landed_state(self)
+
     def _climb_wanted(self, sp) -> bool:
         """PX4's want_takeoff outside auto modes: a setpoint above, or a climb or upward push."""
         if not isinstance(sp, TrajectorySetpoint):
@@ -624,7 +648,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
     def _control_takeoff(self, want_takeoff: bool, caps: tuple[float | None, float | None, float | None],
                          dt: float) -> None:
         """mc_pos_control's share: the takeoff ramp, idle before it, no thrust on ground contact."""
-        p = self._p()
+        p = self.param_snapshot()
         attitude = isinstance(self.current_setpoint, AttitudeSetpoint)
         self._takeoff.update(self.time_s, True, self.landed, want_takeoff, p["COM_SPOOLUP_TIME"], skip=attitude)
         climb = caps[1] if caps[1] is not None else p["MPC_Z_VEL_MAX_UP"]
@@ -636,7 +660,7 @@ class Autopilot(AutoModes, LandingState, SitlBattery):
         vz_sp = NAN
         if isinstance(self.current_setpoint, TrajectorySetpoint):
             vz_sp = self.current_setpoint.velocity[2]
-        if self._idle or (self._takeoff.flying and self._land_detector.ground_contact and not attitude):
+        if self._idle or (self._takeoff.flying and self._landing.ground_contact and not attitude):
             self.ctrl.reset_integral()
             if not self._idle:
                 self.current_setpoint = GROUND_CONTACT_SETPOINT

@@ -16,7 +16,7 @@ class SitlBattery:
 
     def _drain_battery(self, dt: float) -> None:
         """PX4 SITL's battery: drains linearly while armed over SIM_BAT_DRAIN s down to SIM_BAT_MIN_PCT."""
-        p = self._p()
+        p = self.param_snapshot()
         floor = p["SIM_BAT_MIN_PCT"] / 100.0
         rate = 1.0 / max(p["SIM_BAT_DRAIN"], 1e-3)
         self.battery_remaining = max(floor, self.battery_remaining - rate * dt)

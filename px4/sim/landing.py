@@ -1,68 +1,110 @@
 """Landing as PX4's commander sees it: the land detector's verdict (px4/sim/takeoff.py) turned into
 the landed state, and auto-disarm after a landing (COM_DISARM_LAND) or a takeoff that never came
 (COM_DISARM_PRFLT).
+
+A part of the autopilot of its own, as PX4's land detector publishes vehicle_land_detected for the
+commander: it reads the vehicle's published state (`LandingStatus`: the autopilot's public attributes)
+and returns its verdict, the texts to say and a disarm's reason; the commander applies them.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple, Protocol
 
-from pymavlink.dialects.v20 import common as mavlink
-
+from physics.dynamics import QuadrotorDynamics
 from px4.modes import FlightMode
 from px4.sim.autopilot_types import AutoPhase, LandedState
-from px4.sim.control import AttitudeSetpoint
-from px4.sim.takeoff import LandInputs
+from px4.sim.control import AttitudeSetpoint, MulticopterController, TrajectorySetpoint
+from px4.sim.takeoff import LandDetector, LandInputs
 
 
-class LandingState:
-    """Land detection, landed state and auto-disarm.
+class LandingStatus(Protocol):
+    """What the landing part reads of the vehicle (the commander's published state)."""
 
-    A mixin of `Autopilot` (px4/sim/autopilot.py), whose state it reads and sets.
-    """
+    time_s: float
+    armed: bool
+    landed: bool
+    mode: FlightMode
+    dyn: QuadrotorDynamics
+    ctrl: MulticopterController
+    current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None
 
-    def _detect_landing(self, vz_sp: float) -> None:
+    @property
+    def distance_valid(self) -> bool: ...
+
+    @property
+    def auto_phase(self) -> AutoPhase: ...
+
+    def param_snapshot(self) -> dict[str, float]: ...
+
+
+class LandingVerdict(NamedTuple):
+    """One cycle's verdict: landed or not, texts for the pilot, and why to disarm ("": not)."""
+
+    landed: bool
+    said: tuple[str, ...] = ()
+    disarm: str = ""
+
+
+class Landing:
+    """Land detection and auto-disarm."""
+
+    def __init__(self) -> None:
+        self._detector = LandDetector()
+        self._landed_since: float | None = None
+        self._armed_at = 0.0
+        self._took_off = False
+
+    @property
+    def ground_contact(self) -> bool:
+        return self._detector.ground_contact
+
+    def on_arm(self, now_s: float) -> None:
+        self._armed_at = now_s
+        self._took_off = False
+
+    def update(self, v: LandingStatus, thrust: float, vz_sp: float) -> LandingVerdict:
         """PX4's land detector, then auto-disarm after landing (COM_DISARM_LAND) or a takeoff that
-        never came (COM_DISARM_PRFLT)."""
-        p, dyn, ctrl = self._p(), self.dyn, self.ctrl
-        thrust = 0.0 if self._idle else ctrl.thrust_sp
-        if self.armed and not self.landed and self._land_detector.clear_in_flight(thrust, ctrl.hover_thrust,
-                                                                                  p["MPC_THR_MIN"]):
+        never came (COM_DISARM_PRFLT). `thrust`: the collective commanded (0 at idle)."""
+        p, dyn, ctrl = v.param_snapshot(), v.dyn, v.ctrl
+        if v.armed and not v.landed and self._detector.clear_in_flight(thrust, ctrl.hover_thrust, p["MPC_THR_MIN"]):
             # Flying with thrust: no stage of the detector can change (the common case, kept cheap).
-            self.landed_state = self._landed_state()
-            return
+            return LandingVerdict(False)
         om = dyn.omega
-        climb_rate_controlled = not isinstance(self.current_setpoint, AttitudeSetpoint)
-        inputs = LandInputs(self.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
-                            dyn.vel, math.hypot(om[0], om[1]), self.distance_valid)
-        self._land_detector.update(self.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
-                                   p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
-        was_landed = self.landed
-        self.landed = self._land_detector.landed
-        if not self.armed:
+        climb_rate_controlled = not isinstance(v.current_setpoint, AttitudeSetpoint)
+        inputs = LandInputs(v.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
+                            dyn.vel, math.hypot(om[0], om[1]), v.distance_valid)
+        self._detector.update(v.time_s, inputs, p["LNDMC_TRIG_TIME"], p["LNDMC_Z_VEL_MAX"],
+                              p["LNDMC_XY_VEL_MAX"], p["LNDMC_ROT_MAX"])
+        landed = self._detector.landed
+        said: tuple[str, ...] = ()
+        if not v.armed:
             self._landed_since = None
-        elif was_landed and not self.landed:
+        elif v.landed and not landed:
             self._took_off = True
             self._landed_since = None
-            self.say(mavlink.MAV_SEVERITY_INFO, "Takeoff detected")  # PX4 v1.16.1's commander (measured)
-        elif self.landed and not was_landed:
-            self._landed_since = self.time_s
-            self.say(mavlink.MAV_SEVERITY_INFO, "Landing detected")
-        if self.armed and self.landed:
-            since_arm = self.time_s - self._armed_at
+            said = ("Takeoff detected",)  # PX4 v1.16.1's commander (measured)
+        elif landed and not v.landed:
+            self._landed_since = v.time_s
+            said = ("Landing detected",)
+        if v.armed and landed:
+            since_arm = v.time_s - self._armed_at
             if self._took_off and p["COM_DISARM_LAND"] >= 0 and self._landed_since is not None \
-                    and self.time_s - self._landed_since >= p["COM_DISARM_LAND"]:
-                self._disarm("Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
-            elif not self._took_off and p["COM_DISARM_PRFLT"] > 0 and since_arm > p["COM_DISARM_PRFLT"]:
-                self._disarm("Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
-        self.landed_state = self._landed_state()
+                    and v.time_s - self._landed_since >= p["COM_DISARM_LAND"]:
+                return LandingVerdict(landed, said, "Disarmed by landing")  # PX4 v1.16.1 words it so (measured)
+            if not self._took_off and p["COM_DISARM_PRFLT"] > 0 and since_arm > p["COM_DISARM_PRFLT"]:
+                return LandingVerdict(landed, said, "Disarmed: no takeoff after arming (COM_DISARM_PRFLT)")
+        return LandingVerdict(landed, said)
 
-    def _landed_state(self) -> LandedState:
-        if self.landed:
+    @staticmethod
+    def landed_state(v: LandingStatus) -> LandedState:
+        """EXTENDED_SYS_STATE's landed state for the vehicle as it is now."""
+        if v.landed:
             return LandedState.ON_GROUND
-        if self.mode == FlightMode.TAKEOFF or (self.mode == FlightMode.MISSION and self.auto_phase == AutoPhase.CLIMB
-                                               and self.dyn.pos[2] > -1.0):
+        if v.mode == FlightMode.TAKEOFF or (v.mode == FlightMode.MISSION and v.auto_phase == AutoPhase.CLIMB
+                                            and v.dyn.pos[2] > -1.0):
             return LandedState.TAKEOFF
-        if self.mode == FlightMode.LAND or self.auto_phase == AutoPhase.LAND:
+        if v.mode == FlightMode.LAND or v.auto_phase == AutoPhase.LAND:
             return LandedState.LANDING
         return LandedState.IN_AIR
