@@ -22,6 +22,7 @@ from bridges.mavsdk_vehicle import connect_started
 from px4.external_physics.links import SerialLink
 from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
 from px4.hitl_board import BoardOptions, px4_hitl_board
+from targets.spec import PX4_HITL, TargetSpec
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 
@@ -148,3 +149,12 @@ async def test_gps_loss_in_the_physics_is_what_the_firmware_reads():
                 assert lost.gps_fix_type < 3 or lost.satellites == 0
             finally:
                 await vehicle.close()
+
+
+def test_px4_hitl_names_a_board_the_harness_starts_and_flies_as_hardware():
+    spec = TargetSpec.parse("px4-hitl:57600")
+    assert (spec.kind, spec.baud, spec.simulated) == (PX4_HITL, 57600, False)  # --arm and the journal apply
+    assert TargetSpec.parse("px4-hitl").baud is None
+    for bad in ("px4-hitl:fast", "px4-hitl:12"):
+        with pytest.raises(ValueError, match="px4-hitl:BAUD with a baud rate of 1200-4000000"):
+            TargetSpec.parse(bad)
