@@ -85,6 +85,7 @@ class TelemetryStreams:
         self.logging = logging
         self._ping_seq = 0
         self._armed_at: float | None = None  # vehicle seconds, while armed
+        self._builders: dict[str, Callable] = {}
 
     def can_build(self, name: str) -> bool:
         """Whether the vehicle sends the message of this name (MAVLink's upper-case name)."""
@@ -92,7 +93,10 @@ class TelemetryStreams:
 
     def build(self, name: str):
         """The message of this name as of now; None where there is nothing to send (WIND_COV without wind)."""
-        return getattr(self, "_msg_" + name.lower())()
+        builder = self._builders.get(name)
+        if builder is None:  # looked up once a name: the scheduler asks for each stream hundreds of times a second
+            builder = self._builders[name] = getattr(self, "_msg_" + name.lower())
+        return builder()
 
     def observe(self) -> None:
         """Note the vehicle's arming, which FLIGHT_INFORMATION reports; the server calls this every tick."""
