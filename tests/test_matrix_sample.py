@@ -11,6 +11,7 @@ import pytest
 from tests.matrix_sample import FIGURES, FIXTURE, fly_sample
 
 
+@pytest.mark.slow  # thirteen lockstep trials: some 20 CPU seconds
 def test_the_sample_flies_as_recorded():
     recorded = json.loads(FIXTURE.read_text())
     flown = fly_sample()
