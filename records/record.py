@@ -262,8 +262,9 @@ class TrialRecorder:
             parts_dir = tables_dir / table
             parts = sorted(parts_dir.glob("part-*.parquet")) if table in self._parts_written else []
             pieces = [_read_parquet(part) for part in parts]
-            if self._buffers.get(table):
-                pieces.append(self._arrow(table, self._buffers[table]))
+            rows = self._buffers.get(table)
+            if rows:
+                pieces.append(self._arrow(table, rows))
             if not pieces:
                 continue  # a table whose only row was refused
             merged = _concat(pieces)
@@ -273,8 +274,10 @@ class TrialRecorder:
                 for leftover in parts_dir.iterdir():
                     leftover.unlink()
                 parts_dir.rmdir()
+            # Merged: were a later table's file to fail, the crash's flush must not write these rows again.
+            self._buffers.pop(table, None)
             rows_per_table[table] = merged.num_rows
-        self._buffers = {}
+        self._buffers = {}  # empty, so that an append after the end is refused (`append`)
         self._manifest["tables"] = rows_per_table
         self._close(status="finished", outcome=outcome, summary=dict(summary or {}))
 

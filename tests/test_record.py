@@ -81,6 +81,22 @@ def test_finish_merges_parts_and_records_outcome(tmp_path: Path) -> None:
     assert [e["kind"] for e in read_events(record)] == ["trial_started", "trial_finished"]
 
 
+def test_rows_never_flushed_go_into_the_merged_table_and_a_finished_record_takes_no_more(tmp_path: Path) -> None:
+    # finish() writes rows still buffered straight into the merged file, with no part of their own.
+    with recorder(tmp_path / "trial") as rec:
+        rec.append("telemetry", {"i": 0})
+        with pytest.raises(TypeError):
+            rec.append("refused", {"i": object()})
+        rec.finish("success")
+        for table in ("telemetry", "refused", "new"):
+            with pytest.raises(RuntimeError, match="not running"):
+                rec.append(table, {"i": 1})
+    record = tmp_path / "trial"
+    assert read_table(record, "telemetry")["i"].tolist() == [0]
+    assert not (record / "tables" / "telemetry").exists()
+    assert read_manifest(record)["tables"] == {"telemetry": 1}
+
+
 def test_column_types_stay_stable_across_parts(tmp_path: Path) -> None:
     with recorder(tmp_path / "trial") as rec:
         rec.append("telemetry", {"north": 1.5, "count": 1})
