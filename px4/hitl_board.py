@@ -28,22 +28,23 @@ The harness stands in for the two things only hardware has:
   updated, stamped with the host's monotonic clock, CLOCK_RATE_HZ times a second, from a process of its
   own (`BoardHardware`). SimulatorMavlink::update_sensors publishes only the groups whose bits are set.
 
-What the stock binary cannot do, and so what this board is not: a HITL board that both passes PX4's arming
-checks and flies on the line's IMU. SimulatorMavlink's constructor builds its simulated IMUs, and
-PX4Accelerometer / PX4Gyroscope advertise at construction "to keep instance numbering in sync"
-(src/lib/drivers/accelerometer/PX4Accelerometer.cpp), so the clock module holds sensor_accel and
+What the stock binary cannot do, and how the board gets around it: SimulatorMavlink's constructor builds its
+simulated IMUs, and PX4Accelerometer / PX4Gyroscope advertise at construction "to keep instance numbering
+in sync" (src/lib/drivers/accelerometer/PX4Accelerometer.cpp), so the clock module holds sensor_accel and
 sensor_gyro instances 0-2 and the line's IMU (MavlinkReceiver, device id 1310988) lands on instance 3.
 Commander requires data on instance 0 whatever else there is (HealthAndArmingChecks/checks/
-accelerometerCheck.cpp and gyroCheck.cpp: `is_required = instance == 0 || ...`): without it PX4 refuses
-to arm ("Preflight Fail: No valid data from Accel 0"). The board keeps instance 0 alive with a
-KEEPALIVE_HZ sample at rest on the clock link, and then arms; but instance 0's device id is 1310988 too
-(SimulatorMavlink's first IMU), and vehicle_angular_velocity / vehicle_acceleration take the first
-instance with the selected device id, so the rate controller runs on the keep-alive (measured: `sensors
-status` says vehicle_acceleration 2.0 Hz while the bench sent HIL_SENSOR at 242 Hz; HIL_ACTUATOR_CONTROLS
-came back at 2 Hz) and the vehicle does not hold its attitude. Everything else is the board's: the EKF's
-voter-selected IMU, magnetometer, barometer and GPS are the line's, the outputs leave on the line, and
-`BoardClock.received` shows PX4 sent only HEARTBEAT, COMMAND_LONG and HIL_ACTUATOR_CONTROLS on the clock
-link (simulator_mavlink's sender echoes the outputs there too; the harness discards them).
+accelerometerCheck.cpp and gyroCheck.cpp: `is_required = instance == 0 || ...`; without it: "Preflight
+Fail: No valid data from Accel 0"), and instance 0 has the line IMU's device id 1310988 too, so
+vehicle_angular_velocity / vehicle_acceleration, which take the first instance with the selected device
+id, fly on it. Measured with a 2 Hz keep-alive there: PX4 armed, its vehicle_acceleration ran at 2.0 Hz
+while the bench sent HIL_SENSOR at 242 Hz, HIL_ACTUATOR_CONTROLS came back at 2 Hz and the vehicle
+flipped. So the board's hardware copies the accelerometer and gyroscope of every HIL_SENSOR that reaches
+the board's end of the cable onto the clock link (`BoardClock.line`): instance 0 reads exactly what came
+over the line, a tick (at most 1/CLOCK_RATE_HZ) later, and nothing when nothing came (a line without
+HIL_SENSOR still leaves PX4 without an IMU). Magnetometer, barometer and GPS reach PX4 only through
+MavlinkReceiver; the outputs leave on the line; `BoardClock.received` shows PX4 sent only HEARTBEAT,
+COMMAND_LONG and HIL_ACTUATOR_CONTROLS on the clock link (simulator_mavlink's sender echoes the outputs
+there too; the harness discards them).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ import time
 import tty
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Mapping
+from typing import AsyncIterator, Callable, Mapping
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -99,12 +100,10 @@ CLOCK_RATE_HZ = 2000.0
 LINE_BUFFER_BYTES = 4096
 STOP_GRACE_S = 5.0
 BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
+# PX4's share of its line (mavlink -r; PX4 takes half the line by default on a serial port, 800 kB/s on USB).
+LINK_SHARE = 0.8
 RC_NAME = "rcS.hitl"
-# The clock module's own IMU instance 0 (see the module docstring) is kept alive at this rate: fresh enough
-# for commander's check (a sample within 1 s).
-KEEPALIVE_HZ = 2.0
-KEEPALIVE_FIELDS = 0x03F  # accelerometer and gyroscope
-GRAVITY = 9.80665
+MIRROR_FIELDS = 0x03F  # accelerometer and gyroscope: what the clock module's instance 0 gets from the line
 
 
 def line_capacity(baud: int) -> float:
@@ -135,8 +134,10 @@ class SerialCable:
     not fit is dropped and counted, as a board's serial driver or a telemetry radio drops it.
     """
 
-    def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES):
+    def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES,
+                 delivered: Callable[[bytes], None] | None = None):
         self.baud = baud
+        self.delivered = delivered  # called with the bytes that reached the `a` end (the board), as they do
         self.rate = line_capacity(baud)
         self.buffer_bytes = buffer_bytes
         self.a = self.b = ""
@@ -192,6 +193,8 @@ class SerialCable:
                     self.dropped[name] += n
                 else:
                     self.carried[name] += sent
+                    if fd == m2 and self.delivered is not None:
+                        self.delivered(bytes(buf[:sent]))
                 del buf[:sent]
                 credit[fd] -= sent
 
@@ -213,7 +216,10 @@ class BoardClock:
         self.port = port
         self.period_s = 1.0 / rate_hz
         self.ticks = 0
-        self.keepalives = 0
+        self.mirrored = 0
+        self._imu: tuple | None = None  # the newest (accel, gyro) that crossed the line, not yet mirrored
+        self._line_parser = mavlink.MAVLink(None)
+        self._line_parser.robust_parsing = True
         self.received: dict[str, int] = {}  # what PX4 sent on the clock's link, by message type
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -225,6 +231,13 @@ class BoardClock:
     def start(self) -> "BoardClock":
         self._thread.start()
         return self
+
+    def line(self, data: bytes) -> None:
+        """Bytes that reached the board on its serial line: the IMU of each HIL_SENSOR among them goes out with
+        the next tick as the clock module's instance 0 (see the module docstring)."""
+        for msg in self._line_parser.parse_buffer(data) or ():
+            if msg.get_msgId() == mavlink.MAVLINK_MSG_ID_HIL_SENSOR and msg.fields_updated & MIRROR_FIELDS:
+                self._imu = ((msg.xacc, msg.yacc, msg.zacc), (msg.xgyro, msg.ygyro, msg.zgyro))
 
     def _run(self) -> None:
         self._server.settimeout(0.1)
@@ -241,16 +254,15 @@ class BoardClock:
         parser.robust_parsing = True
         zero = (0.0,) * 3
         start = due = time.monotonic()
-        keepalive_due_us = 0
         with conn:
             while not self._stop.is_set():
                 # time_usec 0 would read as "not started yet" (drv_hrt.cpp: px4_timestart_monotonic == 0).
                 now_us = 1 + int((time.monotonic() - start) * 1e6)
-                if now_us >= keepalive_due_us:
-                    keepalive_due_us = now_us + int(1e6 / KEEPALIVE_HZ)
-                    tick = mavlink.MAVLink_hil_sensor_message(now_us, 0.0, 0.0, -GRAVITY, *zero, *zero, 0.0, 0.0, 0.0,
-                                                              0.0, KEEPALIVE_FIELDS, 0)
-                    self.keepalives += 1
+                imu, self._imu = self._imu, None
+                if imu is not None:
+                    tick = mavlink.MAVLink_hil_sensor_message(now_us, *imu[0], *imu[1], *zero, 0.0, 0.0, 0.0, 0.0,
+                                                              MIRROR_FIELDS, 0)
+                    self.mirrored += 1
                 else:
                     tick = mavlink.MAVLink_hil_sensor_message(now_us, *zero, *zero, *zero, 0.0, 0.0, 0.0, 0.0, 0, 0)
                 try:
@@ -301,7 +313,8 @@ def rc_script(device: str, baud: int, params: Mapping[str, float]) -> str:
         "param set-default MAV_PROTO_VER 2",
         "param set-default IMU_INTEG_RATE 250",
         "param set-default SDLOG_MODE 1",
-        "param set-default SDLOG_PROFILE 131",
+        # PX4's default log topics: the board's log comes back over the serial line after a flight.
+        "param set-default SDLOG_PROFILE 1",
         "param set-default SYS_FAILURE_EN 1",
         # A bench board is set up with a fence of its own, as the harness's pre-flight check asks of any board.
         "param set-default GF_ACTION 2",
@@ -325,7 +338,7 @@ def rc_script(device: str, baud: int, params: Mapping[str, float]) -> str:
         "navigator start",
         # No MAVLink FTP (-x): MAVSDK then downloads the parameters with PARAM_REQUEST_LIST. Over FTP it stalled
         # on chunk timeouts through the bench (148 of 725 chunks in 100 s on a loaded machine).
-        f"mavlink start -d {device} -b {baud} -m onboard",
+        f"mavlink start -d {device} -b {baud} -m onboard -r {int(LINK_SHARE * line_capacity(baud))}",
         "set LOGGER_ARGS \"-p ekf2_timestamps\"",
         '. "${R}etc/init.d/rc.logging"',
         "mavlink boot_complete",
@@ -375,12 +388,13 @@ class BoardHardware:
 def _hardware_main(baud: int, clock_port: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-    with SerialCable(baud) as cable:
-        clock = BoardClock(clock_port).start()
+    clock = BoardClock(clock_port)
+    with SerialCable(baud, delivered=clock.line) as cable:
+        clock.start()
         print(json.dumps({"a": cable.a, "b": cable.b}), flush=True)
         sys.stdin.read()  # until the harness closes it, or dies
         clock.stop()
-    print(json.dumps({"carried": cable.carried, "dropped": cable.dropped, "clock_ticks": clock.ticks, "keepalives": clock.keepalives,
+    print(json.dumps({"carried": cable.carried, "dropped": cable.dropped, "clock_ticks": clock.ticks, "mirrored": clock.mirrored,
                       "clock_received": clock.received}), flush=True)
 
 

@@ -80,7 +80,7 @@ async def test_the_board_runs_one_serial_link_and_no_simulator_of_sensors(build)
             finally:
                 await vehicle.close()
     final = board.hardware.final
-    assert final["clock_ticks"] > 1000 and final["keepalives"] >= 1
+    assert final["clock_ticks"] > 1000 and final["mirrored"] > 100
     assert set(final["clock_received"]) <= {"HEARTBEAT", "COMMAND_LONG", "HIL_ACTUATOR_CONTROLS"}
     assert sum(final["dropped"].values()) == 0 and min(final["carried"].values()) > 10_000
 
@@ -90,15 +90,16 @@ async def test_without_hil_sensor_on_the_line_px4_refuses_to_arm():
     """The board reads its sensors from the line: with HIL_GPS but no HIL_SENSOR on it, PX4 refuses to arm with
     its own preflight failure (quoted in the assertion message)."""
     async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
-        texts, result = await asyncio.to_thread(_arm_without_imu, board.url)
+        texts, result, armed = await asyncio.to_thread(_arm_without_imu, board.url)
         console = Path(board.console.path).read_text()
     # PX4 says why on the line (STATUSTEXT) and on its console (health_and_arming_checks).
     failures = texts + re.findall(r"Preflight Fail: [^\n]*", console)
-    assert result is not None and result != mavlink.MAV_RESULT_ACCEPTED, failures
+    # Its COMMAND_ACK can be late on a loaded machine; its HEARTBEAT says it never armed.
+    assert not armed and result != mavlink.MAV_RESULT_ACCEPTED, failures
     assert any(re.search(r"barometer|compass|ekf2|Accel|Gyro", text) for text in failures), failures
 
 
-def _arm_without_imu(url: str) -> tuple[list[str], int | None]:
+def _arm_without_imu(url: str) -> tuple[list[str], int | None, bool]:
     device, baud = url[len("serial://"):].rsplit(":", 1)
     link = SerialLink(device, int(baud))
     sim = HarnessSimulator(SimulatorOptions())
@@ -107,16 +108,19 @@ def _arm_without_imu(url: str) -> tuple[list[str], int | None]:
     packer = mavlink.MAVLink(None, srcSystem=255, srcComponent=190)
     failures: list[str] = []
     result = None
+    armed = False
     started = time.monotonic()
     next_arm = started + 10.0
     try:
         # Bounded on the wall clock only as a net: PX4 answers an arm command within a second of getting it.
-        while time.monotonic() - started < 120.0 and result is None:
+        while time.monotonic() - started < 60.0 and result is None:
             data = sim.frame()
             link.write(data[data[1] + 12:])  # the frame without its HIL_SENSOR
             for msg in parser.parse_buffer(link.read(sim.frame_us * 1e-6)) or ():
                 if msg.get_type() == "STATUSTEXT":
                     failures.append(msg.text)
+                elif msg.get_type() == "HEARTBEAT" and msg.autopilot == mavlink.MAV_AUTOPILOT_PX4:
+                    armed = armed or bool(msg.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
                 elif msg.get_type() == "COMMAND_ACK" and msg.command == mavlink.MAV_CMD_COMPONENT_ARM_DISARM:
                     result = msg.result
             if time.monotonic() >= next_arm:
@@ -125,7 +129,7 @@ def _arm_without_imu(url: str) -> tuple[list[str], int | None]:
                 next_arm += 2.0
     finally:
         link.close()
-    return failures, result
+    return failures, result, armed
 
 
 async def test_a_baud_rate_that_cannot_carry_the_sensors_is_refused_before_the_port_is_opened():
