@@ -56,8 +56,8 @@ def main() -> None:
     print(f"measured on PX4 over {row['wall_s']:.1f} s at 921600 baud: {row['up_B_s']:.0f} B/s to the board, "
           f"{row['down_B_s']:.0f} B/s back (PX4's other telemetry included); HIL_SENSOR sent "
           f"{row['hil_sensor_sent_hz']:.1f} Hz ({row['hil_sensor_skipped']} frames skipped by a late host); PX4's "
-          f"vehicle_acceleration rate {row['px4_imu_rate_hz']:.1f} Hz (on this board the clock module's keep-alive "
-          f"instance: px4/hitl_board.py); board frames lost {row['frames_dropped']} of "
+          f"vehicle_acceleration rate {row['px4_imu_rate_hz']:.1f} Hz (the line IMU as the clock module's instance 0 "
+          f"reads it: px4/hitl_board.py); board frames lost {row['frames_dropped']} of "
           f"{row['frames_received']}; cable drops {row['cable'].get('dropped')}")
     _shares("measured", row["up_B_s"], row["down_B_s"])
     print(f"ratio measured/computed: to the board {row['up_B_s'] / need.up:.2f}, back {row['down_B_s'] / need.down:.2f}")
