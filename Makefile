@@ -51,15 +51,9 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 # TEST_ARGS: more pytest options (benchmarks/test_suite.py adds a JUnit XML file to time each file).
 TEST_ARGS ?=
-# The onboard tests on Python 3.10 (test-py310, one process) run beside the two workers rather than after
-# them: the workers leave CPU idle while vehicles fly in real time, and most of that run is numba compiling
-# for 3.10 on a clean clone. Its output is printed once it is done.
-PY310_LOG := $(VENV)/test-py310.log
 test: $(STAMP) $(RAY_STAMP) chromium
-	@$(MAKE) --no-print-directory test-py310 > $(PY310_LOG) 2>&1 & py310=$$!; \
-	$(PY) -m pytest -q -rfER -n $(TEST_WORKERS) --dist loadfile --durations=15 $(TEST_ARGS); status=$$?; \
-	wait $$py310; py310_status=$$?; cat $(PY310_LOG); \
-	if [ $$status -ne 0 ]; then exit $$status; fi; exit $$py310_status
+	$(PY) -m pytest -q -rfER -n $(TEST_WORKERS) --dist loadfile --durations=15 $(TEST_ARGS)
+	@$(MAKE) --no-print-directory test-py310
 
 # The inner loop of a change: the fast tier, the core of every package without flying (tests/conftest.py's
 # FAST_MODULES), in about two minutes on two cores. It is in addition to `make test`, which CI runs.
