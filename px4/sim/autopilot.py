@@ -680,7 +680,9 @@ class Autopilot(SitlBattery):
             self._task.activate(last, pos, (vel[0], vel[1], vel[2]), yaw)
             self._auto_active = True
         altitude = self.home[2] - pos[2]
-        out = self._task.update(self._navigator.triplet, pos, yaw, altitude, dt, self.distance_valid)
+        triplet = self._navigator.triplet
+        # Only a landing asks whether the range finder measures the height (read 50 times a second).
+        out = self._task.update(triplet, pos, yaw, altitude, dt, triplet.kind is not Kind.LAND or self.distance_valid)
         self.current_setpoint = out.setpoint
         return out
 

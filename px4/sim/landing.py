@@ -47,6 +47,9 @@ class LandingVerdict(NamedTuple):
     disarm: str = ""
 
 
+FLYING = LandingVerdict(False)
+
+
 class Landing:
     """Land detection and auto-disarm."""
 
@@ -70,7 +73,7 @@ class Landing:
         p, dyn, ctrl = v.param_snapshot(), v.dyn, v.ctrl
         if v.armed and not v.landed and self._detector.clear_in_flight(thrust, ctrl.hover_thrust, p["MPC_THR_MIN"]):
             # Flying with thrust: no stage of the detector can change (the common case, kept cheap).
-            return LandingVerdict(False)
+            return FLYING
         om = dyn.omega
         climb_rate_controlled = not isinstance(v.current_setpoint, AttitudeSetpoint)
         inputs = LandInputs(v.armed, climb_rate_controlled, thrust, ctrl.hover_thrust, p["MPC_THR_MIN"], vz_sp,
