@@ -334,7 +334,12 @@ class _Router(asyncio.DatagramProtocol):
                 self._refuse(msg)
                 continue
             if self.sim_loop is not None:
-                self.sim_loop.send(msg.get_msgbuf())
+                try:
+                    self.sim_loop.send(msg.get_msgbuf())
+                except SimulatorLinkError:
+                    # The board is gone (unplugged, or stopped as a run ends): the loop reading it reports that;
+                    # a client's late datagram has nowhere to go.
+                    return
 
     @staticmethod
     def _arms(msg) -> bool:
