@@ -107,6 +107,7 @@ class Autopilot(SitlBattery):
         self.origin = GeoOrigin(self.params["SIH_LOC_LAT0"], self.params["SIH_LOC_LON0"], self.params["SIH_LOC_H0"])
         self.time_s = 0.0
         self.armed = False
+        self.armed_at: float | None = None  # vehicle seconds, while armed (FLIGHT_INFORMATION reports it)
         self.mode = FlightMode.HOLD
         self._mode_after_disarm = FlightMode.HOLD
         self.landed = True
@@ -267,6 +268,7 @@ class Autopilot(SitlBattery):
             self.say(mavlink.MAV_SEVERITY_CRITICAL, reason)
             return rejected(reason)
         self.armed = True
+        self.armed_at = self.time_s
         self._landing.on_arm(self.time_s)
         self.home = self.position  # PX4 sets home where it arms
         self.failsafe = False
@@ -508,6 +510,7 @@ class Autopilot(SitlBattery):
 
     def _disarm(self, why: str) -> None:
         self.armed = False
+        self.armed_at = None
         self.current_setpoint = None
         self.say(mavlink.MAV_SEVERITY_INFO, why)
         # PX4 returns to the last mode the user chose that can be armed in (v1.14.0 and v1.16.1,

@@ -167,7 +167,6 @@ class MavlinkServer:
         for severity, text in self.calibration.update(now):
             self.ap.say(severity, text)
         self.params.write_back()
-        self.telemetry.observe()
         events = self.texts.messages()  # logged before a disarm closes the log: "Disarmed by ..." is in it
         started = self.logger.update()
         if started is not None:
@@ -189,7 +188,6 @@ class MavlinkServer:
         and the streams due at the link's rates. Nothing of the protocols a client drives, no flight log:
         for a link that is only listened to (the lockstep vehicle's telemetry log)."""
         now = self.ap.time_s
-        self.telemetry.observe()
         for msg in self.texts.messages() + self._announcements(now, list(reached)):
             link.send(msg)
         self._send_streams(link, now)

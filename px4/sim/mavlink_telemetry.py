@@ -84,7 +84,6 @@ class TelemetryStreams:
         self.calibration = calibration
         self.logging = logging
         self._ping_seq = 0
-        self._armed_at: float | None = None  # vehicle seconds, while armed
         self._builders: dict[str, Callable] = {}
 
     def can_build(self, name: str) -> bool:
@@ -97,13 +96,6 @@ class TelemetryStreams:
         if builder is None:  # looked up once a name: the scheduler asks for each stream hundreds of times a second
             builder = self._builders[name] = getattr(self, "_msg_" + name.lower())
         return builder()
-
-    def observe(self) -> None:
-        """Note the vehicle's arming, which FLIGHT_INFORMATION reports; the server calls this every tick."""
-        if not self.ap.armed:
-            self._armed_at = None
-        elif self._armed_at is None:
-            self._armed_at = self.ap.time_s
 
     @property
     def boot_ms(self) -> int:
@@ -290,7 +282,7 @@ class TelemetryStreams:
         in UTC microseconds while armed, else 0; COM_FLIGHT_UUID as the flight's number). The time armed is
         taken off the wall clock in vehicle seconds: at a speed factor the arming time is that much earlier."""
         ap = self.ap
-        armed_utc = int((time.time() - (ap.time_s - self._armed_at)) * 1e6) if self._armed_at is not None else 0
+        armed_utc = int((time.time() - (ap.time_s - ap.armed_at)) * 1e6) if ap.armed_at is not None else 0
         uuid = int(ap.params["COM_FLIGHT_UUID"]) if "COM_FLIGHT_UUID" in ap.params else 0
         return mavlink.MAVLink_flight_information_message(self.boot_ms, armed_utc, 0, uuid)
 
