@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from px4.sim.mavlink_encode import encode
+
 # Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
 # (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
 # configured at 10 Hz too but PX4 sends it only once its estimator has a wind estimate, which SIH's
@@ -60,7 +62,7 @@ class Link:
 
     def send(self, msg) -> None:
         """Encode with this link's sequence numbers and hand to the transport."""
-        buf = msg.pack(self.mav)
+        buf = encode(msg, self.mav)
         self.mav.seq = (self.mav.seq + 1) % 256
         self.sent += 1
         self.transport.send(buf)
