@@ -99,6 +99,37 @@ def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
     return out
 
 
+class VehicleAxis:
+    """Moments on a record's clock (`t_ns` of any of its tables, events) as vehicle seconds since the first
+    telemetry row: read off the telemetry's own pairs of harness and vehicle stamps where it has them (a
+    simulator that fell behind its speed factor is drawn as it flew), else the record's clock times the
+    speed factor. Outside the telemetry's span the nearest pair is extended at the speed factor."""
+
+    def __init__(self, telemetry: pd.DataFrame, speed_factor: float):
+        self.scale = clock_scale(speed_factor)
+        self.t0_ns = float(telemetry["t_ns"].iloc[0]) if len(telemetry) else 0.0
+        self._harness = self._vehicle = np.empty(0)
+        if telemetry_clock(telemetry, speed_factor) == VEHICLE_CLOCK and STAMP in telemetry:
+            harness = telemetry["t_ns"].to_numpy(float)
+            stamps = telemetry[STAMP].to_numpy(float)
+            keep = np.isfinite(stamps) & np.isfinite(harness)
+            keep[1:] &= stamps[1:] > np.fmax.accumulate(np.where(keep, stamps, -np.inf))[:-1]
+            keep[1:] &= harness[1:] > np.fmax.accumulate(np.where(keep, harness, -np.inf))[:-1]
+            if keep.sum() >= 2:
+                # Zero is the first row's time: rows before the vehicle told its clock are placed at the speed factor.
+                offset = (harness[keep][0] - self.t0_ns) / 1e9 * self.scale
+                self._harness, self._vehicle = harness[keep], stamps[keep] - stamps[keep][0] + offset
+
+    def seconds(self, t_ns) -> np.ndarray:
+        t = np.asarray(t_ns, dtype=float)
+        if len(self._harness) < 2:
+            return (t - self.t0_ns) / 1e9 * self.scale
+        inside = np.interp(t, self._harness, self._vehicle)
+        before = self._vehicle[0] + (t - self._harness[0]) / 1e9 * self.scale
+        after = self._vehicle[-1] + (t - self._harness[-1]) / 1e9 * self.scale
+        return np.where(t < self._harness[0], before, np.where(t > self._harness[-1], after, inside))
+
+
 def telemetry_clock(telemetry: pd.DataFrame, speed_factor: float) -> str:
     """Which clock `vehicle_time` measures this telemetry on: the vehicle's own where at least two of its rows
     carry the vehicle's stamp, or where the harness stamped it in simulated time (lockstep: an infinite speed

@@ -28,7 +28,7 @@ from onboard.timing import TOTAL, per_cycle
 from px4.external_physics.simulator import TRUTH_TABLE
 from px4.ulog import read_topic
 from records.campaign_dir import TRIALS_DIR
-from records.clock import clock_scale
+from records.clock import VehicleAxis
 from records.record import (
     MANIFEST_NAME,
     UnreadableRecord,
@@ -132,11 +132,10 @@ class _Flight:
     telemetry: pd.DataFrame
     commands: pd.DataFrame  # the planner's, one row per cycle (table "onboard"); empty without a planner
     log: VehicleLog
-    t0_ns: int = 0
-    scale: float = 1.0
+    axis: VehicleAxis
 
     def seconds(self, t_ns) -> np.ndarray:
-        return (np.asarray(t_ns, dtype=float) - self.t0_ns) / 1e9 * self.scale
+        return self.axis.seconds(t_ns)
 
     def row_seconds(self, table: pd.DataFrame) -> np.ndarray:
         """Vehicle seconds of an onboard-side table's rows. Their `t_ns` is the harness's clock, the
@@ -162,10 +161,10 @@ def trial_page(record: Path, totals: np.ndarray | None = None) -> str:
     telemetry = telemetry if telemetry is not None else pd.DataFrame()
     t0 = int(telemetry["t_ns"].iloc[0]) if not telemetry.empty else None
     # Lockstep stamps in simulated time already; a real-time target at a speed factor does not.
-    scale = 1.0 if config.get("target") == "lockstep" else clock_scale(float(config.get("speed", 1.0)))
+    speed = math.inf if config.get("target") == "lockstep" else float(config.get("speed", 1.0))
     commands = _optional(record, "onboard")
     flight = _Flight(record, config, columns, events, telemetry, commands if commands is not None else pd.DataFrame(),
-                     read_tlog(record, t0), t0 or 0, scale)
+                     read_tlog(record, t0), VehicleAxis(telemetry, speed))
     sections = [("flight", "Flight against setpoints", _flight_section(flight)),
                 ("map", "Track over the scene", _map_section(flight)),
                 ("actuators", "Actuator outputs", _actuator_section(flight)),
