@@ -85,8 +85,7 @@ def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
     """
     if telemetry_clock(telemetry, speed_factor) == VEHICLE_CLOCK and STAMP in telemetry:
         stamps = telemetry[STAMP].to_numpy(float)
-        keep = np.isfinite(stamps)
-        keep[1:] &= stamps[1:] > np.fmax.accumulate(np.where(keep, stamps, -np.inf))[:-1]
+        keep = _advancing(stamps, np.isfinite(stamps))
         out = telemetry[keep].copy()
         out["t_ns"] = np.round(stamps[keep] * 1e9).astype("int64")
         return out
@@ -97,6 +96,13 @@ def vehicle_time(telemetry: pd.DataFrame, speed_factor: float) -> pd.DataFrame:
     t0 = int(out["t_ns"].iloc[0])
     out["t_ns"] = t0 + ((out["t_ns"] - t0) * scale).astype("int64")
     return out
+
+
+def _advancing(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """`keep` without the rows whose value does not exceed every kept value before it."""
+    keep = keep.copy()
+    keep[1:] &= values[1:] > np.fmax.accumulate(np.where(keep, values, -np.inf))[:-1]
+    return keep
 
 
 class VehicleAxis:
@@ -112,9 +118,7 @@ class VehicleAxis:
         if telemetry_clock(telemetry, speed_factor) == VEHICLE_CLOCK and STAMP in telemetry:
             harness = telemetry["t_ns"].to_numpy(float)
             stamps = telemetry[STAMP].to_numpy(float)
-            keep = np.isfinite(stamps) & np.isfinite(harness)
-            keep[1:] &= stamps[1:] > np.fmax.accumulate(np.where(keep, stamps, -np.inf))[:-1]
-            keep[1:] &= harness[1:] > np.fmax.accumulate(np.where(keep, harness, -np.inf))[:-1]
+            keep = _advancing(harness, _advancing(stamps, np.isfinite(stamps) & np.isfinite(harness)))
             if keep.sum() >= 2:
                 # Zero is the first row's time: rows before the vehicle told its clock are placed at the speed factor.
                 offset = (harness[keep][0] - self.t0_ns) / 1e9 * self.scale
