@@ -158,6 +158,11 @@ async def test_full_throttle_climb_acceleration_matches_the_profiles_thrust_to_w
             await vehicle.sleep(1.5)
         finally:
             await vehicle.close()
+        stats = run.loop.stats
+        # The loop's wall time since PX4 first answered, split into its parts (the benchmark's share figure).
+        parts_s = stats.build_s + stats.send_s + stats.parse_s + stats.wait_s
+        assert parts_s == pytest.approx(stats.last_wall - stats.first_reply_wall, rel=0.05)
+        assert 0.0 < stats.harness_share < 1.0 and min(stats.step_parts_us().values()) > 0.0
     frames = [(r["time_us"] * 1e-6, r["vd"], sum(r[f"cmd{i}"] for i in range(1, 5)) / 4) for r in truth
               if r["time_us"] >= commanded_us]
     # The burst starts at the first frame of 0.2 s of full throttle (a blip while offboard mode

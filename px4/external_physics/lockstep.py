@@ -40,7 +40,13 @@ WIND_DOWN_SPEED = 10.0
 @dataclass
 class LoopStats:
     """How the exchange went: frames sent, answers applied, answers that never came in time, and the
-    vehicle and wall time since PX4 first answered (their ratio is the real-time factor)."""
+    vehicle and wall time since PX4 first answered (their ratio is the real-time factor).
+
+    Since PX4 first answered, the loop's wall time is also split into its parts: building the next frame
+    (physics step, sensor models, encoding), sending it, parsing and applying what PX4 sent, and waiting
+    (for PX4's answer, which includes PX4's own step and the socket's delivery, and for the pace). In
+    unpaced lockstep PX4 waits while the harness works, so the first three over the whole are the
+    harness's share of each step."""
 
     frames: int = 0
     replies: int = 0
@@ -48,13 +54,28 @@ class LoopStats:
     falls_behind: int = 0
     first_reply_wall: float = 0.0
     first_reply_us: int = 0
+    first_reply_frame: int = 0
     last_wall: float = 0.0
     last_us: int = 0
+    build_s: float = 0.0
+    send_s: float = 0.0
+    parse_s: float = 0.0
+    wait_s: float = 0.0
 
     @property
     def real_time_factor(self) -> float:
         wall = self.last_wall - self.first_reply_wall
         return (self.last_us - self.first_reply_us) * 1e-6 / wall if self.replies and wall > 0 else 0.0
+
+    @property
+    def harness_share(self) -> float:
+        busy = self.build_s + self.send_s + self.parse_s
+        return busy / (busy + self.wait_s) if busy > 0 else 0.0
+
+    def step_parts_us(self) -> dict[str, float]:
+        """Microseconds of each part per frame since PX4 first answered."""
+        frames = max(self.frames - self.first_reply_frame, 1)
+        return {name: getattr(self, f"{name}_s") / frames * 1e6 for name in ("build", "send", "parse", "wait")}
 
 
 class SimulatorLoop:
@@ -112,17 +133,23 @@ class SimulatorLoop:
         pace = self._pace_now()
         anchor_wall, anchor_us = clock(), sim.time_us
         while not self._stop.is_set():
-            link.write(sim.frame())
+            started = clock()
+            frame = sim.frame()
+            built = clock()
+            link.write(frame)
+            sent = clock()
+            stats.build_s += built - started
+            stats.send_s += sent - built
             stats.frames += 1
             due = sim.time_us
             if self.lockstep and stats.replies:
-                deadline = clock() + self.reply_timeout_s
+                deadline = sent + self.reply_timeout_s
                 while self._last_reply_us < due:
                     left = deadline - clock()
                     if left <= 0:
                         stats.missed_replies += 1
                         break
-                    self._receive(link.read(left))
+                    self._read(left)
             if self._pace_now() != pace:
                 pace = self._pace_now()
                 anchor_wall, anchor_us = clock(), sim.time_us
@@ -133,10 +160,19 @@ class SimulatorLoop:
                     stats.falls_behind += 1
                     anchor_wall, anchor_us = now, sim.time_us
                 while now < target:
-                    self._receive(link.read(target - now))
+                    self._read(target - now)
                     now = clock()
-                self._receive(link.read(0.0))
+                self._read(0.0)
             stats.last_wall, stats.last_us = clock(), sim.time_us
+
+    def _read(self, timeout_s: float) -> None:
+        stats, clock = self.stats, time.monotonic
+        started = clock()
+        data = self.link.read(timeout_s)
+        read = clock()
+        self._receive(data)
+        stats.wait_s += read - started
+        stats.parse_s += clock() - read
 
     def _pace_now(self) -> float | None:
         if self.lockstep and not self.stats.replies:
@@ -153,6 +189,9 @@ class SimulatorLoop:
                 self._last_reply_us = controls.time_usec
                 if not self.stats.replies:
                     self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
+                    # The parts are counted from here: before, the loop only paces PX4's start-up.
+                    self.stats.first_reply_frame = self.stats.frames
+                    self.stats.build_s = self.stats.send_s = self.stats.parse_s = self.stats.wait_s = 0.0
                 self.stats.replies += 1
             elif self.on_message is not None:
                 self.on_message(msg)
