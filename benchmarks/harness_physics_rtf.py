@@ -12,8 +12,9 @@ the `time_boot_ms` of its ATTITUDE messages over `WINDOW_S` wall seconds.
 - SIH: airframe 10040 (sihsim_quadx) at several PX4_SIM_SPEED_FACTOR values; its best achieved
   factor is SIH's best on this machine.
 
-Goals: harness >= 10x, and the harness's share of each step (building, sending and parsing frames over
-the loop's wall time, `LoopStats.harness_share`, with each part per frame) <= 10 %. The machine is shared (2 cores): the load average is printed with the figures.
+Goals: harness >= 10x, and the harness's share of each step (its loop thread's CPU time building frames,
+in the socket calls and parsing, over the loop's wall time: `LoopStats.harness_share`, with each part
+per frame) <= 10 %. The machine is shared (2 cores): the load average is printed with the figures.
 
     PX4_DIR=../shared/px4/v1.16.1 python benchmarks/harness_physics_rtf.py [--sih-speeds 4,8,16,32]
 """
@@ -44,8 +45,8 @@ WINDOW_S = 5.0  # wall seconds of hover measured
 # less than a loaded machine may take between the arm and the take-off command.
 PARAMS = {"COM_DISARM_PRFLT": 60.0}
 GOAL = 10.0
-# The harness's share of each lockstep step (building, sending and parsing frames over the loop's wall time):
-# the rest is waiting for PX4's answer, PX4's step and the socket's delivery.
+# The harness's share of each lockstep step: its loop thread's CPU time (building frames, the socket calls,
+# parsing) over the loop's wall time; the rest is PX4's step and the waits.
 SHARE_GOAL = 0.10
 # Harness runs: two paces and as fast as possible. Lift-off to CLIMB_M takes the same vehicle time in
 # each (lockstep: PX4's behaviour depends on vehicle time only), whatever the wall clock did.

@@ -42,11 +42,12 @@ class LoopStats:
     """How the exchange went: frames sent, answers applied, answers that never came in time, and the
     vehicle and wall time since PX4 first answered (their ratio is the real-time factor).
 
-    Since PX4 first answered, the loop's wall time is also split into its parts: building the next frame
-    (physics step, sensor models, encoding), sending it, parsing and applying what PX4 sent, and waiting
-    (for PX4's answer, which includes PX4's own step and the socket's delivery, and for the pace). In
-    unpaced lockstep PX4 waits while the harness works, so the first three over the whole are the
-    harness's share of each step."""
+    Since PX4 first answered, the loop thread's CPU time is also counted by part: building the next frame
+    (physics step, sensor models, encoding), the socket calls (sending, and reading PX4's answer) and
+    parsing and applying it. In unpaced lockstep PX4 waits while the harness works, so their sum over
+    the wall time is the harness's share of each step; the rest is PX4's step and the waits. CPU time,
+    not wall time, because on a shared machine a woken PX4 may preempt the harness inside its send,
+    and that time is PX4's."""
 
     frames: int = 0
     replies: int = 0
@@ -58,9 +59,8 @@ class LoopStats:
     last_wall: float = 0.0
     last_us: int = 0
     build_s: float = 0.0
-    send_s: float = 0.0
+    socket_s: float = 0.0
     parse_s: float = 0.0
-    wait_s: float = 0.0
 
     @property
     def real_time_factor(self) -> float:
@@ -69,13 +69,17 @@ class LoopStats:
 
     @property
     def harness_share(self) -> float:
-        busy = self.build_s + self.send_s + self.parse_s
-        return busy / (busy + self.wait_s) if busy > 0 else 0.0
+        wall = self.last_wall - self.first_reply_wall
+        return (self.build_s + self.socket_s + self.parse_s) / wall if self.replies and wall > 0 else 0.0
 
     def step_parts_us(self) -> dict[str, float]:
-        """Microseconds of each part per frame since PX4 first answered."""
+        """Microseconds per frame since PX4 first answered: the harness's parts (CPU time) and the rest of
+        the wall time (PX4's step, waits)."""
         frames = max(self.frames - self.first_reply_frame, 1)
-        return {name: getattr(self, f"{name}_s") / frames * 1e6 for name in ("build", "send", "parse", "wait")}
+        busy = self.build_s + self.socket_s + self.parse_s
+        parts = {"build": self.build_s, "socket": self.socket_s, "parse": self.parse_s,
+                 "PX4 and waits": max(self.last_wall - self.first_reply_wall - busy, 0.0)}
+        return {name: seconds / frames * 1e6 for name, seconds in parts.items()}
 
 
 class SimulatorLoop:
@@ -129,21 +133,20 @@ class SimulatorLoop:
 
     def _exchange(self) -> None:
         sim, link, stats = self.simulator, self.link, self.stats
-        clock = time.monotonic
+        clock, cpu = time.monotonic, time.thread_time
         pace = self._pace_now()
         anchor_wall, anchor_us = clock(), sim.time_us
         while not self._stop.is_set():
-            started = clock()
+            started = cpu()
             frame = sim.frame()
-            built = clock()
+            built = cpu()
             link.write(frame)
-            sent = clock()
             stats.build_s += built - started
-            stats.send_s += sent - built
+            stats.socket_s += cpu() - built
             stats.frames += 1
             due = sim.time_us
             if self.lockstep and stats.replies:
-                deadline = sent + self.reply_timeout_s
+                deadline = clock() + self.reply_timeout_s
                 while self._last_reply_us < due:
                     left = deadline - clock()
                     if left <= 0:
@@ -166,13 +169,13 @@ class SimulatorLoop:
             stats.last_wall, stats.last_us = clock(), sim.time_us
 
     def _read(self, timeout_s: float) -> None:
-        stats, clock = self.stats, time.monotonic
-        started = clock()
+        stats, cpu = self.stats, time.thread_time
+        started = cpu()
         data = self.link.read(timeout_s)
-        read = clock()
+        read = cpu()
         self._receive(data)
-        stats.wait_s += read - started
-        stats.parse_s += clock() - read
+        stats.socket_s += read - started
+        stats.parse_s += cpu() - read
 
     def _pace_now(self) -> float | None:
         if self.lockstep and not self.stats.replies:
@@ -191,7 +194,7 @@ class SimulatorLoop:
                     self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
                     # The parts are counted from here: before, the loop only paces PX4's start-up.
                     self.stats.first_reply_frame = self.stats.frames
-                    self.stats.build_s = self.stats.send_s = self.stats.parse_s = self.stats.wait_s = 0.0
+                    self.stats.build_s = self.stats.socket_s = self.stats.parse_s = 0.0
                 self.stats.replies += 1
             elif self.on_message is not None:
                 self.on_message(msg)
