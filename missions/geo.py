@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 EARTH_RADIUS_M = 6_371_000.0
 
@@ -24,10 +25,16 @@ class GeoOrigin:
     lon_deg: float
     alt_m: float  # AMSL
 
+    @cached_property
+    def _reference(self) -> tuple[float, float, float, float]:
+        """The origin in radians, and its latitude's sine and cosine: to_global runs hundreds of times a
+        simulated second (snapshots, telemetry), and these never change."""
+        ref_lat = math.radians(self.lat_deg)
+        return ref_lat, math.radians(self.lon_deg), math.sin(ref_lat), math.cos(ref_lat)
+
     def to_global(self, north: float, east: float, down: float) -> tuple[float, float, float]:
         """Local NED metres -> (lat deg, lon deg, alt AMSL m)."""
-        ref_lat = math.radians(self.lat_deg)
-        ref_lon = math.radians(self.lon_deg)
+        ref_lat, ref_lon, sin_ref, cos_ref = self._reference
         x = north / EARTH_RADIUS_M
         y = east / EARTH_RADIUS_M
         c = math.hypot(x, y)
@@ -35,8 +42,8 @@ class GeoOrigin:
             lat, lon = ref_lat, ref_lon
         else:
             sin_c, cos_c = math.sin(c), math.cos(c)
-            lat = math.asin(cos_c * math.sin(ref_lat) + x * sin_c * math.cos(ref_lat) / c)
-            lon = ref_lon + math.atan2(y * sin_c, c * math.cos(ref_lat) * cos_c - x * math.sin(ref_lat) * sin_c)
+            lat = math.asin(cos_c * sin_ref + x * sin_c * cos_ref / c)
+            lon = ref_lon + math.atan2(y * sin_c, c * cos_ref * cos_c - x * sin_ref * sin_c)
         return math.degrees(lat), math.degrees(lon), self.alt_m - down
 
     def to_local(self, lat_deg: float, lon_deg: float, alt_m: float) -> tuple[float, float, float]:

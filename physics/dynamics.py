@@ -286,7 +286,8 @@ class QuadrotorDynamics:
         w, x, y, z = self.q
         roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
         pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
-        return roll, pitch, self.yaw
+        # yaw_of's formula on the quaternion already read (a compiled call costs more than the arithmetic).
+        return roll, pitch, math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
     def tilt(self) -> float:
         """Angle between body z and the vertical (rad)."""

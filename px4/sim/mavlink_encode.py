@@ -20,12 +20,7 @@ _HEADER = struct.Struct("<BBBBBBBHB")
 _CRC = struct.Struct("<H")
 
 
-def _crc16(data: bytes) -> int:
-    """X.25 (CRC-16/MCRF4XX) of `data`, with pymavlink's fast checksum where it has one."""
-    return mavlink.x25crc(data).crc
-
-
-_checksum: Callable[[bytes], int] = (lambda data: mavlink.mcrf4xx(data, 0xFFFF)) if mavlink.mcrf4xx else _crc16
+_MCRF4XX: Callable[[bytes, int], int] | None = mavlink.mcrf4xx  # fastcrc's, when installed (pymavlink's choice too)
 
 
 class _Layout:
@@ -68,4 +63,5 @@ def encode(msg, mav: mavlink.MAVLink) -> bytes:
     payload = layout.payload(msg).rstrip(b"\0") or b"\0"
     body = _HEADER.pack(0xFD, len(payload), 0, 0, mav.seq, mav.srcSystem, mav.srcComponent,
                         layout.id_low, layout.id_high) + payload
-    return body + _CRC.pack(_checksum(body[1:] + layout.crc_extra))
+    checked = body[1:] + layout.crc_extra  # X.25 over all but the start byte, then CRC_EXTRA
+    return body + _CRC.pack(_MCRF4XX(checked, 0xFFFF) if _MCRF4XX is not None else mavlink.x25crc(checked).crc)

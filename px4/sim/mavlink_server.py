@@ -215,17 +215,19 @@ class MavlinkServer:
             return
         earliest = math.inf
         shortest = self.min_stream_interval_s
+        next_due, build, send = link.next_due, self.telemetry.build, link.send  # some 30 streams a pass
         for name, interval in link.intervals.items():
             if interval <= 0:
                 continue
-            due = link.next_due.get(name, 0.0)
+            due = next_due.get(name, 0.0)
             if now >= due:
                 # Keep the phase but never burst to catch up after a stall.
-                due = link.next_due[name] = max(due + max(interval, shortest), now)
-                msg = self.telemetry.build(name)
+                due = next_due[name] = max(due + max(interval, shortest), now)
+                msg = build(name)
                 if msg is not None:
-                    link.send(msg)
-            earliest = min(earliest, due)
+                    send(msg)
+            if due < earliest:
+                earliest = due
         link.streams_due = earliest
 
     def _repeated_reached(self, now: float) -> list:
