@@ -16,6 +16,7 @@ import math
 import socket
 import struct
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from mavsdk.exceptions import MavsdkError
 from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.failure import FailureError, FailureType, FailureUnit
+from mavsdk.plugins.log_files import LogFilesError, LogFilesResult
 from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
 from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import (
@@ -70,6 +72,10 @@ from physics.faults import SIM_FAULT_COMMAND
 from px4.process import START_CAP_S, ChildProcess
 
 NAN = float("nan")
+# Vehicle seconds a log download may go without any part of it arriving before it is given up.
+LOG_STALL_S = 15.0
+# Wall seconds MAVSDK gets to cancel a download and to drop its log files plugin (both take milliseconds).
+LOG_PLUGIN_CLOSE_S = 5.0
 # A refusal's reason arrives as a STATUSTEXT just before the ack; texts older than this are not it.
 REASON_WINDOW_S = 2.0
 # PX4 sends HEARTBEAT at 1 Hz, so an accepted arm shows in telemetry within about a second; a harness starved
@@ -638,22 +644,45 @@ class MavsdkVehicle(VehicleBase):
             await self.sleep(GCS_HEARTBEAT_S)
 
     async def download_newest_log(self, dest: Path) -> Path | None:
-        """The newest ULog the autopilot lists (MAVSDK's log files plugin), into `dest`; None if it lists none."""
+        """The newest ULog the autopilot lists (MAVSDK's log files plugin), into `dest`; None if it lists none.
+        VehicleError saying why and how far it got when the list or the log does not come: a download is given up
+        once no part of it arrived for LOG_STALL_S vehicle seconds (MAVSDK alone asks again for ever)."""
         plugin = LogFilesAsync(self._system)
+        downloading = False
         try:
-            entries = await asyncio.wait_for(plugin.get_entries(), 10.0)
+            try:
+                entries = await asyncio.wait_for(plugin.get_entries(), 10.0)
+            except LogFilesError as exc:
+                if exc.result == LogFilesResult.NO_LOGFILES:
+                    return None
+                raise VehicleError(f"{self.url}: no list of its logs ({_name(exc.result)})") from None
+            except asyncio.TimeoutError:  # wait_for's: a class of its own on Python 3.10
+                raise VehicleError(f"{self.url}: no list of its logs within 10 s") from None
             if not entries:
                 return None
             newest = max(entries, key=lambda e: e.id)
             dest.mkdir(parents=True, exist_ok=True)
             path = dest / f"log_{newest.id}_{newest.date.replace(':', '-') or 'undated'}.ulg"
-            async for _ in plugin.download_log_file(newest, str(path)):
-                pass
-            return path
-        except (MavsdkError, asyncio.TimeoutError):  # wait_for's: a class of its own on Python 3.10
-            return None
+            chunks = plugin.download_log_file(newest, str(path))
+            downloading = True
+            done = 0.0
+            while True:
+                try:
+                    async with self.deadline(LOG_STALL_S):
+                        result, progress = await anext(chunks)
+                except TimeoutError:
+                    raise VehicleError(f"{self.url}: log {newest.id} not downloaded: nothing of it came for "
+                                       f"{LOG_STALL_S:g} vehicle s at {done:.0%} of {newest.size_bytes} B") from None
+                except LogFilesError as exc:
+                    downloading = False  # MAVSDK ended it
+                    raise VehicleError(f"{self.url}: log {newest.id} not downloaded: {_name(exc.result)} at "
+                                       f"{done:.0%} of {newest.size_bytes} B") from None
+                done = progress.progress
+                if result == LogFilesResult.SUCCESS:
+                    downloading = False
+                    return path
         finally:
-            plugin.destroy()
+            await _drop_log_plugin(plugin, downloading)
 
     async def setpoint_echo(self) -> AsyncIterator[tuple[int, tuple[float, float, float]]]:
         """(harness ns, NED position) of the setpoint the autopilot reports it is flying (POSITION_TARGET_LOCAL_NED)."""
@@ -846,6 +875,29 @@ async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0,
     vehicle = MavsdkVehicle(connection, speed_factor, owns_connection=owned)
     vehicle._start_streams()
     return vehicle
+
+
+async def _drop_log_plugin(plugin: LogFilesAsync, downloading: bool) -> None:
+    """End an unfinished download (MAVSDK would go on asking for it), then the plugin, off the event loop and
+    bounded: a plugin destroyed with its download running was seen never to return (`hil fly --target px4-hitl`
+    hung in LogFiles.destroy after a stop request), holding the loop and the run with it."""
+    if downloading:
+        with contextlib.suppress(MavsdkError, asyncio.TimeoutError):
+            await asyncio.wait_for(plugin.cancel_download_log_file(), LOG_PLUGIN_CLOSE_S)
+    loop = asyncio.get_running_loop()
+    destroyed = loop.create_future()
+
+    def destroy() -> None:
+        plugin.destroy()
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            loop.call_soon_threadsafe(lambda: destroyed.done() or destroyed.set_result(None))
+
+    # A daemon thread, not the executor: a destroy that never returns must not hold the interpreter's exit.
+    threading.Thread(target=destroy, name="log plugin destroy", daemon=True).start()
+    try:
+        await asyncio.wait_for(destroyed, LOG_PLUGIN_CLOSE_S)
+    except asyncio.TimeoutError:
+        _OWN_LOG.warning("MAVSDK's log files plugin did not close within %g s; left behind", LOG_PLUGIN_CLOSE_S)
 
 
 async def connect_started(url: str, process: ChildProcess, speed_factor: float = 1.0) -> MavsdkVehicle:

@@ -263,7 +263,8 @@ class Vehicle(Protocol):
         ...
 
     async def download_newest_log(self, dest: Path) -> Path | None:
-        """The flight controller's newest flight log (ULog), downloaded into `dest`; None where it keeps none."""
+        """The flight controller's newest flight log (ULog), downloaded into `dest`; None where it keeps none;
+        VehicleError saying why when it keeps one that does not come."""
 
     async def get_param(self, name: str) -> float: ...
 

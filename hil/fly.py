@@ -539,7 +539,12 @@ async def _after_breach(vehicle: Vehicle, options: FlightOptions, say: Callable[
 async def _keep_ulog(vehicle: Vehicle, record_dir: Path, rows: list[dict], recorder: TrialRecorder,
                      say: Callable[[str], None]) -> None:
     """The flight controller's own log of the flight, in the record and aligned with the harness clock."""
-    path = await vehicle.download_newest_log(record_dir / "ulog")
+    try:
+        path = await vehicle.download_newest_log(record_dir / "ulog")
+    except VehicleError as exc:  # the flight's outcome stands: only its log is missing
+        recorder.event("ulog_unavailable", reason=str(exc))
+        say(f"ULog not kept: {exc}")
+        return
     if path is None:
         recorder.event("ulog_unavailable", reason="the flight controller offers no log")
         say("no ULog on the flight controller to keep")

@@ -15,8 +15,8 @@ hil_state ON), with the one exception the clock forces, below.
 The harness stands in for the two things only hardware has:
 
 * **the USB port**: a pair of pseudo-terminals joined by a pump that carries at most BAUD/10 bytes a
-  second each way (8N1), as a UART does, and drops what overflows a small buffer, as a radio or a
-  board's serial driver does; it counts bytes and drops each way;
+  second each way (8N1), as a UART does, holding a writer that outruns it as a UART's transmitter does
+  (`SerialCable`); it counts bytes each way, and drops what the far end does not read;
 * **the crystal**. The shipped binaries are lockstep builds (boards/px4/sitl/sitl.cmake turns on
   ENABLE_LOCKSTEP_SCHEDULER): hrt_absolute_time() is the lockstep scheduler's time
   (platforms/posix/src/px4/common/drv_hrt.cpp, hrt_absolute_time), which only px4_clock_settime moves,
@@ -85,10 +85,8 @@ from px4.sitl import (
     Px4Build,
     SitlError,
     SitlPorts,
-    _keep_logs,
     _param_texts,
     claimed_instance,
-    find_ulogs,
     prepare_workdir,
 )
 
@@ -103,6 +101,24 @@ BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
 # PX4's share of its line (mavlink -r; PX4 takes half the line by default on a serial port, 800 kB/s on USB).
 LINK_SHARE = 0.8
 RC_NAME = "rcS.hitl"
+# What the board logs (topic, interval ms), read by PX4's logger from etc/logging/logger_topics.txt instead of its
+# profile: PX4's POSIX build compiles its estimator replay topics and esc_status into the default profile at their
+# full rates (12.8 MB for a 49 s flight, 250 kB a second against the line's 92 kB: its download took 245 s). These
+# are the default profile's topics and intervals on a board (src/modules/logger/logged_topics.cpp),
+# px4.ulog.DEFAULT_TOPICS among them, with sensor_combined at 10 Hz; instance 0 each, as a topic without one
+# takes all its instances' places in the logger's table (it holds few).
+LOGGED_TOPICS = (
+    ("actuator_armed", 0), ("actuator_motors", 100), ("actuator_outputs", 100), ("battery_status", 200),
+    ("esc_status", 250), ("estimator_status", 200), ("failsafe_flags", 0), ("home_position", 0),
+    ("manual_control_setpoint", 200), ("mission_result", 0), ("navigator_mission_item", 0),
+    ("position_setpoint_triplet", 200), ("sensor_baro", 1000), ("sensor_combined", 100), ("sensor_gps", 1000),
+    ("sensor_mag", 1000), ("trajectory_setpoint", 200), ("vehicle_acceleration", 50), ("vehicle_air_data", 200),
+    ("vehicle_angular_velocity", 20), ("vehicle_attitude", 50), ("vehicle_attitude_setpoint", 50),
+    ("vehicle_command", 0), ("vehicle_command_ack", 0), ("vehicle_control_mode", 0), ("vehicle_global_position", 200),
+    ("vehicle_gps_position", 100), ("vehicle_land_detected", 0), ("vehicle_local_position", 100),
+    ("vehicle_local_position_setpoint", 100), ("vehicle_magnetometer", 200), ("vehicle_rates_setpoint", 20),
+    ("vehicle_status", 0), ("vehicle_thrust_setpoint", 20), ("vehicle_torque_setpoint", 20),
+)
 MIRROR_FIELDS = 0x03F  # accelerometer and gyroscope: what the clock module's instance 0 gets from the line
 
 
@@ -130,8 +146,13 @@ class SerialCable:
     """Two pseudo-terminals joined as a null-modem cable that carries `baud`/10 bytes a second each way.
 
     A pty alone moves bytes as fast as they are written whatever baud rate it is opened at; a UART does
-    not. Bytes wait in a LINE_BUFFER_BYTES buffer per direction and leave at the line's rate; what does
-    not fit is dropped and counted, as a board's serial driver or a telemetry radio drops it.
+    not. Bytes wait in a LINE_BUFFER_BYTES transmit buffer per direction and leave at the line's rate. A writer
+    that outruns the line waits, as a UART's transmitter makes it wait: while its buffer is full its end is not
+    read, so the pty's own buffer fills and the writer's write() blocks. Dropping what did not fit instead would
+    model no board: PX4 on NuttX asks its serial driver for the room left (FIONSPACE) and sends no more; on
+    Linux it cannot ask and writes a log chunk (MAVSDK asks for 11.5 kB at a time) in one burst, of which a
+    dropping cable passed one 4 kB buffer and MAVSDK asked again and again for the rest (a 13.8 MB ULog came at
+    11 kB/s). What the far end does not read is dropped and counted (`dropped`), as a receiver's overrun is.
     """
 
     def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES,
@@ -166,18 +187,17 @@ class SerialCable:
         last = time.monotonic()
         while True:
             waiting = any(buf for _, _, buf in lanes.values())
-            ready, _, _ = select.select([m1, m2, self._stop_r], [], [], 0.0005 if waiting else None)
+            # A full transmit buffer's end is not read: its writer waits (see the class docstring).
+            readable = [fd for fd, (_, _, buf) in lanes.items() if len(buf) < self.buffer_bytes]
+            ready, _, _ = select.select(readable + [self._stop_r], [], [], 0.0005 if waiting else None)
             if self._stop_r in ready:
                 return
             for fd in (m1, m2):
                 if fd not in ready:
                     continue
-                name, _, buf = lanes[fd]
+                _, _, buf = lanes[fd]
                 with contextlib.suppress(BlockingIOError, OSError):  # nothing after all, or the far side closed
-                    data = os.read(fd, 65536)
-                    room = self.buffer_bytes - len(buf)
-                    buf += data[:room]
-                    self.dropped[name] += max(0, len(data) - room)
+                    buf += os.read(fd, self.buffer_bytes - len(buf))
             now = time.monotonic()
             elapsed, last = now - last, now
             for fd, (name, peer, buf) in lanes.items():
@@ -312,8 +332,10 @@ def rc_script(device: str, baud: int, params: Mapping[str, float]) -> str:
         "param set-default EKF2_REQ_GPS_H 0.5",
         "param set-default MAV_PROTO_VER 2",
         "param set-default IMU_INTEG_RATE 250",
-        "param set-default SDLOG_MODE 1",
-        # PX4's default log topics: the board's log comes back over the serial line after a flight.
+        # The board logs as a board does by default, from arming to disarming and on the logger's own schedule
+        # (PX4's POSIX rcS logs from boot, polling ekf2_timestamps for replay), the topics of LOGGED_TOPICS: its log
+        # comes back over the serial line after a flight.
+        "param set-default SDLOG_MODE 0",
         "param set-default SDLOG_PROFILE 1",
         "param set-default SYS_FAILURE_EN 1",
         # A bench board is set up with a fence of its own, as the harness's pre-flight check asks of any board.
@@ -339,7 +361,6 @@ def rc_script(device: str, baud: int, params: Mapping[str, float]) -> str:
         # No MAVLink FTP (-x): MAVSDK then downloads the parameters with PARAM_REQUEST_LIST. Over FTP it stalled
         # on chunk timeouts through the bench (148 of 725 chunks in 100 s on a loaded machine).
         f"mavlink start -d {device} -b {baud} -m onboard -r {int(LINK_SHARE * line_capacity(baud))}",
-        "set LOGGER_ARGS \"-p ekf2_timestamps\"",
         '. "${R}etc/init.d/rc.logging"',
         "mavlink boot_complete",
     ]
@@ -415,9 +436,6 @@ class HitlBoard(ChildProcess):
     def instance(self) -> int:
         return self.ports.instance
 
-    def ulogs(self) -> list[Path]:
-        return find_ulogs(self.workdir)
-
     async def shell(self, module: str, *args: str) -> str:
         """What `px4-MODULE ARGS` prints through PX4's client socket. Some commands (`mavlink status`) print
         on PX4's own console instead: read `console` for those."""
@@ -436,11 +454,23 @@ class HitlBoard(ChildProcess):
         return float(found.group(1)) if found else math.nan
 
 
+def _board_etc(build: Px4Build, workdir: Path) -> Path:
+    """The board's ROMFS in `workdir`: the build's, plus the logger's topic list (LOGGED_TOPICS). PX4 links
+    `etc` in its working directory to the folder it is given, and the build's is shared."""
+    etc = workdir / "romfs"
+    etc.mkdir()
+    for part in build.etc.iterdir():
+        (etc / part.name).symlink_to(part.resolve())
+    (etc / "logging").mkdir()
+    (etc / "logging" / "logger_topics.txt").write_text("".join(f"{name} {ms} 0\n" for name, ms in LOGGED_TOPICS))
+    return etc
+
+
 @contextlib.asynccontextmanager
 async def px4_hitl_board(options: BoardOptions = BoardOptions(), keep_in: Path | None = None
                          ) -> AsyncIterator[HitlBoard]:
-    """Run PX4 as a HITL board for a block; on exit stop it, then its clock and cable, and copy its ULogs and
-    console into ``keep_in`` when given. Px4NotFound, ValueError and SitlError as `px4.sitl.px4_sitl`."""
+    """Run PX4 as a HITL board for a block; on exit stop it, then its clock and cable, and copy its console into
+    ``keep_in`` when given. Px4NotFound, ValueError and SitlError as `px4.sitl.px4_sitl`."""
     build = Px4Build.locate(options.px4_dir)
     build.airframe(BOARD_AIRFRAME)  # refuse a build without it before anything starts
     _param_texts(options.params)
@@ -451,7 +481,7 @@ async def px4_hitl_board(options: BoardOptions = BoardOptions(), keep_in: Path |
                 prepare_workdir(build, workdir, {})
                 (workdir / RC_NAME).write_text(rc_script(hardware.a, options.baud, options.params))
                 command = [str(workdir / "bin" / "px4"), "-d", "-i", str(ports.instance), "-s", RC_NAME,
-                           "-w", str(workdir), str(build.etc)]
+                           "-w", str(workdir), str(_board_etc(build, workdir))]
                 env = {k: v for k, v in os.environ.items()
                        if not k.startswith(("PX4_SIM", "PX4_SYS_AUTOSTART", "PX4_PARAM_"))}
                 proc = subprocess.Popen(command, env=env, cwd=workdir, stdin=subprocess.DEVNULL,
@@ -472,7 +502,9 @@ async def px4_hitl_board(options: BoardOptions = BoardOptions(), keep_in: Path |
                     await stop_process(proc, STOP_GRACE_S, group=True)
                     console.close()
                     if keep_in is not None:
-                        _keep_logs(board, keep_in)
+                        # Its console only: a board's log is not on the harness's disk, it comes over the line.
+                        keep_in.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(console.path, keep_in / "px4-console.log")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -1,0 +1,62 @@
+"""The demo mission flown on PX4 as a HITL board (issue 32's done-when): `hil fly demo_square --target px4-hitl --arm`,
+the path a lab takes with a board on the desk, on v1.16.1 and on every PX4_SMOKE_DIRS build.
+
+The board has no lockstep: each flight takes its mission's time in real time (about 55 board seconds) plus PX4's
+start, its estimator's settling and the ULog's download over the serial line, some two minutes. Both builds are in
+this one file, so that pytest-xdist's loadfile puts the two long flights on one worker while the other runs the
+rest. Every wait inside `hil fly` is on the board's own clock or bounded by its process (a loaded machine stretches
+the run, it does not fail it); the subprocess's timeout is only a net for a hung harness.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyulog import ULog
+
+from records.record import read_events, read_table
+
+from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
+
+ROOT = Path(__file__).resolve().parents[1]
+NET_S = 1800.0  # wall seconds: a harness that hangs, not a slow machine (that stretches the board's clock too)
+
+
+@needs_px4
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [MAIN_BUILD, *SMOKE_BUILDS])
+def test_hil_fly_flies_the_demo_mission_on_the_hitl_board(build, tmp_path):
+    """The trial succeeds through the hardware path (pre-flight gates, the parameter journal, --arm); PX4's console
+    shows one MAVLink link, on the pseudo-terminal at 921600 baud, and no simulator but the clock module; the serial
+    line carried the sensors within its capacity; and the board's ULog of the flight came back over that line."""
+    record = tmp_path / "record"
+    done = subprocess.run([sys.executable, "-m", "hil", "fly", "demo_square", "--target", "px4-hitl", "--arm",
+                           "--px4-dir", build, "--record-dir", str(record)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=NET_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    events = read_events(record)
+    kinds = [e["kind"] for e in events]
+    assert kinds[-1] == "trial_finished" and events[-1]["outcome"] == "success", events[-3:]
+    assert kinds.count("mission_item_reached") >= 4 and "landed" in kinds
+
+    console = (record / "px4-console.log").read_text()
+    links = re.findall(r"\[mavlink\] mode: \w+, data rate: \d+ B/s on (\S+) @ (\d+)B", console)
+    assert len(links) == 1 and links[0][0].startswith("/dev/pts/") and links[0][1] == "921600", links
+    assert not re.search(r"udp|simulator_sih|sensor_\w+_sim|gz_bridge", console, re.IGNORECASE)
+
+    line = read_table(record, "serial_link").iloc[-1]
+    assert line["baud"] == 921600 and 0 < line["up_B_s"] < line["capacity_B_s"]
+    assert line["down_B_s"] < line["capacity_B_s"] and line["hil_sensor_sent_hz"] > 50
+
+    kept = [e for e in events if e["kind"] == "ulog_kept"]
+    assert kept, [e for e in events if e["kind"] == "ulog_unavailable"]
+    ulog = Path(kept[0]["path"])
+    # The download, not a copy of the board's disk: the harness keeps only the board's console.
+    assert ulog.parent == record / "ulog" and [p.name for p in ulog.parent.glob("*.ulg")] == [ulog.name]
+    assert kept[0]["method"] == "altitude-fit", kept  # aligned with the harness's clock on PX4's own altitude
+    flown = ULog(str(ulog), ["vehicle_local_position"]).get_dataset("vehicle_local_position")
+    assert max(-flown.data["z"]) > 3.0  # the mission's climb, in PX4's own estimate
