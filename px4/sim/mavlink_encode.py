@@ -3,7 +3,7 @@ fewer steps: the built-in vehicle sends some 500 frames a simulated second, and 
 header object, a bytearray grown piece by piece, a checksum object fed twice) cost more than the payload.
 
 Per message class, once: the fields in wire order as one C-level getter, whether any is an array (flattened)
-or text (then the class's own pack, which knows its encoding, makes the payload), its id and CRC_EXTRA.
+or text (then the class's own pack makes the frame: each keeps its text its own way), its id and CRC_EXTRA.
 Per frame: the payload, its trailing zero bytes cut (MAVLink 2's truncation, down to one byte), the header,
 and the X.25 checksum over both and CRC_EXTRA. Signed links are left to pymavlink.
 """
@@ -18,8 +18,6 @@ from pymavlink.dialects.v20 import common as mavlink
 
 _HEADER = struct.Struct("<BBBBBBBHB")
 _CRC = struct.Struct("<H")
-
-
 _MCRF4XX: Callable[[bytes, int], int] | None = mavlink.mcrf4xx  # fastcrc's, when installed (pymavlink's choice too)
 
 
