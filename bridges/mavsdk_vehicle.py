@@ -21,7 +21,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 
 from mavsdk import ForwardingOption
 from mavsdk.asyncio import ComponentType, Configuration, Mavsdk, MavsdkConnectionError
@@ -58,6 +58,7 @@ from bridges.timeout import timeout
 from bridges.transport import loopback_by_default
 from bridges.vehicle import (
     GCS_HEARTBEAT_S,
+    VEHICLE_LOST_S,
     CommandDenied,
     MissionProgress,
     MissionWaypoint,
@@ -65,11 +66,12 @@ from bridges.vehicle import (
     VehicleBase,
     VehicleConnectionError,
     VehicleError,
+    VehicleLost,
     VehicleState,
 )
 from missions.geo import GeoOrigin
 from physics.faults import SIM_FAULT_COMMAND
-from px4.process import START_CAP_S, ChildProcess
+from px4.process import ALIVE_POLL_S, LAST_WORDS_S, START_CAP_S, ChildProcess
 
 NAN = float("nan")
 # Vehicle seconds a log download may go without any part of it arriving before it is given up.
@@ -84,6 +86,10 @@ ARM_CONFIRM_S = 6.0
 # Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
 # trusts the wall clock alone (the stamps stopped: link lost).
 CLOCK_GRACE_S = 1.0
+# The most one look at the vehicle's clock adds to how long it has stood still (wall s): a harness that was itself
+# held (a blocked event loop, a stopped or starved process) has the vehicle's stamps waiting in its socket, and
+# must not take its own pause for the vehicle's.
+STILL_STEP_MAX_S = 1.0
 # Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
 REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
@@ -146,10 +152,16 @@ class MavsdkVehicle(VehicleBase):
 
     echoes_setpoints = True  # PX4 and the built-in vehicle stream POSITION_TARGET_LOCAL_NED
 
-    def __init__(self, connection: MavsdkConnection, speed_factor: float = 1.0, owns_connection: bool = True):
+    def __init__(self, connection: MavsdkConnection, speed_factor: float = 1.0, owns_connection: bool = True,
+                 lost_after_s: float = VEHICLE_LOST_S, process: ChildProcess | None = None):
         """A Vehicle over `connection`; closing it closes the connection only if `owns_connection`
-        (a connection shared by a session's tests stays open, and only this Vehicle's plugins end)."""
+        (a connection shared by a session's tests stays open, and only this Vehicle's plugins end).
+
+        It is lost (`_watch_alive`) once its clock has stood still for `lost_after_s` wall seconds, or at
+        once when `process` (the flight controller's, if the harness started it) dies."""
         super().__init__()
+        self.lost_after_s = lost_after_s
+        self._process = process
         self.url = connection.url
         self.speed_factor = speed_factor
         self._connection = connection
@@ -206,6 +218,32 @@ class MavsdkVehicle(VehicleBase):
         self._spawn(self._follow(t.subscribe_home(), self._on_home))
         self._spawn(self._follow(self.events.subscribe_health_and_arming_checks(),
                                  lambda report: setattr(self, "_health_report", report)))
+        self._spawn(self._watch_alive())
+
+    async def _watch_alive(self) -> None:
+        """Lose the vehicle (`_lose`) when its process dies, or when its clock, once it has told it, stands
+        still for `lost_after_s` wall seconds (bridges.vehicle.VEHICLE_LOST_S says why wall time)."""
+        loop = asyncio.get_running_loop()
+        clock = self._clock
+        seen, still_s, looked = clock.vehicle_s, 0.0, loop.time()
+        while True:
+            await asyncio.sleep(ALIVE_POLL_S)
+            if self._process is not None and self._process.proc.poll() is not None:
+                await asyncio.sleep(LAST_WORDS_S)
+                self._lose(f"vehicle lost: {self._process.failure()}")
+                return
+            now = loop.time()
+            if clock.vehicle_s != seen:
+                seen, still_s = clock.vehicle_s, 0.0
+            elif seen is not None:
+                still_s += min(now - looked, STILL_STEP_MAX_S)
+            looked = now
+            if still_s >= self.lost_after_s:
+                self._lose(f"vehicle lost: its clock stood at {seen:.2f} s for {self.lost_after_s:g} wall seconds "
+                           f"(the bound on a vehicle that stands still, TargetOptions.vehicle_lost_s; last position "
+                           f"{self._state.north:.1f}, {self._state.east:.1f}, {self._state.down:.1f} m NED, mode "
+                           f"{self._state.flight_mode}, armed {self._state.armed})")
+                return
 
     def _spawn(self, coro) -> None:
         self._tasks.append(asyncio.create_task(coro))
@@ -272,31 +310,45 @@ class MavsdkVehicle(VehicleBase):
 
         It ends at the first ODOMETRY stamped `seconds` after the start, so a simulator that falls
         behind its speed factor (a loaded machine) stretches the wait instead of cutting a flight
-        short. If the stamps stop (link lost), it ends CLOCK_GRACE_S after the wall-clock estimate.
+        short. If the stamps stop (link lost), it ends CLOCK_GRACE_S after the wall-clock estimate; if the
+        vehicle is lost, at once, with VehicleLost.
         """
+        self._raise_if_lost()
         loop = asyncio.get_running_loop()
         clock = self._clock
-        async with timeout(seconds / self.speed_factor) as block:
-            if clock.vehicle_s is None:
-                yield
-                return
-            target = clock.vehicle_s + seconds
-            block.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
+        try:
+            async with timeout(seconds / self.speed_factor) as block:
+                def lost() -> None:
+                    if not block.expired():
+                        block.reschedule(loop.time())
 
-            def follow() -> None:
-                # An expired block (its stamp came, or the grace ran out) ends at the task's next turn; a
-                # stamp that arrives before that turn must leave it alone (asyncio refuses to move it then).
-                if block.expired():
-                    return
-                remaining = target - clock.vehicle_s
-                block.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
-                                                if remaining > 0 else 0.0))
+                self._on_loss.add(lost)
+                try:
+                    if clock.vehicle_s is None:
+                        yield
+                        return
+                    target = clock.vehicle_s + seconds
+                    block.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
 
-            clock.watchers.add(follow)
-            try:
-                yield
-            finally:
-                clock.watchers.discard(follow)
+                    def follow() -> None:
+                        # An expired block (its stamp came, or the grace ran out) ends at the task's next turn; a
+                        # stamp that arrives before that turn must leave it alone (asyncio refuses to move it then).
+                        if block.expired():
+                            return
+                        remaining = target - clock.vehicle_s
+                        block.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
+                                                        if remaining > 0 else 0.0))
+
+                    clock.watchers.add(follow)
+                    try:
+                        yield
+                    finally:
+                        clock.watchers.discard(follow)
+                finally:
+                    self._on_loss.discard(lost)
+        except TimeoutError:
+            self._raise_if_lost()
+            raise
 
     async def sleep(self, seconds: float) -> None:
         """Wait `seconds` of vehicle time (on the vehicle's clock, as `deadline`)."""
@@ -364,7 +416,10 @@ class MavsdkVehicle(VehicleBase):
         texts = [text for t, text in self._status_texts if now - t <= REASON_WINDOW_S]
         return texts[-1] if texts else ""
 
-    async def _act(self, what: str, call: Awaitable) -> None:
+    async def _act(self, what: str, call: Coroutine) -> None:
+        if self.lost is not None:  # a command to a vehicle that is gone would only wait for MAVSDK's retries
+            call.close()
+            raise VehicleLost(self.lost)
         try:
             await call
         except ActionError as exc:
@@ -693,6 +748,7 @@ class MavsdkVehicle(VehicleBase):
 
     # ------------------------------------------------------------------ parameters
     async def get_param(self, name: str) -> float:
+        self._raise_if_lost()
         if not self._param_is_int.get(name, False):
             try:
                 value = await self.param.get_param_float(name)
@@ -709,6 +765,7 @@ class MavsdkVehicle(VehicleBase):
         return float(value)
 
     async def set_param(self, name: str, value: float) -> None:
+        self._raise_if_lost()
         if name not in self._param_is_int:
             await self.get_param(name)
         try:
@@ -726,7 +783,7 @@ class MavsdkVehicle(VehicleBase):
             return
         self._closed = True
         if self._offboard_task is not None:
-            if self._state.in_air:
+            if self._state.in_air and self.lost is None:
                 # Never leave a vehicle in offboard with nobody streaming: tell it to land instead
                 # of waiting for its own failsafe.
                 with contextlib.suppress(Exception):
@@ -863,16 +920,19 @@ async def open_connection(url: str, timeout: float = 10.0) -> MavsdkConnection:
 
 
 async def connect(url: str, timeout: float = 10.0, speed_factor: float = 1.0,
-                  connection: MavsdkConnection | None = None) -> MavsdkVehicle:
+                  connection: MavsdkConnection | None = None, lost_after_s: float = VEHICLE_LOST_S,
+                  process: ChildProcess | None = None) -> MavsdkVehicle:
     """A Vehicle on a MAVSDK connection string, or raise naming the string.
 
     `timeout` is wall-clock seconds; `speed_factor` is the target's simulation speed (1 for hardware).
-    With `connection` (open on `url`), the Vehicle uses it and leaves it open when it closes.
+    With `connection` (open on `url`), the Vehicle uses it and leaves it open when it closes. The vehicle is
+    lost after `lost_after_s` wall seconds of a clock standing still, or when `process` dies (MavsdkVehicle).
     """
     owned = connection is None
     if connection is None:
         connection = await open_connection(url, timeout)
-    vehicle = MavsdkVehicle(connection, speed_factor, owns_connection=owned)
+    vehicle = MavsdkVehicle(connection, speed_factor, owns_connection=owned, lost_after_s=lost_after_s,
+                            process=process)
     vehicle._start_streams()
     return vehicle
 
@@ -900,9 +960,11 @@ async def _drop_log_plugin(plugin: LogFilesAsync, downloading: bool) -> None:
         _OWN_LOG.warning("MAVSDK's log files plugin did not close within %g s; left behind", LOG_PLUGIN_CLOSE_S)
 
 
-async def connect_started(url: str, process: ChildProcess, speed_factor: float = 1.0) -> MavsdkVehicle:
+async def connect_started(url: str, process: ChildProcess, speed_factor: float = 1.0,
+                          lost_after_s: float = VEHICLE_LOST_S) -> MavsdkVehicle:
     """A Vehicle on `url`, where the flight controller of a `process` the harness started answers: waited for
     while the process is alive (up to START_CAP_S), not on a stopwatch, and given up the moment it dies,
-    with its exit code and last console lines (VehicleConnectionError)."""
-    return await process.while_alive(connect(url, START_CAP_S, speed_factor), VehicleConnectionError,
-                                     f"answered on {url}")
+    with its exit code and last console lines (VehicleConnectionError); lost the moment it dies after that."""
+    return await process.while_alive(connect(url, START_CAP_S, speed_factor, lost_after_s=lost_after_s,
+                                             process=process),
+                                     VehicleConnectionError, f"answered on {url}")

@@ -29,6 +29,13 @@ from missions.geo import GeoOrigin
 # A ground station's heartbeat period (vehicle seconds; Vehicle.ground_station_heartbeats): twice PX4's
 # 1 Hz, so that one datagram lost on a radio is far from COM_DL_LOSS_T.
 GCS_HEARTBEAT_S = 0.5
+# Wall seconds a connected vehicle's clock may stand still before the vehicle is lost (VehicleLost), the one
+# bound on a trial that is not vehicle time: a vehicle whose clock has stopped (PX4 deadlocked in lockstep, a
+# process stopped or hung) measures no budget, so only the wall clock can end the wait. Thirty seconds is
+# far beyond a pause a live simulator takes on a loaded machine (tests/test_vehicle_time.py pauses PX4
+# 3 x 0.8 s, the built-in vehicle drops stalls beyond 0.25 s) and the onboard agent's idle timeout is the
+# same 30 s; a trial on a vehicle that is gone still ends within a minute. TargetOptions.vehicle_lost_s.
+VEHICLE_LOST_S = 30.0
 
 
 class VehicleError(RuntimeError):
@@ -37,6 +44,11 @@ class VehicleError(RuntimeError):
 
 class VehicleConnectionError(VehicleError):
     """Nothing answered on a connection string within its timeout."""
+
+
+class VehicleLost(VehicleError):
+    """The vehicle is gone: its clock stood still for the bound (VEHICLE_LOST_S), or the process the harness
+    started for it died. Every wait on it ends with this from then on; the message says which and when."""
 
 
 class CommandDenied(VehicleError):
@@ -151,6 +163,8 @@ class Vehicle(Protocol):
     journal: ParamJournal | None  # where params_changed keeps originals first (hardware); None: not kept
     echoes_setpoints: bool  # whether setpoint_echo yields (MAVLink targets stream the setpoint they fly)
     truth: GroundTruth | None  # where the vehicle truly is (bridges.truth), set by its target; None: the estimate alone
+    lost: str | None  # why the vehicle is lost (VehicleLost), None while it is not
+    lost_after_s: float  # wall seconds its clock may stand still before it is lost (inf: it cannot stand still alone)
 
     @property
     def home(self) -> GeoOrigin:
@@ -306,6 +320,28 @@ class VehicleBase:
         # for hardware); None for simulators that die with the run anyway.
         self.journal: ParamJournal | None = None
         self.truth: GroundTruth | None = None  # a target that has one sets it (bridges.truth.truth_of)
+        self.lost: str | None = None
+        # A vehicle in the harness's own process (lockstep) has no clock of its own to stop; one over a link
+        # sets its bound (MavsdkVehicle).
+        self.lost_after_s = math.inf
+        self._on_loss: set[Callable[[], None]] = set()  # waits that end when the vehicle is lost
+
+    def _lose(self, reason: str) -> None:
+        """The vehicle is lost: every wait on its telemetry and clock ends with VehicleLost(`reason`), now and
+        from now on."""
+        if self.lost is not None:
+            return
+        self.lost = reason
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(VehicleLost(reason))
+        for end in list(self._on_loss):
+            end()
+
+    def _raise_if_lost(self) -> None:
+        if self.lost is not None:
+            raise VehicleLost(self.lost)
 
     async def _publish(self, state: VehicleState) -> None:
         self._last_published = state
@@ -321,6 +357,7 @@ class VehicleBase:
         """Every new snapshot, in order, at the target's position rate."""
         seen = self._sample_count
         while True:
+            self._raise_if_lost()
             if self._sample_count == seen:
                 waiter = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
@@ -336,7 +373,12 @@ class VehicleBase:
         publisher, so no task wakes per snapshot (at 100 Hz in lockstep, the judge and the recorder as
         `telemetry()` readers cost a few percent of a trial), and none is missed, however busy the loop.
         """
+        self._raise_if_lost()
         done = asyncio.get_running_loop().create_future()
+
+        def lost() -> None:
+            if not done.done():
+                done.set_exception(VehicleLost(self.lost))
 
         def observe(state: VehicleState) -> None:
             if done.done():
@@ -348,10 +390,12 @@ class VehicleBase:
                 done.set_exception(exc)
 
         self._observers.append(observe)
+        self._on_loss.add(lost)
         try:
             await done
         finally:
             self._observers.remove(observe)
+            self._on_loss.discard(lost)
 
     async def collect(self, seconds: float) -> list[VehicleState]:
         """Every snapshot over the next `seconds` of vehicle time (a hover to judge, a step response)."""

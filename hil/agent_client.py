@@ -233,11 +233,12 @@ async def agent_session(remote: RemoteOnboard, job: dict[str, Any],
 
 
 def trial_job(trial_id: str, planner: str, sensor: bool, rate_hz: float, compute: str | None, scene: str,
-              config: int, task: NavTask, vehicle_url: str, speed: float, connect_timeout_s: float) -> dict[str, Any]:
+              config: int, task: NavTask, vehicle_url: str, speed: float, connect_timeout_s: float,
+              vehicle_lost_s: float) -> dict[str, Any]:
     """The job message's ``job`` (validated on the board by `onboard.agent.server.parse_job`)."""
     return {"trial_id": trial_id, "planner": planner, "sensor": sensor, "rate_hz": rate_hz, "compute": compute,
             "scene": scene, "config": config, "task": asdict(task), "vehicle_url": vehicle_url, "speed": speed,
-            "connect_timeout_s": connect_timeout_s}
+            "connect_timeout_s": connect_timeout_s, "vehicle_lost_s": vehicle_lost_s}
 
 
 def merge_result(message: dict[str, Any], alignment: ClockAlignment, recorder: TrialRecorder) -> RuntimeResult:

@@ -27,7 +27,7 @@ from typing import Protocol
 
 from aio.tasks import cancel_and_wait
 from bridges.failure import FailureInjector
-from bridges.vehicle import Vehicle, VehicleError
+from bridges.vehicle import Vehicle, VehicleError, VehicleLost
 from config.errors import ConfigError
 from hil.agent_client import (
     LOST_AFTER_S,
@@ -191,7 +191,7 @@ async def _planner_host(vehicle: Vehicle, navigation: Navigation, scene: Scene, 
         return
     job = trial_job(recorder.record_dir.name, navigation.spec, navigation.sensor, navigation.rate_hz,
                     navigation.compute.name if navigation.compute else None, scene.name, scene.seed, task,
-                    navigation.remote.vehicle_url, vehicle.speed_factor, ARMABLE_TIMEOUT_S)
+                    navigation.remote.vehicle_url, vehicle.speed_factor, ARMABLE_TIMEOUT_S, vehicle.lost_after_s)
     async with agent_session(navigation.remote, job, recorder) as session:
         yield session.run
 
@@ -206,6 +206,8 @@ async def _navigate(vehicle: Vehicle, navigation: Navigation, host: PlannerHost,
     faults = asyncio.create_task(apply_faults(vehicle, navigation.faults, monitor, recorder))
     try:
         done, _ = await asyncio.wait({watch, planner}, return_when=asyncio.FIRST_COMPLETED)
+        if vehicle.lost is not None:  # whoever saw it first (the judge, the planner's loop, the board's): one error
+            raise VehicleLost(vehicle.lost)
         if planner in done and isinstance(planner.exception(), OnboardLost):
             return await _lost(vehicle, monitor, recorder, planner.exception()), None
         if planner in done and planner.exception() is not None and watch not in done:

@@ -15,7 +15,7 @@ import contextlib
 import struct
 
 from bridges.mavlink_frames import frame_header
-from bridges.vehicle import Vehicle, VehicleState
+from bridges.vehicle import Vehicle, VehicleLost, VehicleState
 from records.record import TrialRecorder
 from records.truth import TRUTH_TABLE
 
@@ -27,7 +27,9 @@ _HEARTBEAT = 0  # MAVLink message id
 async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list[dict] | None = None) -> None:
     """Every snapshot into the record's telemetry table (and into `keep`, for the trial's metrics), where the
     target has a truth (`Vehicle.truth`) the true position as of each snapshot into table `truth` (keyed by the
-    snapshot's t_ns), and every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled."""
+    snapshot's t_ns), and every MAVLink frame into its telemetry.tlog (`record_tlog`), until cancelled, or until the
+    vehicle is lost (bridges.vehicle.VehicleLost), which is the record's event `vehicle_lost`: nothing more comes,
+    and the trial's own end goes on to finish the record."""
     truth = vehicle.truth
 
     def record(state: VehicleState) -> None:
@@ -42,6 +44,8 @@ async def record_telemetry(vehicle: Vehicle, recorder: TrialRecorder, keep: list
     tlog = asyncio.create_task(record_tlog(vehicle, recorder))
     try:
         await vehicle.each_snapshot(record)
+    except VehicleLost as lost:
+        recorder.event("vehicle_lost", reason=str(lost))
     finally:
         # A trial torn down by a signal may have this coroutine finalized after its loop closed: nothing
         # left to stop then. Otherwise record_tlog raises nothing but its cancellation, and a SystemExit or

@@ -12,7 +12,9 @@ change may refuse it. So the policy watches what the vehicle does, not what it a
 3. if that fails too, Hold, and say so in the last line: the vehicle is armed in the air and a
    person must take over.
 
-A pilot who takes over (a mode only a pilot selects) ends the policy at once: not one more command.
+A pilot who takes over (a mode only a pilot selects) ends the policy at once: not one more command. So does
+a vehicle that is lost (`bridges.vehicle.VehicleLost`: its clock stood still for the bound, or its process
+died): nothing it is told can be seen to take, and a simulator's teardown stops its process next.
 Durations are vehicle time. `Interrupts` turns the signals that end a process into the cancellation
 that starts this policy, and keeps a second Ctrl-C from letting go of a vehicle still in the air.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from aio.tasks import cancel_and_wait
-from bridges.vehicle import Vehicle, VehicleError, VehicleState
+from bridges.vehicle import Vehicle, VehicleError, VehicleLost, VehicleState
 from hil.monitor import LANDING_MODES
 from hil.safety import PILOT_MODES
 from records.record import TrialRecorder
@@ -54,6 +56,7 @@ class SafeEnd(str, Enum):
     PILOT = "pilot"  # a pilot took over: the harness sends nothing more
     HOLDING = "holding"  # armed, holding in the air: neither Land nor Return took
     LET_GO = "let_go"  # the operator insisted (a third interrupt) before the vehicle was down
+    LOST = "lost"  # the vehicle is lost (VehicleLost): a simulator is stopped next, a real one's own failsafe is in charge
 
     @property
     def safe(self) -> bool:
@@ -76,6 +79,16 @@ async def make_safe(vehicle: Vehicle, say: Callable[[str], None] = lambda text: 
     closed terminal, a full disk under the record) stops the policy.
     """
     event, say = _never_raising(event), _never_raising(say)
+    try:
+        return await _land_or_return(vehicle, say, event)
+    except VehicleLost as lost:
+        say(f"{lost}: nothing more can be commanded")
+        return StopResult(SafeEnd.LOST, str(lost))
+
+
+async def _land_or_return(vehicle: Vehicle, say: Callable[[str], None], event: Callable[..., None]) -> StopResult:
+    if vehicle.lost is not None:
+        raise VehicleLost(vehicle.lost)
     state = vehicle.state
     if not state.armed:
         return StopResult(SafeEnd.LANDED, "disarmed")
@@ -141,6 +154,8 @@ async def _follow_down(vehicle: Vehicle, modes: tuple[str, ...], grace_s: float,
         return None
     try:
         s = await vehicle.wait_until(verdict, grace_s, "the landing")
+    except VehicleLost:
+        raise
     except VehicleError:
         s = vehicle.state
         if returning and s.flight_mode in LANDING_MODES:

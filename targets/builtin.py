@@ -105,7 +105,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         try:
             async with builtin_vehicle(sim_options) as sim:
                 async with connected(sim.url, options, sim) as (vehicle, proxy), truth_of(vehicle, StateIsTruth()):
-                    yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, link=proxy)
+                    yield OpenTarget(vehicle, SIM, hardware=False, failure=sim.failure, pid=sim.proc.pid,
+                                     link=proxy)
         finally:
             if options.keep_in is not None:
                 keep_ulogs(Path(root), options.keep_in)

@@ -21,7 +21,9 @@ async def connected(url: str, options: TargetOptions, process: ChildProcess | No
 
     A link profile needs a UDP target; the proxy's frame rows go to ``options.sink("link", row)``. The
     vehicle of a `process` the harness started is waited for while that process is alive (connect_started);
-    one already running (hardware, a SITL someone else started) for ``options.connect_timeout_s``.
+    one already running (hardware, a SITL someone else started) for ``options.connect_timeout_s``. The vehicle
+    is lost once its clock stands still for ``options.vehicle_lost_s`` wall seconds beyond the longest comms-loss
+    window the trial cuts (a silence it asked for), or at once when `process` dies.
     """
     speed = options.speed if speed is None else speed
     async with contextlib.AsyncExitStack() as stack:
@@ -37,10 +39,11 @@ async def connected(url: str, options: TargetOptions, process: ChildProcess | No
                                                               speed=speed))
             url = f"udpin://127.0.0.1:{port}"
         shared = options.connection if proxy is None else None
+        lost_after_s = options.vehicle_lost_s + max((end - start for start, end in options.outages), default=0.0) / speed
         if process is not None:
-            vehicle = await connect_started(url, process, speed)
+            vehicle = await connect_started(url, process, speed, lost_after_s)
         else:
-            vehicle = await connect(url, options.connect_timeout_s, speed, connection=shared)
+            vehicle = await connect(url, options.connect_timeout_s, speed, connection=shared, lost_after_s=lost_after_s)
         try:
             yield vehicle, proxy
         finally:

@@ -67,7 +67,7 @@ async def _on_the_bench(url: str, name: str, options: TargetOptions,
                     await board.while_alive(vehicle.wait_until(lambda s: s.t_ns > 0, BOARD_SETTLE_S, "its first position"),
                                             VehicleError, "reported its first position", BOARD_SETTLE_S)
                 yield OpenTarget(vehicle, name, hardware=True, failure=board.failure if board else lambda: None,
-                                 simulator=bench.simulator,
+                                 pid=board.proc.pid if board else None, simulator=bench.simulator,
                                  link=proxy)
         finally:
             if options.sink is not None:

@@ -37,7 +37,8 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
             async with connected(run.url, options, run.sitl) as (vehicle, proxy), \
                     truth_of(vehicle, physics_truth(run.simulator)):
                 yield OpenTarget(vehicle, f"{spec.kind}:{run.sitl.instance}", hardware=False,
-                                 failure=run.sitl.failure, simulator=run.simulator, link=proxy)
+                                 failure=run.sitl.failure, pid=run.sitl.proc.pid, simulator=run.simulator,
+                                 link=proxy)
         return
     params = {**sitl_params(load_vehicle_profile(options.profile)), **options.params}
     sitl = SitlOptions(instance=spec.instance, speed=options.speed, px4_dir=options.px4_dir, params=params,
@@ -46,7 +47,7 @@ async def open_target(spec: TargetSpec, options: TargetOptions) -> AsyncIterator
         async with connected(process.url, options, process) as (vehicle, proxy), \
                 truth_of(vehicle, SihTruth(lambda: vehicle.clock_s)):
             yield OpenTarget(vehicle, f"{spec.kind}:{process.instance}", hardware=False, failure=process.failure,
-                             link=proxy)
+                             pid=process.proc.pid, link=proxy)
 
 
 def physics_truth(simulator) -> AlignedTruth:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridges.transport import TransportError, parse_url
-from bridges.vehicle import Vehicle
+from bridges.vehicle import VEHICLE_LOST_S, Vehicle
 from profiles.perturbation import Perturbation
 
 if TYPE_CHECKING:  # MAVSDK loads only where a connection is made
@@ -89,6 +89,10 @@ class TargetOptions:
     # Wall seconds a flight controller already running (a connection string) has to answer. One the harness
     # starts has as long as its process is alive and starting (px4.process.START_CAP_S at most).
     connect_timeout_s: float = 20.0
+    # Wall seconds the connected vehicle's clock may stand still before the trial ends with it lost
+    # (bridges.vehicle.VEHICLE_LOST_S says why wall time, and why 30 s); a process the harness started is lost
+    # the moment it dies. Every other duration of a trial is vehicle time.
+    vehicle_lost_s: float = VEHICLE_LOST_S
     allow_arming: bool = False  # a HITL board: let the harness arm it
     # A connection already open on a running flight controller's url, used and left open (a bench
     # board shared by a pytest session); None: connect anew and close after.
@@ -103,6 +107,8 @@ class TargetOptions:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.speed) and self.speed > 0):
             raise ValueError(f"speed factor: expected a finite number > 0, got {self.speed}")
+        if not (math.isfinite(self.vehicle_lost_s) and self.vehicle_lost_s > 0):
+            raise ValueError(f"vehicle lost bound: expected a finite number of seconds > 0, got {self.vehicle_lost_s}")
         if self.physics not in PHYSICS:
             raise ValueError(f"physics: expected one of {', '.join(PHYSICS)}, got {self.physics!r}")
 
@@ -141,5 +147,6 @@ class OpenTarget:
     name: str  # what the trial record calls it (px4-sitl:3, sim, udpin://...)
     hardware: bool  # a flight controller the harness does not own: every safety gate applies
     failure: Callable[[], str | None] = lambda: None  # why the target process died, None while it runs
+    pid: int | None = None  # the flight controller's process where the harness started one
     simulator: Any = None  # the harness's physics when it drives the target (faults in the physics)
     link: Any = None  # the impairment proxy in front of a MAVLink target (its summary() for the record)

@@ -77,6 +77,10 @@ def add_parser(verbs) -> None:
     parser.add_argument("--connect-timeout", type=positive_float, default=15.0,
                         help="seconds to wait for a running autopilot (a connection string) to answer (default: 15); "
                              "a vehicle the harness starts is waited for while its process is alive and starting")
+    parser.add_argument("--vehicle-lost-after", type=positive_float, metavar="S",
+                        help="wall seconds the vehicle's clock may stand still (a simulator that hangs, a link that "
+                             "is gone) before the flight ends as an error, the vehicle lost; a vehicle process the "
+                             "harness started is lost the moment it dies (default: bridges.vehicle.VEHICLE_LOST_S, 30)")
     parser.add_argument("--perturb-seed", type=bounded_int(0, 2**31 - 1), metavar="N",
                         help="fly under the perturbation a campaign's repeat draws from seed N (perturb:'s defaults: "
                              "its own sensor noise and gusts, wind up to 1 m/s, the start up to 0.3 m and 5 deg off, "
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     # nothing has been commanded yet.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.default_int_handler)
+    from bridges.vehicle import VEHICLE_LOST_S
     from config.errors import ConfigError
     from hil.safety import SafetyLimits
     from missions.load import load
@@ -144,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
                                 params=params if target.simulated else {}, link=args.link, physics=args.physics,
                                 px4_dir=args.px4_dir, px4_airframe=args.px4_airframe,
                                 connect_timeout_s=args.connect_timeout, allow_arming=args.arm,
+                                vehicle_lost_s=args.vehicle_lost_after or VEHICLE_LOST_S,
                                 # A mission's comms-loss windows cut the simulated link; a real radio is not cut.
                                 outages=tuple((w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss)
                                 if target.simulated else (), perturbation=perturbation)

@@ -6,7 +6,9 @@ through the same MAVSDK `Vehicle` the harness uses, waits for ``go`` (the harnes
 to the start), runs the onboard runtime (`onboard.runtime.run_planner`) until ``stop`` or until the
 planner is done, and answers with what it recorded: the timing spans, the onboard, tracking and
 resources tables and its events, stamped on the board's clock. One trial runs at a time, so one
-trial's compute time is never another's: a second harness's job waits its turn (``queued``).
+trial's compute time is never another's: a second harness's job waits its turn (``queued``). A flight
+controller whose clock stands still for the job's ``vehicle_lost_s`` (the harness's own bound) ends the
+planner's loop with the vehicle lost, reported as the trial's error, whether or not the harness says stop.
 
 The harness going away mid-trial stops the planner, which leaves the vehicle in Hold; the agent then
 serves the next session. A wrong token or a malformed message is answered with an error and logged,
@@ -35,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bridges.vehicle import VEHICLE_LOST_S
 from config.fields import (
     Field,
     Invalid,
@@ -150,6 +153,9 @@ class TrialJob:
     vehicle_url: str  # MAVSDK connection string of the flight controller, as seen from the board
     speed: float  # the target's speed factor (1 on hardware)
     connect_timeout_s: float
+    # Wall seconds the flight controller's clock may stand still before the board's trial ends with it lost: the
+    # harness's own bound (TargetOptions.vehicle_lost_s), so that both give up on a stopped vehicle together.
+    vehicle_lost_s: float = VEHICLE_LOST_S
 
 
 def _triple(value: Any) -> tuple[float, float, float]:
@@ -188,6 +194,8 @@ def job_fields(serves: Served) -> dict[str, Field]:
         "vehicle_url": text("MAVSDK connection string of the flight controller, as the board sees it"),
         "speed": number("the target's speed factor", above=0),
         "connect_timeout_s": number("seconds", above=0, at_most=CONNECT_TIMEOUT_MAX_S),
+        "vehicle_lost_s": number("wall seconds the flight controller's clock may stand still", above=0,
+                                 required=False, default=VEHICLE_LOST_S),
     }
 
 
@@ -342,7 +350,8 @@ class Agent:
         async with self._busy:
             log.info("trial %s: connecting to %s", trial.trial_id, trial.vehicle_url)
             try:
-                vehicle = await connect(trial.vehicle_url, trial.connect_timeout_s, trial.speed)
+                vehicle = await connect(trial.vehicle_url, trial.connect_timeout_s, trial.speed,
+                                        lost_after_s=trial.vehicle_lost_s)
             except VehicleError as exc:
                 await self._send(writer, {"op": "error", "error": f"no flight controller: {exc}"})
                 return

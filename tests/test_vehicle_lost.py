@@ -1,0 +1,128 @@
+"""A vehicle that stops for good ends its trial (CI: PX4 SIH deadlocked after "Takeoff detected", and a campaign
+trial and its onboard agent waited in idle event loops for ever, the vehicle's clock stopped with it).
+
+Every budget is vehicle time, so a vehicle whose clock stands still would stretch them for ever: the one wall bound
+(`TargetOptions.vehicle_lost_s`, bridges.vehicle.VEHICLE_LOST_S) ends the trial as an error naming the bound and the
+vehicle's last time, and a process the harness started that dies ends it at once, naming its exit code. Here a
+navigation flight (the campaign's trial loop, `hil.navigation.fly_scene`, in a `TrialSession` as `hil.trial` runs
+it) has its vehicle process, PX4 SITL or the built-in vehicle, stopped (SIGSTOP) for STOP_S or killed once the
+planner flies it; the stop policy and the target's teardown run, and the record is finished.
+
+The test's bound is BOUND_S: well above a scheduling stall of a live vehicle on a loaded machine (the pauses of
+tests/test_vehicle_time.py, 0.8 s, fly on), well below STOP_S, so the trial ends while the vehicle is still stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from hil.campaign import planner_choice
+from hil.navigation import Navigation, fly_scene
+from hil.rules import RULES
+from hil.session import TrialSession
+from missions.scenes import scene_for
+from onboard.planner import load_planner
+from records.record import read_events, read_manifest, read_table
+from targets import TargetOptions
+
+from .conftest import BUILTIN_SPEED, SPEED
+from .px4_builds import MAIN_BUILD, needs_px4
+
+BOUND_S = 3.0  # wall seconds of a clock standing still that lose the vehicle, for this test
+STOP_S = 8.0  # wall seconds the vehicle process is held stopped
+# Wall seconds from the stop to the trial's end, teardown and finished record included: the bound, the stop
+# policy and the restore of the flight's parameters (refused at once on a lost vehicle), the target's SIGTERM
+# grace (3 s, px4.process.STOP_GRACE_S) and a loaded machine's slowness.
+ENDED_WITHIN_S = 45.0
+# Wall seconds from a kill to the vehicle lost: its process is polled every 0.1 s; a loaded machine's event loop
+# is late by some of this, and it must stay below the clock's bound to show the death was seen, not the stillness.
+DEATH_SEEN_S = BOUND_S - 0.5
+
+
+async def fly_and_signal(record: Path, target: str, sig: signal.Signals) -> tuple[float, float]:
+    """A straight-line navigation flight on `target` whose vehicle process gets `sig` once the planner flies it
+    (in offboard; SIGSTOP: SIGCONT after STOP_S, if the harness has not stopped it by then); the record finished as the campaign
+    finishes it. Returns (monotonic time of the signal, monotonic time the record was finished)."""
+    loop = asyncio.get_running_loop()
+    options = TargetOptions(speed=BUILTIN_SPEED if target == "sim" else SPEED, px4_dir=MAIN_BUILD,
+                            vehicle_lost_s=BOUND_S)
+    choice = planner_choice("straight")
+    navigation = Navigation(load_planner(choice.spec), "straight", sensor=choice.sensor)
+    scene = scene_for("forest", 1)
+    signalled: list[float] = []
+    signalling: list[asyncio.Task] = []
+    with TrialSession(record, config={}, target=target) as session:
+        async with session.target(target, options, record=False) as opened:
+            def resume() -> None:
+                if opened.failure() is None:  # still the process the harness started, not stopped by it yet
+                    os.kill(opened.pid, signal.SIGCONT)
+
+            async def signal_once_offboard() -> None:
+                # Once the planner flies it: a stop before that fails the offboard start (MAVSDK's own timeout).
+                await opened.vehicle.wait_until(lambda s: s.flight_mode == "OFFBOARD", 60.0, "offboard")
+                os.kill(opened.pid, sig)
+                signalled.append(time.monotonic())
+                if sig == signal.SIGSTOP:
+                    loop.call_later(STOP_S, resume)
+
+            def on_event(kind: str, fields: dict) -> None:
+                if kind == "navigation_started":
+                    signalling.append(asyncio.create_task(signal_once_offboard()))
+
+            session.recorder.listeners.append(on_event)
+            try:
+                flight = await fly_scene(opened.vehicle, navigation, scene, RULES["flyingtrust"], 0.25,
+                                         session.recorder, land=True)
+            finally:
+                for task in signalling:
+                    task.cancel()
+                with contextlib.suppress(ProcessLookupError):
+                    resume()
+        session.finish(flight.verdict.outcome, flight.ending())
+    assert signalled, f"the navigation never started: {flight.verdict}"
+    return signalled[0], time.monotonic()
+
+
+def lost_event(record: Path) -> dict:
+    [lost] = [e for e in read_events(record) if e["kind"] == "vehicle_lost"]
+    return lost
+
+
+TARGETS = ["sim", pytest.param("px4-sitl", marks=needs_px4)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_vehicle_stopped_longer_than_the_bound_ends_the_trial_as_lost(tmp_path, target):
+    record = tmp_path / "trial"
+    stopped_at, ended_at = await fly_and_signal(record, target, signal.SIGSTOP)
+    summary = read_manifest(record)["summary"]
+    assert summary["outcome"] == "error", summary
+    assert f"for {BOUND_S:g} wall seconds" in summary["reason"] and "its clock stood at" in summary["reason"], summary
+    # The reason names the vehicle's last time: the last telemetry row's stamp.
+    telemetry = read_table(record, "telemetry")
+    last_stamp = telemetry["t_vehicle_s"].dropna().max()
+    assert f"stood at {last_stamp:.2f} s" in summary["reason"], (summary["reason"], last_stamp)
+    lost = lost_event(record)
+    lost_after = lost["t_ns"] / 1e9 - stopped_at
+    # Not before the bound (a vehicle stands still from the stop on, give or take its last 20 ms of telemetry),
+    # and while it is still stopped.
+    assert BOUND_S - 0.1 <= lost_after < STOP_S, lost_after
+    assert ended_at - stopped_at < ENDED_WITHIN_S, ended_at - stopped_at
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_vehicle_process_killed_mid_flight_ends_the_trial_at_once_with_its_exit_code(tmp_path, target):
+    record = tmp_path / "trial"
+    killed_at, ended_at = await fly_and_signal(record, target, signal.SIGKILL)
+    summary = read_manifest(record)["summary"]
+    assert summary["outcome"] == "error", summary
+    assert "vehicle lost" in summary["reason"] and "exited with code -9" in summary["reason"], summary
+    assert lost_event(record)["t_ns"] / 1e9 - killed_at < DEATH_SEEN_S
+    assert ended_at - killed_at < ENDED_WITHIN_S, ended_at - killed_at
