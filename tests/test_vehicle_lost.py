@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import time
@@ -23,15 +24,19 @@ from pathlib import Path
 
 import pytest
 
+from bridges.mavsdk_vehicle import connect
 from hil.campaign import planner_choice
 from hil.navigation import Navigation, fly_scene
 from hil.rules import RULES
 from hil.session import TrialSession
 from missions.scenes import scene_for
 from onboard.planner import load_planner
+from px4.process import free_udp_port
 from records.record import read_events, read_manifest, read_table
 from targets import TargetOptions
+from targets.builtin import SimProcessOptions, builtin_vehicle
 
+from .agent_process import hello, running_agent
 from .conftest import BUILTIN_SPEED, SPEED
 from .px4_builds import MAIN_BUILD, needs_px4
 
@@ -126,3 +131,48 @@ async def test_a_vehicle_process_killed_mid_flight_ends_the_trial_at_once_with_i
     assert "vehicle lost" in summary["reason"] and "exited with code -9" in summary["reason"], summary
     assert lost_event(record)["t_ns"] / 1e9 - killed_at < DEATH_SEEN_S
     assert ended_at - killed_at < ENDED_WITHIN_S, ended_at - killed_at
+
+
+async def test_an_onboard_agent_ends_its_trial_when_its_vehicle_stands_still_without_a_word_from_the_harness():
+    """The board's side of the CI hang: after ``go``, a flight controller whose clock stops ends the planner's
+    loop on the board at the job's bound (the harness's own), reported as the trial's error, and the agent goes on
+    serving, though the harness never says stop."""
+    from .test_agent_hostile import trial
+
+    board = free_udp_port()
+    options = SimProcessOptions(speed=BUILTIN_SPEED, extra_links=[f"udpout://127.0.0.1:{board}"])
+    async with builtin_vehicle(options) as sim:
+        harness = await connect(sim.url, speed_factor=BUILTIN_SPEED)
+        try:
+            await harness.wait_armable()
+            await harness.arm()
+            await harness.takeoff(2.0)
+            with running_agent() as (_, port):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+                async def answer(timeout: float = 30.0) -> dict:
+                    return json.loads(await asyncio.wait_for(reader.readline(), timeout))
+
+                writer.write(hello() + trial(vehicle_url=f"udpin://127.0.0.1:{board}", speed=BUILTIN_SPEED,
+                                             connect_timeout_s=20, vehicle_lost_s=BOUND_S))
+                assert [(await answer())["op"] for _ in range(3)] == ["hello", "queued", "ready"]
+                writer.write(b'{"op": "go"}\n')
+                while (await answer())["cycles"] < 5:  # the planner flies it
+                    pass
+                os.kill(sim.proc.pid, signal.SIGSTOP)
+                stopped = time.monotonic()
+                try:
+                    while (message := await answer(STOP_S))["op"] == "alive":
+                        pass
+                    lost_after = time.monotonic() - stopped
+                finally:
+                    os.kill(sim.proc.pid, signal.SIGCONT)
+                assert message["op"] == "result", message
+                assert "VehicleLost: vehicle lost: its clock stood at" in message["error"], message
+                assert f"for {BOUND_S:g} wall seconds" in message["error"], message
+                assert BOUND_S - 0.1 <= lost_after < STOP_S, lost_after
+                writer.write(b'{"op": "stop"}\n{"op": "ping", "t1": 7}\n')
+                assert (await answer())["op"] == "pong"  # the session goes on
+                writer.close()
+        finally:
+            await harness.close()
