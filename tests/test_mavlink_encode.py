@@ -32,7 +32,11 @@ def every_message(server: MavlinkServer) -> list:
     messages = [telemetry.build(name) for name in names if name not in ("COMPONENT_METADATA", "COMPONENT_INFORMATION")]
     return [m for m in messages if m is not None] + telemetry.available_modes(0) + [
         mavlink.MAVLink_statustext_message(mavlink.MAV_SEVERITY_INFO, b"Takeoff detected", 0, 0),
-        mavlink.MAVLink_mission_item_reached_message(3), mavlink_extra.CurrentEventSequence(0, 0)]
+        mavlink.MAVLink_mission_item_reached_message(3), mavlink_extra.CurrentEventSequence(0, 0),
+        # Byte arrays as lists (as the vehicle's log and file transfers send them) and as bytes.
+        mavlink.MAVLink_log_data_message(1, 90, 3, list(b"ulg".ljust(90, b"\0"))),
+        mavlink.MAVLink_log_data_message(1, 180, 90, bytes(range(90))),
+        mavlink.MAVLink_file_transfer_protocol_message(0, 255, 190, list(range(251)))]
 
 
 @pytest.mark.parametrize("checksum", ["fastcrc", "pymavlink's own"])

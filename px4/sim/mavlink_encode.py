@@ -39,7 +39,7 @@ class _Layout:
         if self.arrays:
             flat: list = []
             for value in self.values(msg):
-                if isinstance(value, (list, tuple)):
+                if isinstance(value, (list, tuple, bytes, bytearray)):  # pymavlink's pack indexes any of them
                     flat.extend(value)
                 else:
                     flat.append(value)
