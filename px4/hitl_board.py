@@ -152,7 +152,7 @@ class SerialCable:
     model no board: PX4 on NuttX asks its serial driver for the room left (FIONSPACE) and sends no more; on
     Linux it cannot ask and writes a log chunk (MAVSDK asks for 11.5 kB at a time) in one burst, of which a
     dropping cable passed one 4 kB buffer and MAVSDK asked again and again for the rest (a 13.8 MB ULog came at
-    11 kB/s). What the far end does not read is dropped and counted (`dropped`), as a receiver's overrun is.
+    about 7 kB/s). What the far end does not read is dropped and counted (`dropped`), as a receiver's overrun is.
     """
 
     def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES,

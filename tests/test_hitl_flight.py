@@ -1,5 +1,6 @@
 """The demo mission flown on PX4 as a HITL board (issue 32's done-when): `hil fly demo_square --target px4-hitl --arm`,
-the path a lab takes with a board on the desk, on v1.16.1 and on every PX4_SMOKE_DIRS build.
+the path a lab takes with a board on the desk, on v1.16.1 and on every PX4_SMOKE_DIRS build; and a HIL test of the
+pytest plugin flown on the board as on any bench board (`--hil-target px4-hitl --hil-arm`).
 
 The board has no lockstep: each flight takes its mission's time in real time (about 55 board seconds) plus PX4's
 start, its estimator's settling and the ULog's download over the serial line, some two minutes. Both builds are in
@@ -60,3 +61,36 @@ def test_hil_fly_flies_the_demo_mission_on_the_hitl_board(build, tmp_path):
     assert kept[0]["method"] == "altitude-fit", kept  # aligned with the harness's clock on PX4's own altitude
     flown = ULog(str(ulog), ["vehicle_local_position"]).get_dataset("vehicle_local_position")
     assert max(-flown.data["z"]) > 3.0  # the mission's climb, in PX4's own estimate
+
+
+HOVER_TEST = """
+import pytest
+
+@pytest.mark.hil
+async def test_hover(hil_vehicle, hil_expect):
+    await hil_vehicle.arm()
+    await hil_vehicle.takeoff(3.0)
+    await hil_vehicle.sleep(2.0)
+    hil_expect("altitude_error_m", abs(hil_vehicle.state.altitude - 3.0), le=0.6)
+"""
+
+
+@needs_px4
+@pytest.mark.slow
+def test_the_pytest_plugin_flies_the_hitl_board_only_with_hil_arm(pytester, monkeypatch):
+    """Without --hil-arm a HIL test on px4-hitl is skipped before the board starts, as on any board; with it, the
+    test flies (arms through the bench's gate, takes off and hovers on the board's estimate) and the record has
+    the serial line's figures."""
+    monkeypatch.setenv("PX4_DIR", MAIN_BUILD)
+    pytester.makepyfile(test_hover=HOVER_TEST)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    records = pytester.path / "records"
+    skipped = pytester.runpytest_subprocess("--hil-target", "px4-hitl", "--hil-record-dir", str(records), "-rs")
+    skipped.assert_outcomes(skipped=1)
+    assert "add --hil-arm" in skipped.stdout.str()
+    flown = pytester.runpytest_subprocess("--hil-target", "px4-hitl", "--hil-arm", "--hil-record-dir", str(records),
+                                          "-p", "no:randomly", timeout=NET_S)
+    flown.assert_outcomes(passed=1)
+    [record] = [d for d in records.iterdir() if (d / "events.jsonl").exists()]
+    line = read_table(record, "serial_link").iloc[-1]
+    assert line["baud"] == 921600 and line["hil_sensor_sent_hz"] > 50

@@ -85,6 +85,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     from hil.stop import make_safe
     from px4.sim import BUILTIN_AUTOPILOT
     from records.summary import PytestSummary
+    from targets.spec import TargetSpec
 
     marker = request.node.get_closest_marker("hil")
     opts = marker.kwargs if marker else {}
@@ -93,7 +94,9 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
     kind = target_kind(entry.target)
     if targets and kind not in targets:
         pytest.skip(f"runs on {', '.join(targets)}, not on {kind}")
-    if kind == "hardware" and not (hil_config.arm or entry.arm):
+    # A HITL board (px4-hitl) is flown as any board: arming only with --hil-arm, its parameters journaled.
+    board = not TargetSpec.parse(entry.target).simulated
+    if board and not (hil_config.arm or entry.arm):
         pytest.skip(f"{hil_target} may be a real aircraft: add --hil-arm to fly it")
     name = re.sub(r"[^\w.-]+", "_", request.node.nodeid).strip("_")
     # A rerun (pytest-rerunfailures) keeps the failed attempt's record and writes its own beside it.
@@ -121,7 +124,7 @@ async def hil_vehicle(request: pytest.FixtureRequest, hil_config: HilConfig, hil
                 await require_on_ground(vehicle)  # a vehicle someone else is flying is never handed to a test
                 # A running flight controller is not rebooted between tests: what the test changes is set
                 # through the journal and put back after the landing (a simulator takes them at boot).
-                async with (_params_changed(vehicle, params, recorder) if kind == "hardware"
+                async with (_params_changed(vehicle, params, recorder) if board
                             else contextlib.nullcontext()):
                     await vehicle.wait_armable(timeout=30.0)
                     # What was tested, in the JUnit XML beside the verdict: a CI dashboard can tell runs apart. The
@@ -255,8 +258,11 @@ def hil_navigation(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hi
     from onboard.planner import load_planner
     from profiles.compute import load_compute_profile
     from profiles.library import load_vehicle_profile
+    from targets.spec import TargetSpec
 
-    kind = target_kind(hil_config.entry(hil_target).target)
+    target = hil_config.entry(hil_target).target
+    kind = target_kind(target)
+    hardware = not TargetSpec.parse(target).simulated  # a board, px4-hitl's included: hil fly flies it so too
 
     async def run(mission: str, planner: str = "avoid", rule: str = "flyingtrust", compute: str | None = None,
                   rate_hz: float = 10.0):
@@ -268,7 +274,7 @@ def hil_navigation(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hi
         judged_by = RULES[rule] if benchmark is None else SuccessRule.of_mission(benchmark)
         # Telemetry is recorded by hil_vehicle already; a lockstep vehicle is dropped, not landed.
         return await fly_scene(hil_vehicle, navigation, scene, judged_by, load_vehicle_profile(hil_profile).radius,
-                               hil_recorder, land=kind != "lockstep", hardware=kind == "hardware", record=False,
+                               hil_recorder, land=kind != "lockstep", hardware=hardware, record=False,
                                mission=benchmark)
     return run
 
