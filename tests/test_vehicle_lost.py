@@ -95,9 +95,12 @@ async def fly_and_signal(record: Path, target: str, sig: signal.Signals) -> tupl
     return signalled[0], time.monotonic()
 
 
-def lost_event(record: Path) -> dict:
+async def lost_trial(record: Path, target: str, sig: signal.Signals) -> tuple[dict, float, float]:
+    """`fly_and_signal`, then the record's summary, and the wall seconds from the signal to the vehicle lost (the
+    record's one `vehicle_lost` event) and to the record finished."""
+    signalled_at, ended_at = await fly_and_signal(record, target, sig)
     [lost] = [e for e in read_events(record) if e["kind"] == "vehicle_lost"]
-    return lost
+    return read_manifest(record)["summary"], lost["t_ns"] / 1e9 - signalled_at, ended_at - signalled_at
 
 
 TARGETS = ["sim", pytest.param("px4-sitl", marks=needs_px4)]
@@ -106,31 +109,25 @@ TARGETS = ["sim", pytest.param("px4-sitl", marks=needs_px4)]
 @pytest.mark.parametrize("target", TARGETS)
 async def test_a_vehicle_stopped_longer_than_the_bound_ends_the_trial_as_lost(tmp_path, target):
     record = tmp_path / "trial"
-    stopped_at, ended_at = await fly_and_signal(record, target, signal.SIGSTOP)
-    summary = read_manifest(record)["summary"]
+    summary, lost_after, ended_after = await lost_trial(record, target, signal.SIGSTOP)
     assert summary["outcome"] == "error", summary
-    assert f"for {BOUND_S:g} wall seconds" in summary["reason"] and "its clock stood at" in summary["reason"], summary
+    assert f"for {BOUND_S:g} wall seconds" in summary["reason"], summary
     # The reason names the vehicle's last time: the last telemetry row's stamp.
-    telemetry = read_table(record, "telemetry")
-    last_stamp = telemetry["t_vehicle_s"].dropna().max()
-    assert f"stood at {last_stamp:.2f} s" in summary["reason"], (summary["reason"], last_stamp)
-    lost = lost_event(record)
-    lost_after = lost["t_ns"] / 1e9 - stopped_at
+    last_stamp = read_table(record, "telemetry")["t_vehicle_s"].dropna().max()
+    assert f"its clock stood at {last_stamp:.2f} s" in summary["reason"], (summary["reason"], last_stamp)
     # Not before the bound (a vehicle stands still from the stop on, give or take its last 20 ms of telemetry),
     # and while it is still stopped.
     assert BOUND_S - 0.1 <= lost_after < STOP_S, lost_after
-    assert ended_at - stopped_at < ENDED_WITHIN_S, ended_at - stopped_at
+    assert ended_after < ENDED_WITHIN_S, ended_after
 
 
 @pytest.mark.parametrize("target", TARGETS)
 async def test_a_vehicle_process_killed_mid_flight_ends_the_trial_at_once_with_its_exit_code(tmp_path, target):
-    record = tmp_path / "trial"
-    killed_at, ended_at = await fly_and_signal(record, target, signal.SIGKILL)
-    summary = read_manifest(record)["summary"]
+    summary, lost_after, ended_after = await lost_trial(tmp_path / "trial", target, signal.SIGKILL)
     assert summary["outcome"] == "error", summary
     assert "vehicle lost" in summary["reason"] and "exited with code -9" in summary["reason"], summary
-    assert lost_event(record)["t_ns"] / 1e9 - killed_at < DEATH_SEEN_S
-    assert ended_at - killed_at < ENDED_WITHIN_S, ended_at - killed_at
+    assert lost_after < DEATH_SEEN_S, lost_after
+    assert ended_after < ENDED_WITHIN_S, ended_after
 
 
 async def test_an_onboard_agent_ends_its_trial_when_its_vehicle_stands_still_without_a_word_from_the_harness():
