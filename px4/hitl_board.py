@@ -15,8 +15,8 @@ hil_state ON), with the one exception the clock forces, below.
 The harness stands in for the two things only hardware has:
 
 * **the USB port**: a pair of pseudo-terminals joined by a pump that carries at most BAUD/10 bytes a
-  second each way (8N1), as a UART does, holding a writer that outruns it as a UART's transmitter does
-  (`SerialCable`); it counts bytes each way, and drops what the far end does not read;
+  second each way (8N1), as a UART does, and drops what overflows its buffer (`SerialCable`); it counts
+  bytes and drops each way;
 * **the crystal**. The shipped binaries are lockstep builds (boards/px4/sitl/sitl.cmake turns on
   ENABLE_LOCKSTEP_SCHEDULER): hrt_absolute_time() is the lockstep scheduler's time
   (platforms/posix/src/px4/common/drv_hrt.cpp, hrt_absolute_time), which only px4_clock_settime moves,
@@ -94,8 +94,9 @@ DEFAULT_BAUD = 921600
 BOARD_AIRFRAME = "none_iris"  # 10016: PX4's quad-X for an external simulator, as a HITL board is set up
 # The crystal's tick: PX4's clock moves in steps of 1/CLOCK_RATE_HZ, finer than the 250 Hz IMU.
 CLOCK_RATE_HZ = 2000.0
-# What a UART's driver holds before it drops (NuttX's serial buffers are a few hundred bytes to a few kB).
-LINE_BUFFER_BYTES = 4096
+# What the cable holds each way before it drops: PX4's largest burst on the line (a log chunk of 11.5 kB with its
+# telemetry) fits, as it does in a board's transmit buffer, which PX4 on NuttX never overfills (SerialCable).
+LINE_BUFFER_BYTES = 65536
 STOP_GRACE_S = 5.0
 BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
 # PX4's share of its line (mavlink -r; PX4 takes half the line by default on a serial port, 800 kB/s on USB).
@@ -146,13 +147,15 @@ class SerialCable:
     """Two pseudo-terminals joined as a null-modem cable that carries `baud`/10 bytes a second each way.
 
     A pty alone moves bytes as fast as they are written whatever baud rate it is opened at; a UART does
-    not. Bytes wait in a LINE_BUFFER_BYTES transmit buffer per direction and leave at the line's rate. A writer
-    that outruns the line waits, as a UART's transmitter makes it wait: while its buffer is full its end is not
-    read, so the pty's own buffer fills and the writer's write() blocks. Dropping what did not fit instead would
-    model no board: PX4 on NuttX asks its serial driver for the room left (FIONSPACE) and sends no more; on
-    Linux it cannot ask and writes a log chunk (MAVSDK asks for 11.5 kB at a time) in one burst, of which a
-    dropping cable passed one 4 kB buffer and MAVSDK asked again and again for the rest (a 13.8 MB ULog came at
-    about 7 kB/s). What the far end does not read is dropped and counted (`dropped`), as a receiver's overrun is.
+    not. Bytes wait in a LINE_BUFFER_BYTES buffer per direction and leave at the line's rate; what does not fit
+    is dropped and counted, as a serial driver drops it. The writer is never held: PX4 on NuttX asks its driver
+    for the room left (FIONSPACE) and sends no more, but on Linux it cannot ask, and writes a log chunk (MAVSDK
+    asks for 11.5 kB at a time) in one burst. A 4 kB buffer passed a third of each burst and MAVSDK asked again
+    and again for the rest (a 13.8 MB ULog came at about 7 kB/s). A cable that blocked PX4's write() instead
+    broke its estimate: during a download on the ground PX4's altitude climbed to 133 m at 30 m/s while the
+    physics stayed at 0 m (presumably its MAVLink receiver, which publishes the line's barometer, GPS and
+    magnetometer, waited on the blocked sender; the IMU comes through the clock module). The buffer holds such
+    a burst.
     """
 
     def __init__(self, baud: int, buffer_bytes: int = LINE_BUFFER_BYTES,
@@ -187,17 +190,18 @@ class SerialCable:
         last = time.monotonic()
         while True:
             waiting = any(buf for _, _, buf in lanes.values())
-            # A full transmit buffer's end is not read: its writer waits (see the class docstring).
-            readable = [fd for fd, (_, _, buf) in lanes.items() if len(buf) < self.buffer_bytes]
-            ready, _, _ = select.select(readable + [self._stop_r], [], [], 0.0005 if waiting else None)
+            ready, _, _ = select.select([m1, m2, self._stop_r], [], [], 0.0005 if waiting else None)
             if self._stop_r in ready:
                 return
             for fd in (m1, m2):
                 if fd not in ready:
                     continue
-                _, _, buf = lanes[fd]
+                name, _, buf = lanes[fd]
                 with contextlib.suppress(BlockingIOError, OSError):  # nothing after all, or the far side closed
-                    buf += os.read(fd, self.buffer_bytes - len(buf))
+                    data = os.read(fd, 65536)
+                    room = self.buffer_bytes - len(buf)
+                    buf += data[:room]
+                    self.dropped[name] += max(0, len(data) - room)
             now = time.monotonic()
             elapsed, last = now - last, now
             for fd, (name, peer, buf) in lanes.items():
