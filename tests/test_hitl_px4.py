@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
+from bridges import hitl_bench as bench_module
+from bridges import mavsdk_vehicle
 from bridges.hitl_bench import LineNeed, LineTooSlow, hitl_bench
 from bridges.mavsdk_vehicle import connect_started
+from bridges.vehicle import VehicleError
 from px4.external_physics.links import SerialLink
 from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
 from px4.hitl_board import BoardOptions, px4_hitl_board
@@ -162,3 +165,24 @@ def test_px4_hitl_names_a_board_the_harness_starts_and_flies_as_hardware():
     for bad in ("px4-hitl:fast", "px4-hitl:12"):
         with pytest.raises(ValueError, match="px4-hitl:BAUD with a baud rate of 1200-4000000"):
             TargetSpec.parse(bad)
+
+
+@needs_px4
+async def test_a_log_download_that_stops_coming_ends_naming_how_far_it_got(tmp_path, monkeypatch):
+    """The board logs from boot here, and the bench passes no LOG_DATA: the download is given up after LOG_STALL_S
+    board seconds without any of it (MAVSDK alone asks again for ever), saying so, and the vehicle is still there
+    to use (MAVSDK's download cancelled, its plugin closed)."""
+    monkeypatch.setattr(mavsdk_vehicle, "LOG_STALL_S", 3.0)
+    forward = bench_module._Router.to_client
+    monkeypatch.setattr(bench_module._Router, "to_client",
+                        lambda router, msg: None if msg.get_type() == "LOG_DATA" else forward(router, msg))
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD, params={"SDLOG_MODE": 1})) as board:
+        async with hitl_bench(board.url, SimulatorOptions()) as bench:
+            vehicle = await connect_started(bench.url, board)
+            try:
+                with pytest.raises(VehicleError, match=r"not downloaded: nothing of it came for 3 vehicle s at 0% "
+                                                       r"of [1-9]\d* B"):
+                    await vehicle.download_newest_log(tmp_path)
+                assert len(await vehicle.collect(1.0)) > 5
+            finally:
+                await vehicle.close()
