@@ -90,6 +90,9 @@ CLOCK_GRACE_S = 1.0
 # held (a blocked event loop, a stopped or starved process) has the vehicle's stamps waiting in its socket, and
 # must not take its own pause for the vehicle's.
 STILL_STEP_MAX_S = 1.0
+# Wall seconds closing waits for parameter calls still with MAVSDK (MavsdkVehicle._param_call): against a stopped
+# PX4 it resent a parameter five times and gave up after 3.0 s.
+PARAM_CALLS_WAIT_S = 10.0
 # Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
 REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
@@ -187,6 +190,7 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
         self._closed = False
         self._clock = _VehicleClock()
+        self._param_calls: set[asyncio.Future] = set()  # parameter calls MAVSDK has not answered (_param_call)
 
     @property
     def system(self):
@@ -751,14 +755,14 @@ class MavsdkVehicle(VehicleBase):
         self._raise_if_lost()
         if not self._param_is_int.get(name, False):
             try:
-                value = await self.param.get_param_float(name)
+                value = await self._param_call(self.param.get_param_float(name))
                 self._param_is_int[name] = False
                 return value
             except ParamError as exc:
                 if exc.result != ParamResult.WRONG_TYPE:
                     raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
         try:
-            value = await self.param.get_param_int(name)
+            value = await self._param_call(self.param.get_param_int(name))
         except ParamError as exc:
             raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
         self._param_is_int[name] = True
@@ -770,11 +774,27 @@ class MavsdkVehicle(VehicleBase):
             await self.get_param(name)
         try:
             if self._param_is_int[name]:
-                await self.param.set_param_int(name, int(round(value)))
+                await self._param_call(self.param.set_param_int(name, int(round(value))))
             else:
-                await self.param.set_param_float(name, float(value))
+                await self._param_call(self.param.set_param_float(name, float(value)))
         except ParamError as exc:
             raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
+
+    async def _param_call(self, call: Coroutine) -> Any:
+        """A MAVSDK parameter call, left to run to its own end when its caller is cancelled: it blocks one of the
+        event loop's executor threads until MAVSDK answers or gives up, and MAVSDK destroyed under it never does,
+        so that the process could not exit (seen: a restore begun as a stopped PX4 was taken for a lost link).
+        `close` waits for these."""
+        task = asyncio.ensure_future(call)
+
+        def finished(done: asyncio.Future) -> None:
+            self._param_calls.discard(done)
+            if not done.cancelled():
+                done.exception()  # read here: a caller cancelled meanwhile never reads it
+
+        self._param_calls.add(task)
+        task.add_done_callback(finished)
+        return await asyncio.shield(task)
 
     # ------------------------------------------------------------------ clean-up
     async def close(self) -> None:
@@ -793,6 +813,8 @@ class MavsdkVehicle(VehicleBase):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self._param_calls:
+            await asyncio.wait(self._param_calls, timeout=PARAM_CALLS_WAIT_S)
         if self._owns_connection:
             self._connection.close()
             return
