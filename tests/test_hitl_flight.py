@@ -22,6 +22,7 @@ from pyulog import ULog
 from records.record import read_events, read_table
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
+from .test_pytest_plugin import HOVER_TEST
 
 ROOT = Path(__file__).resolve().parents[1]
 ALTITUDE_M = 5.0  # demo_square's
@@ -68,18 +69,6 @@ def test_hil_fly_flies_the_demo_mission_on_the_hitl_board(build, tmp_path):
     assert max(-flown.data["z"]) > 3.0  # the mission's climb, in PX4's own estimate
 
 
-HOVER_TEST = """
-import pytest
-
-@pytest.mark.hil
-async def test_hover(hil_vehicle, hil_expect):
-    await hil_vehicle.arm()
-    await hil_vehicle.takeoff(3.0)
-    await hil_vehicle.sleep(2.0)
-    hil_expect("altitude_error_m", abs(hil_vehicle.state.altitude - 3.0), le=0.6)
-"""
-
-
 @needs_px4
 @pytest.mark.slow
 def test_the_pytest_plugin_flies_the_hitl_board_only_with_hil_arm(pytester, monkeypatch):
@@ -87,7 +76,7 @@ def test_the_pytest_plugin_flies_the_hitl_board_only_with_hil_arm(pytester, monk
     test flies (arms through the bench's gate, takes off and hovers on the board's estimate) and the record has
     the serial line's figures."""
     monkeypatch.setenv("PX4_DIR", MAIN_BUILD)
-    pytester.makepyfile(test_hover=HOVER_TEST)
+    pytester.makepyfile(test_hover=HOVER_TEST.format(bound="0.6"))
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
     records = pytester.path / "records"
     skipped = pytester.runpytest_subprocess("--hil-target", "px4-hitl", "--hil-record-dir", str(records), "-rs")
