@@ -10,6 +10,7 @@ on every PX4_SMOKE_DIRS build.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from pathlib import Path
@@ -22,8 +23,13 @@ from bridges import mavsdk_vehicle
 from bridges.hitl_bench import LineNeed, LineTooSlow, hitl_bench
 from bridges.mavsdk_vehicle import connect_started
 from bridges.vehicle import VehicleError
+from profiles.library import load_vehicle_profile
 from px4.external_physics.links import SerialLink
-from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
+from px4.external_physics.simulator import (
+    HarnessSimulator,
+    SimulatorOptions,
+    px4_params_for,
+)
 from px4.hitl_board import BoardOptions, px4_hitl_board
 from targets.spec import PX4_HITL, TargetSpec
 
@@ -157,6 +163,58 @@ async def test_gps_loss_in_the_physics_is_what_the_firmware_reads():
             finally:
                 await vehicle.close()
 
+
+
+@needs_px4
+async def test_a_barometer_the_physics_stops_is_what_the_firmware_reads():
+    """The barometer's fields leave the line's HIL_SENSOR: PX4 clears its own barometer health bit in SYS_STATUS
+    and says why on its console (v1.16.1: `BARO #0 failed:  TIMEOUT!`, `Preflight Fail: No valid data from Baro 0`)."""
+    baro = mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
+        async with hitl_bench(board.url, SimulatorOptions()) as bench:
+            vehicle = await _position(board, bench)
+            try:
+                assert (await _sys_status(vehicle, lambda health: health & baro, 30.0)) & baro
+                bench.simulator.inject_failure(mavlink.FAILURE_UNIT_SENSOR_BARO, mavlink.FAILURE_TYPE_OFF)
+                assert not (await _sys_status(vehicle, lambda health: not health & baro, 30.0)) & baro
+                said = await board.while_alive(board.console.first(r"Preflight Fail: No valid data from Baro"),
+                                               AssertionError, "said its barometer had no data", 60.0)
+                assert "Baro 0" in said
+            finally:
+                await vehicle.close()
+
+
+async def _sys_status(vehicle, predicate, seconds: float) -> int:
+    """PX4's SYS_STATUS sensor health bits, the first that satisfy `predicate` within `seconds` of its clock."""
+    async with vehicle.deadline(seconds):
+        async for status in vehicle.messages("SYS_STATUS"):
+            if predicate(status["onboard_control_sensors_health"]):
+                return status["onboard_control_sensors_health"]
+
+
+@needs_px4
+async def test_a_motor_the_physics_stops_in_a_hover_is_what_the_firmware_flies_on():
+    """Motor 1 stops in the physics during a 3 m hover: PX4's own attitude and altitude (its telemetry, not the
+    physics) roll past 30 degrees and fall, and its failure detector reports the attitude failure."""
+    params = px4_params_for(load_vehicle_profile("default"))
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD, params=params)) as board:
+        async with hitl_bench(board.url, SimulatorOptions(), arm_allowed=True) as bench:
+            vehicle = await _position(board, bench)
+            try:
+                await vehicle.wait_armable(timeout=SETTLE_S)
+                await vehicle.arm()
+                await vehicle.takeoff(3.0)
+                hover = await vehicle.collect(2.0)
+                assert max(abs(s.roll) for s in hover) < math.radians(10) and min(s.altitude for s in hover) > 2.0
+                bench.simulator.inject_failure(mavlink.FAILURE_UNIT_SYSTEM_MOTOR, mavlink.FAILURE_TYPE_OFF, 1)
+                after = await vehicle.collect(4.0)
+                assert max(abs(s.roll) for s in after) > math.radians(30), [round(s.roll, 2) for s in after]
+                assert min(s.altitude for s in after) < min(s.altitude for s in hover) - 1.5
+                said = await board.while_alive(board.console.first(r"Attitude failure"), AssertionError,
+                                               "reported the attitude failure", 60.0)
+                assert "Fail" in said
+            finally:
+                await vehicle.close()
 
 def test_px4_hitl_names_a_board_the_harness_starts_and_flies_as_hardware():
     spec = TargetSpec.parse("px4-hitl:57600")
