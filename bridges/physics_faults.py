@@ -17,7 +17,16 @@ from __future__ import annotations
 
 from bridges.failure import FailureInjector, InjectionResult, _sim_kind
 from missions.faults import FaultSpec
-from px4.external_physics.simulator import HarnessSimulator
+from px4.external_physics.simulator import HarnessSimulator, failure_refusal
+
+
+def physics_refusal(spec: FaultSpec) -> str:
+    """Why `spec` cannot act in the harness's physics ("" when it can): a schedule is checked before arming, since
+    a fault refused mid-flight would leave the trial flown without it."""
+    if spec.scope != "vehicle":  # the simulator's kinds all act on the physics; onboard ones on the planner
+        return ""
+    unit, ftype = spec.px4_unit_type
+    return failure_refusal(unit, ftype, spec.instance)
 
 
 class PhysicsFailureInjector(FailureInjector):

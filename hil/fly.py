@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from aio.tasks import cancel_and_wait
+from bridges.physics_faults import PhysicsFailureInjector
 from bridges.vehicle import GroundTruth, MissionWaypoint, Vehicle, VehicleError
 from hil.monitor import RouteJudge, judged_on
 from hil.navigation import apply_faults
@@ -107,20 +108,23 @@ class StageLog:
 
 
 async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder,
-                      vehicle_radius: float = 0.0, inject_faults: bool = True) -> tuple[str, str]:
+                      vehicle_radius: float = 0.0, inject_faults: bool = True, simulator=None) -> tuple[str, str]:
     """Arm, fly the mission's route, land; returns (outcome, reason). The budget is in vehicle time.
 
     The judge runs beside the flight: an airspace breach or a collision with the scene (the vehicle's
     sphere of `vehicle_radius` m) ends it as `breach` or `collision`, and the vehicle lands; with the
     mission's `termination` saying not to stop on one, the flight goes on and still ends as that
     failure. The mission's fault schedule is applied as its triggers fire when `inject_faults` (the
-    caller decides whether the target may be faulted).
+    caller decides whether the target may be faulted): in `simulator`, the harness's physics, when it drives the
+    target (PX4 on it, SITL or a HITL board, finds out through its sensors), else by the flight controller.
     """
     stages = StageLog(recorder)
     judge = RouteJudge(mission, vehicle_radius, recorder, vehicle.speed_factor, truth=vehicle.truth)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
     watching = asyncio.create_task(judge.watch(vehicle))
-    faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder))
+    injector = PhysicsFailureInjector(simulator) if simulator is not None else None
+    faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder,
+                                              injector))
     try:
         await asyncio.wait({flight, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:  # cancelled from outside (Ctrl-C): all stop, the caller lands
@@ -284,7 +288,7 @@ async def run_trial(target: str | TargetSpec, target_options: TargetOptions, mis
                 status_task = asyncio.create_task(show(vehicle, recorder)) if show is not None else None
                 try:
                     outcome, reason, left, stop_fields = await _checked_flight(vehicle, mission, recorder, options,
-                                                                               say, session.phase)
+                                                                               say, session.phase, opened.simulator)
                     keep_plan(mission, vehicle, record_dir, recorder)
                     if options.hardware and not options.dry_run:
                         if outcome == "aborted":
@@ -418,7 +422,8 @@ def _align_ulogs(record_dir: Path, rows: list[dict], speed_factor: float, record
 
 
 async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder, options: FlightOptions,
-                          say: Callable[[str], None], phase: FlightPhase) -> tuple[str, str, SafeEnd | None, dict]:
+                          say: Callable[[str], None], phase: FlightPhase,
+                          simulator=None) -> tuple[str, str, SafeEnd | None, dict]:
     """Journal, parameters, checklist, then the mission under the safety watch: (outcome, reason, how the vehicle
     was left, what an abort adds to the summary). A stop request (cancellation) from here on is met by the stop
     policy while the flight's parameters, the dead-man's switch among them, are still set."""
@@ -438,7 +443,7 @@ async def _checked_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder:
             if options.params:
                 recorder.event("params_set", params=dict(options.params), originals=originals)
             try:
-                outcome, reason, left = await _checklist_and_flight(vehicle, mission, recorder, options, say)
+                outcome, reason, left = await _checklist_and_flight(vehicle, mission, recorder, options, say, simulator)
                 return outcome, reason, left, {}
             except asyncio.CancelledError as stop:
                 _uncancel()
@@ -480,7 +485,8 @@ async def _found_on_ground(vehicle: Vehicle, options: FlightOptions, say: Callab
 
 
 async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, recorder: TrialRecorder,
-                                options: FlightOptions, say: Callable[[str], None]) -> tuple[str, str, SafeEnd | None]:
+                                options: FlightOptions, say: Callable[[str], None],
+                                simulator=None) -> tuple[str, str, SafeEnd | None]:
     with contextlib.suppress(VehicleError):  # a vehicle that never gets armable fails the checklist below
         await vehicle.wait_armable(timeout=30.0)
     plan = mission.to_waypoint_mission()
@@ -498,7 +504,7 @@ async def _checklist_and_flight(vehicle: Vehicle, mission: BenchmarkMission, rec
         return "dry_run", "checks passed; nothing armed (--dry-run)", SafeEnd.LANDED
 
     flight = asyncio.create_task(fly_mission(vehicle, mission, recorder, options.vehicle_radius,
-                                             options.inject_faults))
+                                             options.inject_faults, simulator))
     guard = asyncio.create_task(watch(vehicle, options.limits))
     try:
         await asyncio.wait({flight, guard}, return_when=asyncio.FIRST_COMPLETED)

@@ -246,15 +246,16 @@ class Progress(Protocol):
 
 
 async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor: Progress,
-                       recorder: TrialRecorder) -> None:
+                       recorder: TrialRecorder, injector: FailureInjector | None = None) -> None:
     """Inject each fault when its trigger fires (reading `monitor`: the trial monitor of a navigation
-    flight, the route judge of a mission flight), clear it when its time is up."""
+    flight, the route judge of a mission flight), clear it when its time is up. `injector` (default: the
+    flight controller's own failure injection) is where the faults go."""
     if not faults:
         return
 
     pending = list(faults)
     active: list[tuple[float, FaultSpec]] = []
-    async with FailureInjector(vehicle) as injector:
+    async with injector or FailureInjector(vehicle) as injector:
         async for _ in vehicle.telemetry():
             elapsed, clearance = monitor.elapsed_s, monitor.clearance_m
             for fault in [f for f in pending if f.due(elapsed, 0, clearance)]:

@@ -156,7 +156,8 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
                             else contextlib.nullcontext()):
                     await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
                     try:
-                        outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius)
+                        outcome, reason = await fly_mission(vehicle, mission, recorder, profile.radius,
+                                                            simulator=opened.simulator)
                     except BaseException:  # a stop request or a crash: as in hil.navigation.fly_scene
                         if spec.target != LOCKSTEP:
                             await make_safe(vehicle, event=recorder.event)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,7 +24,9 @@ from bridges import hitl_bench as bench_module
 from bridges import mavsdk_vehicle
 from bridges.hitl_bench import LineNeed, LineTooSlow, hitl_bench
 from bridges.mavsdk_vehicle import connect_started
+from bridges.physics_faults import physics_refusal
 from bridges.vehicle import VehicleError
+from missions.faults import FaultSpec
 from profiles.library import load_vehicle_profile
 from px4.external_physics.links import SerialLink
 from px4.external_physics.simulator import (
@@ -36,6 +40,8 @@ from targets.spec import PX4_HITL, TargetSpec
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 
 ALL_BUILDS = [MAIN_BUILD, *SMOKE_BUILDS]
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "missions" / "examples" / "demo_square.yaml"
 # Board seconds (its own clock, in its telemetry) its estimator gets to report a position from the bench's sensors.
 SETTLE_S = 120.0
 
@@ -215,6 +221,30 @@ async def test_a_motor_the_physics_stops_in_a_hover_is_what_the_firmware_flies_o
                 assert "Fail" in said
             finally:
                 await vehicle.close()
+
+
+def test_a_fault_the_physics_cannot_make_real_is_refused_before_the_board_starts(tmp_path):
+    """Battery off, RC and MAVLink signal loss are the built-in vehicle's own MAVLink, which no HIL frame carries:
+    `hil fly` on the bench names each with why, exit 2, before anything starts; the injector refuses them too."""
+    mission = tmp_path / "faulted.yaml"
+    mission.write_text(DEMO.read_text() + "faults:\n"
+                       "  - {start_s: 5, type: 'off', target: gps, duration_s: 3}\n"
+                       "  - {start_s: 6, type: 'off', target: battery}\n"
+                       "  - {start_s: 7, type: 'off', target: rc_signal}\n")
+    done = subprocess.run([sys.executable, "-m", "hil", "fly", str(mission), "--target", "px4-hitl", "--arm",
+                           "--px4-dir", "/nonexistent"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "faults[0]" not in done.stderr  # a GPS loss the physics can make
+    assert re.search(r"faults\[1\] \(battery off at 6 s\): battery off: PX4 measures its battery itself", done.stderr)
+    assert re.search(r"faults\[2\] \(rc_signal off at 7 s\): RC signal loss", done.stderr)
+    for target in ("battery", "rc_signal", "mavlink_signal", "optical_flow"):
+        assert physics_refusal(FaultSpec(0.0, "off", None, 1.0, target)), target
+    for target in ("gps", "baro", "mag", "motor2"):
+        assert physics_refusal(FaultSpec(0.0, "off", None, 1.0, target)) == "", target
+    assert physics_refusal(FaultSpec(0.0, "degraded", None, 0.5, "battery")) == ""  # the sag acts on the thrust
+    with pytest.raises(ValueError, match="PX4 measures its battery itself"):
+        HarnessSimulator(SimulatorOptions()).inject_failure(mavlink.FAILURE_UNIT_SYSTEM_BATTERY,
+                                                            mavlink.FAILURE_TYPE_OFF)
 
 def test_px4_hitl_names_a_board_the_harness_starts_and_flies_as_hardware():
     spec = TargetSpec.parse("px4-hitl:57600")

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from px4.params_file import read_params_file
     from px4.sih import sitl_params
     from px4.sitl import Px4Build, Px4NotFound, SitlError
-    from targets import PX4_SITL, TargetOptions, TargetSpec
+    from targets import PX4_HITL, PX4_SITL, TargetOptions, TargetSpec
     from targets.spec import perturbation_gaps
 
     try:
@@ -160,6 +160,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"hil fly: --perturb-seed perturbs a simulated vehicle (sim, lockstep, px4-sitl); {target.name} is a "
               "flight controller, which flies in the real world's own wind and sensor noise", file=sys.stderr)
         return 2
+    # The harness's physics drives PX4 (SITL, or a HITL board on the bench): the mission's faults act in it, where a
+    # board on the desk is never at risk from them, and one the physics cannot make real is refused before arming.
+    on_physics = target.kind == PX4_HITL or (target.physics or args.physics) == "harness"
+    if on_physics and mission.faults:
+        from bridges.physics_faults import physics_refusal
+
+        refused = [f"faults[{i}] ({fault.describe()}): {physics_refusal(fault)}"
+                   for i, fault in enumerate(mission.faults) if physics_refusal(fault)]
+        if refused:
+            print(f"hil fly: {args.mission}: the harness's physics flying {target.name} cannot make these faults "
+                  f"real, so PX4 would never read them: {'; '.join(refused)}", file=sys.stderr)
+            return 2
     if not target.simulated and not args.arm:
         print(f"hil fly: refusing to arm {target.name} without --arm: a target other than 'sim' may be a real "
               "aircraft. Add --arm once the area is clear.", file=sys.stderr)
@@ -181,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
     flight = FlightOptions(limits, hardware=not target.simulated, dry_run=args.dry_run,
                            min_battery_pct=args.min_battery, params=params if not target.simulated else {},
-                           vehicle_radius=radius, inject_faults=target.simulated,
+                           vehicle_radius=radius, inject_faults=target.simulated or on_physics,
                            link_loss_action=args.link_loss_action, link_loss_timeout_s=args.link_loss_timeout)
     record_dir = args.record_dir or default_record_dir(mission)
     config = mission_config(mission, target=target.name, profile=args.profile, speed=options.speed, params=params,
