@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
 from bridges import hitl_bench as bench_module
@@ -35,6 +36,7 @@ from px4.external_physics.simulator import (
     px4_params_for,
 )
 from px4.hitl_board import BoardOptions, px4_hitl_board
+from records.record import read_events
 from targets.spec import PX4_HITL, TargetSpec
 
 from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
@@ -245,6 +247,33 @@ def test_a_fault_the_physics_cannot_make_real_is_refused_before_the_board_starts
     with pytest.raises(ValueError, match="PX4 measures its battery itself"):
         HarnessSimulator(SimulatorOptions()).inject_failure(mavlink.FAILURE_UNIT_SYSTEM_BATTERY,
                                                             mavlink.FAILURE_TYPE_OFF)
+
+
+@needs_px4
+@pytest.mark.slow
+def test_hil_fly_applies_a_missions_fault_schedule_in_the_physics_the_board_reads(tmp_path):
+    """`hil fly` on the bench puts a mission's barometer loss into the physics (PX4's own failure injection
+    answers SUCCESS on a HITL board and changes nothing it reads): PX4's SYS_STATUS, in the trial's telemetry log,
+    has its barometer healthy and then not, and its console says so."""
+    mission = tmp_path / "hop.yaml"
+    mission.write_text("name: hop-baro-off\ntype: multi_waypoint\nmode: mission\nstart: {north: 0, east: 0, alt: 3}\n"
+                       "speed_cap: 3.0\nsuccess_radius: 1.0\ntime_budget: 60\nland: true\n"
+                       "waypoints:\n  - {north: 5, east: 0, alt: 3}\n"
+                       "faults:\n  - {start_s: 2, type: 'off', target: baro}\n")
+    record = tmp_path / "record"
+    # The timeout is a net for a hung harness only: the board's clock stretches with a slow machine.
+    subprocess.run([sys.executable, "-m", "hil", "fly", str(mission), "--target", "px4-hitl", "--arm",
+                    "--px4-dir", MAIN_BUILD, "--record-dir", str(record)], cwd=ROOT, capture_output=True, timeout=1800)
+    events = read_events(record)
+    injected = [e for e in events if e["kind"] == "fault_injected"]
+    assert [(e["fault"], e["accepted"], e["result"]) for e in injected] == [("baro off at 2 s", True, "SUCCESS")], \
+        events[-3:]
+    log = mavutil.mavlink_connection(str(record / "telemetry.tlog"))
+    baro = []
+    while (status := log.recv_match(type="SYS_STATUS")) is not None:
+        baro.append(bool(status.onboard_control_sensors_health & mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE))
+    assert True in baro and False in baro[baro.index(True):], baro
+    assert "BARO #0 failed" in (record / "px4-console.log").read_text()
 
 def test_px4_hitl_names_a_board_the_harness_starts_and_flies_as_hardware():
     spec = TargetSpec.parse("px4-hitl:57600")
