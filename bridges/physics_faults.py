@@ -15,9 +15,14 @@ simulator's (thrust loss, sensor noise, battery sag, wind, gust). What the physi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridges.failure import FailureInjector, InjectionResult, _sim_kind
 from missions.faults import FaultSpec
-from px4.external_physics.simulator import HarnessSimulator, failure_refusal
+from physics.faults import failure_refusal
+
+if TYPE_CHECKING:  # the simulator's modules take half a second: a schedule is checked before any is needed
+    from px4.external_physics.simulator import HarnessSimulator
 
 
 def physics_refusal(spec: FaultSpec) -> str:

@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bridges.physics_faults import physics_refusal
 from config.errors import ConfigError
 from config.fields import (
     Field,
@@ -304,6 +305,7 @@ def parse_campaign(data: Any, source: str = "<string>") -> Campaign:
         _check_ros2_can_run(targets, onboards, problems)
     if any(t.startswith(PX4_SITL) and physics != "harness" for t, physics in valid.items()):
         _check_px4_can_fly(profiles, problems)  # SIH's limits; the harness's physics flies any profile
+    _check_faults_reach_px4(faults, valid, problems)
     if values.get("physics") == "harness" and not any(t.startswith(PX4_SITL) or "://" in t for t in targets):
         problems.add("physics", "expected default unless a target is px4-sitl or a flight controller on the bench "
                                 "(the harness's physics drives PX4; the built-in vehicle has its own)")
@@ -424,6 +426,22 @@ def _check_px4_can_fly(profiles: tuple[str, ...], problems: Problems) -> None:
             sitl_params(load_vehicle_profile(name))
         except ValueError as exc:
             problems.add(f"profiles[{index}]", f"not flyable on px4-sitl: {exc}")
+
+
+def _check_faults_reach_px4(faults: tuple[str, ...], targets: dict[str, str], problems: Problems) -> None:
+    """On the harness's physics (PX4 SITL on it, the HITL bench) a fault reaches PX4 only through what it reads: one
+    the physics cannot make real is refused before any trial arms, not found unsupported mid-flight."""
+    on_physics = [target for target, physics in targets.items() if physics == "harness"]
+    if not on_physics:
+        return
+    for index, name in enumerate(faults):
+        if name == NONE or _fault_problem(name):
+            continue
+        for place, spec in enumerate(load_fault_profile(name)):
+            refused = physics_refusal(spec)
+            if refused:
+                problems.add(f"faults[{index}]", f"{name}: faults[{place}] ({spec.describe()}) cannot reach PX4 on "
+                                                 f"the harness's physics ({', '.join(on_physics)}): {refused}")
 
 
 def _library_of(profile) -> str:

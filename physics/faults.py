@@ -69,6 +69,17 @@ _IMU_BITS = {
     mavlink.FAILURE_UNIT_SENSOR_BARO: 0x200 | 0x800,  # absolute pressure, pressure altitude
 }
 
+# Failures the built-in vehicle acts out in its own MAVLink server, which PX4 flying this physics as its external
+# simulator (px4.external_physics, SITL or a HITL board) never reads: none passes through HIL_SENSOR / HIL_GPS.
+# Accepting them there would leave the firmware untouched while the record says faulted.
+_NOT_IN_THE_PHYSICS = {
+    mavlink.FAILURE_UNIT_SYSTEM_BATTERY: "battery off: PX4 measures its battery itself (HIL carries no battery "
+                                         "reading); the physics can sag it instead (type degraded, target battery)",
+    mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL: "RC signal loss: the receiver is PX4's own, not on the simulator's link",
+    mavlink.FAILURE_UNIT_SYSTEM_MAVLINK_SIGNAL: "MAVLink signal loss: the ground station's link is PX4's own, not "
+                                                "the simulator's (cut it with a link profile's outage instead)",
+}
+
 
 class SimFault(IntEnum):
     """param1 of SIM_FAULT_COMMAND."""
@@ -283,3 +294,13 @@ class VehicleFaults:
             return True
         return msg.get_type() in ("COMMAND_LONG", "COMMAND_INT") and msg.command in (
             mavlink.MAV_CMD_INJECT_FAILURE, SIM_FAULT_COMMAND)
+
+
+def failure_refusal(unit: int, failure_type: int, instance: int = 0) -> str:
+    """Why PX4 on the harness's physics as its external simulator would not read a PX4 failure made there ("" when it
+    would): asked by that simulator, and of a fault schedule before anything flies."""
+    if failure_type != mavlink.FAILURE_TYPE_OK and unit in _NOT_IN_THE_PHYSICS:
+        return _NOT_IN_THE_PHYSICS[unit]
+    # The built-in vehicle's fault table decides the rest (units, types, instances); a scratch one is never flown.
+    answer = VehicleFaults([1.0] * MOTORS, [0.0] * 3).inject_failure(unit, failure_type, instance, enabled=True)
+    return "" if answer.result == mavlink.MAV_RESULT_ACCEPTED else answer.reason

@@ -27,6 +27,8 @@ from bridges.hitl_bench import LineNeed, LineTooSlow, hitl_bench
 from bridges.mavsdk_vehicle import connect_started
 from bridges.physics_faults import physics_refusal
 from bridges.vehicle import VehicleError
+from config.errors import ConfigError
+from hil.campaign import parse_campaign
 from missions.faults import FaultSpec
 from profiles.library import load_vehicle_profile
 from px4.external_physics.links import SerialLink
@@ -227,7 +229,8 @@ async def test_a_motor_the_physics_stops_in_a_hover_is_what_the_firmware_flies_o
 
 def test_a_fault_the_physics_cannot_make_real_is_refused_before_the_board_starts(tmp_path):
     """Battery off, RC and MAVLink signal loss are the built-in vehicle's own MAVLink, which no HIL frame carries:
-    `hil fly` on the bench names each with why, exit 2, before anything starts; the injector refuses them too."""
+    `hil fly` on the bench names each with why, exit 2, before anything starts, as a campaign file flying them on
+    the bench is refused; the injector refuses them too."""
     mission = tmp_path / "faulted.yaml"
     mission.write_text(DEMO.read_text() + "faults:\n"
                        "  - {start_s: 5, type: 'off', target: gps, duration_s: 3}\n"
@@ -247,6 +250,16 @@ def test_a_fault_the_physics_cannot_make_real_is_refused_before_the_board_starts
     with pytest.raises(ValueError, match="PX4 measures its battery itself"):
         HarnessSimulator(SimulatorOptions()).inject_failure(mavlink.FAILURE_UNIT_SYSTEM_BATTERY,
                                                             mavlink.FAILURE_TYPE_OFF)
+    profile = tmp_path / "radio.yaml"
+    profile.write_text("faults:\n  - {start_s: 1, type: 'off', target: mag}\n"
+                       "  - {start_s: 2, type: 'off', target: mavlink_signal}\n")
+    campaign = {"name": "c", "missions": [{"scene": "forest"}], "targets": ["sim", "px4-hitl"],
+                "faults": [str(profile)]}
+    with pytest.raises(ConfigError, match=r"c.yaml: faults\[0\]: .*radio.yaml: faults\[1\] \(mavlink_signal off "
+                                          r"at 2 s\) cannot reach PX4 on the harness's physics \(px4-hitl\): "
+                                          r"MAVLink signal"):
+        parse_campaign(campaign, "c.yaml")
+    parse_campaign({**campaign, "targets": ["sim"]}, "c.yaml")  # the built-in vehicle acts it out itself
 
 
 @needs_px4

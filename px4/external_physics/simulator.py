@@ -24,7 +24,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
 from physics.dynamics import MAX_DT, QuadrotorDynamics, rotor_geometry
-from physics.faults import MAX_GUST, VehicleFaults
+from physics.faults import MAX_GUST, VehicleFaults, failure_refusal
 from physics.sensor_suite import DEFAULT_HOME, SensorSuite, pressure_hpa
 from profiles.library import load_vehicle_profile
 from profiles.perturbation import Perturbation
@@ -44,16 +44,6 @@ from px4.external_physics.records import RecordBuffer
 
 # Voltage fraction lost at battery-sag severity 1 (the built-in vehicle's battery readings sag the same).
 SAG_AT_FULL_SEVERITY = 0.25
-
-# Failures the built-in vehicle acts out in its own MAVLink but no physics can: what PX4 reads of them never
-# passes through HIL_SENSOR / HIL_GPS. Accepting them would leave the firmware untouched while the record says faulted.
-_NOT_IN_THE_PHYSICS = {
-    mavlink.FAILURE_UNIT_SYSTEM_BATTERY: "battery off: PX4 measures its battery itself (HIL carries no battery "
-                                         "reading); the physics can sag it instead (type degraded, target battery)",
-    mavlink.FAILURE_UNIT_SYSTEM_RC_SIGNAL: "RC signal loss: the receiver is PX4's own, not on the simulator's link",
-    mavlink.FAILURE_UNIT_SYSTEM_MAVLINK_SIGNAL: "MAVLink signal loss: the ground station's link is PX4's own, not "
-                                                "the simulator's (cut it with a link profile's outage instead)",
-}
 
 TRUTH_TABLE = "sim_truth"
 SENSOR_TABLE = "sim_sensors"
@@ -269,15 +259,6 @@ class HarnessSimulator:
         """A simulator fault (`physics.faults.SimFault`: thrust loss, sensor noise, battery sag, wind,
         gust); severity 0 clears it. ValueError with the reason when it cannot be applied."""
         _accepted_or_raise(self.faults.inject_sim(kind, instance, severity, vector, enabled=True))
-
-
-def failure_refusal(unit: int, failure_type: int, instance: int = 0) -> str:
-    """Why the harness's physics cannot make a PX4 failure real ("" when it can), asked before anything flies."""
-    if failure_type != mavlink.FAILURE_TYPE_OK and unit in _NOT_IN_THE_PHYSICS:
-        return _NOT_IN_THE_PHYSICS[unit]
-    # The built-in vehicle's fault table decides the rest (units, types, instances); a scratch one is never flown.
-    answer = VehicleFaults([1.0] * MOTORS, [0.0] * 3).inject_failure(unit, failure_type, instance, enabled=True)
-    return "" if answer.result == mavlink.MAV_RESULT_ACCEPTED else answer.reason
 
 
 def _every(rate_hz: float, frame_rate_hz: float) -> int:
