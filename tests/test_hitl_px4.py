@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ from bridges.vehicle import VehicleError
 from config.errors import ConfigError
 from hil.campaign import parse_campaign
 from missions.faults import FaultSpec
+from physics.faults import SimFault
 from profiles.library import load_vehicle_profile
 from px4.external_physics.links import SerialLink
 from px4.external_physics.simulator import (
@@ -192,6 +194,34 @@ async def test_a_barometer_the_physics_stops_is_what_the_firmware_reads():
                 assert "Baro 0" in said
             finally:
                 await vehicle.close()
+
+
+@needs_px4
+async def test_sensor_noise_in_the_physics_is_what_the_firmware_reads():
+    """Gyro and accelerometer noise raised in the physics (severity 0.2: 0.1 rad/s and 1 m/s^2) shows in the IMU
+    samples PX4 itself reports (SCALED_IMU, each sample it integrates), tens of times their noise at rest."""
+    async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
+        async with hitl_bench(board.url, SimulatorOptions()) as bench:
+            vehicle = await _position(board, bench)
+            try:
+                gyro, accel = await _imu_spread(vehicle)
+                bench.simulator.inject_sim(SimFault.SENSOR_NOISE, 0, 0.2)
+                noisy_gyro, noisy_accel = await _imu_spread(vehicle)
+                assert noisy_gyro > max(10 * gyro, 20.0) and noisy_accel > max(10 * accel, 20.0), \
+                    (gyro, accel, noisy_gyro, noisy_accel)
+            finally:
+                await vehicle.close()
+
+
+async def _imu_spread(vehicle, samples: int = 200) -> tuple[float, float]:
+    """Standard deviations of PX4's reported x gyro (mrad/s) and z acceleration (mG) over its next `samples`."""
+    gyro, accel = [], []
+    async with vehicle.deadline(30.0):
+        async for imu in vehicle.messages("SCALED_IMU"):
+            gyro.append(imu["xgyro"])
+            accel.append(imu["zacc"])
+            if len(gyro) == samples:
+                return statistics.pstdev(gyro), statistics.pstdev(accel)
 
 
 async def _sys_status(vehicle, predicate, seconds: float) -> int:
