@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import math
@@ -90,9 +91,9 @@ CLOCK_GRACE_S = 1.0
 # held (a blocked event loop, a stopped or starved process) has the vehicle's stamps waiting in its socket, and
 # must not take its own pause for the vehicle's.
 STILL_STEP_MAX_S = 1.0
-# Wall seconds closing waits for parameter calls still with MAVSDK (MavsdkVehicle._param_call): against a stopped
-# PX4 it resent a parameter five times and gave up after 3.0 s.
-PARAM_CALLS_WAIT_S = 10.0
+# Wall seconds closing waits for requests still with MAVSDK (_Requests): against a stopped PX4 it resent a
+# parameter five times and gave up after 3.0 s.
+REQUESTS_WAIT_S = 10.0
 # Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
 REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
@@ -170,14 +171,16 @@ class MavsdkVehicle(VehicleBase):
         self._connection = connection
         self._owns_connection = owns_connection
         system = self._system = connection.system
-        self.action = ActionAsync(system)
-        self.telemetry_plugin = TelemetryAsync(system)
-        self.offboard = OffboardAsync(system)
-        self.mission = MissionAsync(system)
-        self.param = ParamAsync(system)
-        self.mavlink = MavlinkDirectAsync(system)
-        self.info = InfoAsync(system)
-        self.events = EventsAsync(system)
+        self._requests = _Requests()
+        track = self._requests.plugin
+        self.action = track(ActionAsync(system))
+        self.telemetry_plugin = track(TelemetryAsync(system))
+        self.offboard = track(OffboardAsync(system))
+        self.mission = track(MissionAsync(system))
+        self.param = track(ParamAsync(system))
+        self.mavlink = track(MavlinkDirectAsync(system))
+        self.info = track(InfoAsync(system))
+        self.events = track(EventsAsync(system))
         self._health_report = None
         self._state = VehicleState(0, NAN, NAN, NAN, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NAN, NAN, NAN, False, False,
                                    "UNKNOWN", "UNKNOWN", NAN)
@@ -190,7 +193,6 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_setpoint: Callable[[], Awaitable[None]] | None = None
         self._closed = False
         self._clock = _VehicleClock()
-        self._param_calls: set[asyncio.Future] = set()  # parameter calls MAVSDK has not answered (_param_call)
 
     @property
     def system(self):
@@ -392,7 +394,7 @@ class MavsdkVehicle(VehicleBase):
         """
         await self._stop_stream()
         self.offboard.destroy()
-        self.offboard = OffboardAsync(self._system)
+        self.offboard = self._requests.plugin(OffboardAsync(self._system))
 
     async def wait_armable(self, timeout: float = 30.0) -> None:
         """Wait until the autopilot reports it passes its pre-arm checks and knows where home is, for up to
@@ -755,14 +757,14 @@ class MavsdkVehicle(VehicleBase):
         self._raise_if_lost()
         if not self._param_is_int.get(name, False):
             try:
-                value = await self._param_call(self.param.get_param_float(name))
+                value = await self.param.get_param_float(name)
                 self._param_is_int[name] = False
                 return value
             except ParamError as exc:
                 if exc.result != ParamResult.WRONG_TYPE:
                     raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
         try:
-            value = await self._param_call(self.param.get_param_int(name))
+            value = await self.param.get_param_int(name)
         except ParamError as exc:
             raise VehicleError(f"{self.url}: cannot read parameter {name}: {_name(exc.result)}") from exc
         self._param_is_int[name] = True
@@ -774,27 +776,11 @@ class MavsdkVehicle(VehicleBase):
             await self.get_param(name)
         try:
             if self._param_is_int[name]:
-                await self._param_call(self.param.set_param_int(name, int(round(value))))
+                await self.param.set_param_int(name, int(round(value)))
             else:
-                await self._param_call(self.param.set_param_float(name, float(value)))
+                await self.param.set_param_float(name, float(value))
         except ParamError as exc:
             raise VehicleError(f"{self.url}: cannot set parameter {name} to {value}: {_name(exc.result)}") from exc
-
-    async def _param_call(self, call: Coroutine) -> Any:
-        """A MAVSDK parameter call, left to run to its own end when its caller is cancelled: it blocks one of the
-        event loop's executor threads until MAVSDK answers or gives up, and MAVSDK destroyed under it never does,
-        so that the process could not exit (seen: a restore begun as a stopped PX4 was taken for a lost link).
-        `close` waits for these."""
-        task = asyncio.ensure_future(call)
-
-        def finished(done: asyncio.Future) -> None:
-            self._param_calls.discard(done)
-            if not done.cancelled():
-                done.exception()  # read here: a caller cancelled meanwhile never reads it
-
-        self._param_calls.add(task)
-        task.add_done_callback(finished)
-        return await asyncio.shield(task)
 
     # ------------------------------------------------------------------ clean-up
     async def close(self) -> None:
@@ -813,8 +799,7 @@ class MavsdkVehicle(VehicleBase):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        if self._param_calls:
-            await asyncio.wait(self._param_calls, timeout=PARAM_CALLS_WAIT_S)
+        await self._requests.settled(REQUESTS_WAIT_S)
         if self._owns_connection:
             self._connection.close()
             return
@@ -827,6 +812,57 @@ class MavsdkVehicle(VehicleBase):
 
     async def __aexit__(self, *exc) -> None:
         await self.close()
+
+
+class _Requests:
+    """The requests this Vehicle has with MAVSDK, each left to run to its own end when its caller is cancelled.
+
+    A request blocks one of the event loop's executor threads until MAVSDK answers or gives up, and MAVSDK
+    destroyed under it never does: the process could then not exit (seen twice on a PX4 stopped or killed
+    mid-flight: a parameter restore, and the onboard runtime's offboard stop, both shielded, still waiting when
+    the Vehicle closed). So closing waits for them first (`settled`)."""
+
+    def __init__(self) -> None:
+        self.pending: set[asyncio.Future] = set()
+
+    def plugin(self, plugin: Any) -> Any:
+        """`plugin` (a MAVSDK asyncio plugin) with its requests tracked; its streams and `destroy` as they are."""
+        return _TrackedPlugin(plugin, self)
+
+    async def run(self, request: Coroutine) -> Any:
+        task = asyncio.ensure_future(request)
+
+        def finished(done: asyncio.Future) -> None:
+            self.pending.discard(done)
+            if not done.cancelled():
+                done.exception()  # read here: a caller cancelled meanwhile never reads it
+
+        self.pending.add(task)
+        task.add_done_callback(finished)
+        return await asyncio.shield(task)
+
+    async def settled(self, timeout_s: float) -> None:
+        """Once every request has its answer or MAVSDK's time-out, at most `timeout_s` wall seconds."""
+        if self.pending:
+            await asyncio.wait(self.pending, timeout=timeout_s)
+
+
+class _TrackedPlugin:
+    """A MAVSDK asyncio plugin whose requests (its coroutine methods) go through `_Requests.run`."""
+
+    def __init__(self, plugin: Any, requests: _Requests) -> None:
+        self._plugin = plugin
+        self._requests = requests
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._plugin, name)
+        if not inspect.iscoroutinefunction(attribute):
+            return attribute
+
+        async def request(*args, **kwargs):
+            return await self._requests.run(attribute(*args, **kwargs))
+
+        return request
 
 
 class _FrameTap:

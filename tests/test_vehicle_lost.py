@@ -19,6 +19,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +41,7 @@ from targets.builtin import SimProcessOptions, builtin_vehicle
 from .agent_process import hello, running_agent
 from .conftest import BUILTIN_SPEED, SPEED
 from .px4_builds import MAIN_BUILD, needs_px4
+from .test_vehicle_time import MISSION, ROOT, vehicle_pid, wait_for_event
 
 BOUND_S = 3.0  # wall seconds of a clock standing still that lose the vehicle, for this test
 STOP_S = 8.0  # wall seconds the vehicle process is held stopped
@@ -128,6 +131,38 @@ async def test_a_vehicle_process_killed_mid_flight_ends_the_trial_at_once_with_i
     assert "vehicle lost" in summary["reason"] and "exited with code -9" in summary["reason"], summary
     assert lost_after < DEATH_SEEN_S, lost_after
     assert ended_after < ENDED_WITHIN_S, ended_after
+
+
+@needs_px4
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGKILL], ids=["stopped", "killed"])
+def test_hil_fly_whose_px4_stops_or_dies_mid_mission_ends_and_exits(tmp_path, sig):
+    """`hil fly` as a process, a mission route on PX4: its safety watch takes a stopped vehicle for a lost link
+    (link_lost, exit 1), a dead one is lost at once (error, exit 4); either way the record is finished and the
+    process exits within ENDED_WITHIN_S, PX4 never resumed (it once finished its record and then never exited: a
+    parameter restore still with MAVSDK when MAVSDK was destroyed)."""
+    record = tmp_path / "trial"
+    harness = subprocess.Popen([sys.executable, "-m", "hil", "fly", str(MISSION), "--target", "px4-sitl", "--speed",
+                                str(SPEED), "--record-dir", str(record), "--vehicle-lost-after", str(BOUND_S)],
+                               cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    pid = None
+    try:
+        pid = vehicle_pid(harness, "px4-sitl")
+        wait_for_event(record, "takeoff_complete", harness)
+        os.kill(pid, sig)
+        output, _ = harness.communicate(timeout=ENDED_WITHIN_S)
+    finally:
+        if pid is not None and sig == signal.SIGSTOP and harness.poll() is None:
+            os.kill(pid, signal.SIGCONT)  # the harness, which started it, has not stopped it yet
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+    summary = read_manifest(record)["summary"]
+    if sig == signal.SIGKILL:
+        assert (harness.returncode, summary["outcome"]) == (4, "error"), output
+        assert "vehicle lost: PX4 SITL instance" in summary["reason"] and "exited with code -9" in summary["reason"]
+    else:
+        assert (harness.returncode, summary["outcome"]) == (1, "link_lost"), output
 
 
 async def test_an_onboard_agent_ends_its_trial_when_its_vehicle_stands_still_without_a_word_from_the_harness():
