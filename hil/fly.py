@@ -26,7 +26,6 @@ from typing import Any
 import pandas as pd
 
 from aio.tasks import cancel_and_wait
-from bridges.physics_faults import PhysicsFailureInjector
 from bridges.vehicle import GroundTruth, MissionWaypoint, Vehicle, VehicleError
 from hil.monitor import RouteJudge, judged_on
 from hil.navigation import apply_faults
@@ -115,16 +114,15 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
     sphere of `vehicle_radius` m) ends it as `breach` or `collision`, and the vehicle lands; with the
     mission's `termination` saying not to stop on one, the flight goes on and still ends as that
     failure. The mission's fault schedule is applied as its triggers fire when `inject_faults` (the
-    caller decides whether the target may be faulted): in `simulator`, the harness's physics, when it drives the
-    target (PX4 on it, SITL or a HITL board, finds out through its sensors), else by the flight controller.
+    caller decides whether the target may be faulted), in `simulator` when the harness's physics drives the target
+    (`hil.navigation.apply_faults`).
     """
     stages = StageLog(recorder)
     judge = RouteJudge(mission, vehicle_radius, recorder, vehicle.speed_factor, truth=vehicle.truth)
     flight = asyncio.create_task(_fly_plan(vehicle, mission.to_waypoint_mission(), recorder, stages))
     watching = asyncio.create_task(judge.watch(vehicle))
-    injector = PhysicsFailureInjector(simulator) if simulator is not None else None
     faults = asyncio.create_task(apply_faults(vehicle, mission.faults if inject_faults else (), judge, recorder,
-                                              injector))
+                                              simulator))
     try:
         await asyncio.wait({flight, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:  # cancelled from outside (Ctrl-C): all stop, the caller lands

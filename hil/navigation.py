@@ -27,6 +27,7 @@ from typing import Protocol
 
 from aio.tasks import cancel_and_wait
 from bridges.failure import FailureInjector
+from bridges.physics_faults import PhysicsFailureInjector
 from bridges.vehicle import Vehicle, VehicleError, VehicleLost
 from config.errors import ConfigError
 from hil.agent_client import (
@@ -94,13 +95,15 @@ class NavigationResult:
 
 async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule: SuccessRule, vehicle_radius: float,
                     recorder: TrialRecorder, *, land: bool, hardware: bool = False,
-                    record: bool = True, mission: BenchmarkMission | None = None) -> NavigationResult:
+                    record: bool = True, mission: BenchmarkMission | None = None,
+                    simulator=None) -> NavigationResult:
     """Fly the scene's start -> goal task under `rule` (module docstring); returns the verdict and more.
 
     `mission`: a point-to-point mission in this scene flies its own start -> goal instead, its airspace judged.
 
     `hardware`: the flight controller outlives the run, so parameter changes are journaled first.
     `record`: record telemetry here (False where the caller records it already, as the pytest plugin does).
+    `simulator`: the harness's physics when it drives the target: the navigation's faults act in it.
     Raises only what happens before the vehicle is touched (`UnexpectedVehicleState`): a vehicle someone
     else flies is never judged, and never landed either.
     """
@@ -129,7 +132,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
             recorder.event("at_start", altitude=vehicle.state.altitude)
             caps = {"MPC_XY_VEL_MAX": rule.speed_cap, "MPC_XY_CRUISE": rule.speed_cap} if rule.speed_cap else {}
             async with vehicle.params_changed(caps):
-                verdict, runtime = await _navigate(vehicle, navigation, host, monitor, recorder)
+                verdict, runtime = await _navigate(vehicle, navigation, host, monitor, recorder, simulator)
     except VehicleError as exc:
         recorder.event("failed", reason=str(exc))
         verdict = monitor.fail(str(exc))
@@ -197,13 +200,13 @@ async def _planner_host(vehicle: Vehicle, navigation: Navigation, scene: Scene, 
 
 
 async def _navigate(vehicle: Vehicle, navigation: Navigation, host: PlannerHost, monitor: TrialMonitor,
-                    recorder: TrialRecorder) -> tuple[Verdict, RuntimeResult | None]:
+                    recorder: TrialRecorder, simulator=None) -> tuple[Verdict, RuntimeResult | None]:
     monitor.start(vehicle.state)
     recorder.event("navigation_started", planner=navigation.name)
     stop = asyncio.Event()
     watch = asyncio.create_task(monitor.watch(vehicle, stop))
     planner = asyncio.create_task(host(stop))
-    faults = asyncio.create_task(apply_faults(vehicle, navigation.faults, monitor, recorder))
+    faults = asyncio.create_task(apply_faults(vehicle, navigation.faults, monitor, recorder, simulator))
     try:
         done, _ = await asyncio.wait({watch, planner}, return_when=asyncio.FIRST_COMPLETED)
         if vehicle.lost is not None:  # whoever saw it first (the judge, the planner's loop, the board's): one error
@@ -246,16 +249,17 @@ class Progress(Protocol):
 
 
 async def apply_faults(vehicle: Vehicle, faults: tuple[FaultSpec, ...], monitor: Progress,
-                       recorder: TrialRecorder, injector: FailureInjector | None = None) -> None:
+                       recorder: TrialRecorder, simulator=None) -> None:
     """Inject each fault when its trigger fires (reading `monitor`: the trial monitor of a navigation
-    flight, the route judge of a mission flight), clear it when its time is up. `injector` (default: the
-    flight controller's own failure injection) is where the faults go."""
+    flight, the route judge of a mission flight), clear it when its time is up. The faults go into `simulator`,
+    the harness's physics, when it drives the target (PX4 on it, SITL or a HITL board, finds out through its
+    sensors; its own failure injection there acts on nothing it reads), else to the flight controller."""
     if not faults:
         return
 
     pending = list(faults)
     active: list[tuple[float, FaultSpec]] = []
-    async with injector or FailureInjector(vehicle) as injector:
+    async with PhysicsFailureInjector(simulator) if simulator is not None else FailureInjector(vehicle) as injector:
         async for _ in vehicle.telemetry():
             elapsed, clearance = monitor.elapsed_s, monitor.clearance_m
             for fault in [f for f in pending if f.due(elapsed, 0, clearance)]:

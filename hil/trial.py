@@ -109,7 +109,8 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
                 vehicle = opened.vehicle
                 speed_factor = vehicle.speed_factor
                 flight = await fly_scene(vehicle, navigation_for(spec, remote), scene, rule, profile.radius, recorder,
-                                         land=spec.target != LOCKSTEP, hardware=opened.hardware)
+                                         land=spec.target != LOCKSTEP, hardware=opened.hardware,
+                                         simulator=opened.simulator)
                 if opened.link is not None:
                     recorder.event("link_summary", **opened.link.summary())
         except (VehicleError, SitlError) as exc:
