@@ -178,20 +178,23 @@ async def test_gps_loss_in_the_physics_is_what_the_firmware_reads():
 
 
 @needs_px4
-async def test_a_barometer_the_physics_stops_is_what_the_firmware_reads():
-    """The barometer's fields leave the line's HIL_SENSOR: PX4 clears its own barometer health bit in SYS_STATUS
-    and says why on its console (v1.16.1: `BARO #0 failed:  TIMEOUT!`, `Preflight Fail: No valid data from Baro 0`)."""
-    baro = mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE
+@pytest.mark.parametrize("unit, bit, name", [
+    (mavlink.FAILURE_UNIT_SENSOR_BARO, mavlink.MAV_SYS_STATUS_SENSOR_ABSOLUTE_PRESSURE, "Baro"),
+    (mavlink.FAILURE_UNIT_SENSOR_MAG, mavlink.MAV_SYS_STATUS_SENSOR_3D_MAG, "Compass"),
+], ids=["baro", "mag"])
+async def test_a_sensor_the_physics_stops_is_what_the_firmware_reads(unit, bit, name):
+    """The sensor's fields leave the line's HIL_SENSOR: PX4 clears its own health bit for it in SYS_STATUS and says
+    why on its console (v1.16.1: `Preflight Fail: No valid data from Baro 0` / `... from Compass 0`)."""
     async with px4_hitl_board(BoardOptions(px4_dir=MAIN_BUILD)) as board:
         async with hitl_bench(board.url, SimulatorOptions()) as bench:
             vehicle = await _position(board, bench)
             try:
-                assert (await _sys_status(vehicle, lambda health: health & baro, 30.0)) & baro
-                bench.simulator.inject_failure(mavlink.FAILURE_UNIT_SENSOR_BARO, mavlink.FAILURE_TYPE_OFF)
-                assert not (await _sys_status(vehicle, lambda health: not health & baro, 30.0)) & baro
-                said = await board.while_alive(board.console.first(r"Preflight Fail: No valid data from Baro"),
-                                               AssertionError, "said its barometer had no data", 60.0)
-                assert "Baro 0" in said
+                assert (await _sys_status(vehicle, lambda health: health & bit, 30.0)) & bit
+                bench.simulator.inject_failure(unit, mavlink.FAILURE_TYPE_OFF)
+                assert not (await _sys_status(vehicle, lambda health: not health & bit, 30.0)) & bit
+                said = await board.while_alive(board.console.first(rf"Preflight Fail: No valid data from {name} 0"),
+                                               AssertionError, f"said its {name} had no data", 60.0)
+                assert said.endswith(f"{name} 0")
             finally:
                 await vehicle.close()
 
