@@ -247,7 +247,7 @@ class FlightOptions:
     # simulators take theirs at boot instead.
     params: Mapping[str, float] = field(default_factory=dict)
     vehicle_radius: float = 0.0  # m: the vehicle's collision sphere, for the judge in a mission's scene
-    inject_faults: bool = False  # apply the mission's fault schedule (simulators; hardware only when asked)
+    inject_faults: bool = False  # apply the mission's fault schedule (simulators, and the harness's physics of a bench)
     # The dead-man's switch on hardware (hil.stop.dead_mans_switch): what the flight controller does by itself
     # when the harness falls silent (NAV_DLL_ACT: "return" or "land"), and after how long (COM_DL_LOSS_T; None
     # keeps the vehicle's).
