@@ -214,9 +214,10 @@ def hil_expect(request: pytest.FixtureRequest, hil_vehicle):
 
 
 @pytest.fixture
-def hil_mission(hil_vehicle, hil_recorder, hil_profile: str):
+def hil_mission(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hil_profile: str):
     """`await hil_mission(path)`: fly a mission file (any format `hil fly` takes) on the vehicle, its airspace
-    and scene judged as `hil fly` judges them; returns (outcome, reason, summary)."""
+    and scene judged as `hil fly` judges them, its faults in the harness's physics where that drives the vehicle;
+    returns (outcome, reason, summary)."""
     from hil.fly import fly_mission
     from missions.load import load
     from profiles.library import load_vehicle_profile
@@ -232,7 +233,8 @@ def hil_mission(hil_vehicle, hil_recorder, hil_profile: str):
         # stamps are simulated time, which stands still while nothing awaits the vehicle: its snapshot is now.
         start = mark(hil_vehicle.clock_s)
         since_ns = start.wall_ns if math.isfinite(hil_vehicle.speed_factor) else hil_vehicle.state.t_ns
-        outcome, reason = await fly_mission(hil_vehicle, mission, recorder, load_vehicle_profile(hil_profile).radius)
+        outcome, reason = await fly_mission(hil_vehicle, mission, recorder, load_vehicle_profile(hil_profile).radius,
+                                            simulator=request.node.stash.get(SIMULATOR, None))
         speed = speed_between(start, mark(hil_vehicle.clock_s), hil_vehicle.speed_factor)
         recorder.flush()
         table = read_table(recorder.record_dir, "telemetry")
@@ -275,7 +277,7 @@ def hil_navigation(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hi
         # Telemetry is recorded by hil_vehicle already; a lockstep vehicle is dropped, not landed.
         return await fly_scene(hil_vehicle, navigation, scene, judged_by, load_vehicle_profile(hil_profile).radius,
                                hil_recorder, land=kind != "lockstep", hardware=hardware, record=False,
-                               mission=benchmark)
+                               mission=benchmark, simulator=request.node.stash.get(SIMULATOR, None))
     return run
 
 
