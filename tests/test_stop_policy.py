@@ -105,7 +105,7 @@ async def test_a_crash_in_a_flight_lands_the_vehicle_before_the_error_goes_on(tm
 
     flown = {}
 
-    async def crashing(vehicle, mission, recorder, vehicle_radius=0.0, inject_faults=True):
+    async def crashing(vehicle, mission, recorder, vehicle_radius=0.0, inject_faults=True, simulator=None):
         flown["vehicle"] = vehicle
         await vehicle.arm()
         await vehicle.takeoff(3.0)
