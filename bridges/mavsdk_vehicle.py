@@ -856,7 +856,11 @@ class _TrackedPlugin:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._plugin, name)
-        if not inspect.iscoroutinefunction(attribute):
+        # An offboard setpoint is stale once the next is due: one its caller gave up on must leave MAVSDK's
+        # queue (run_in_executor drops a call not yet started when cancelled), or on a loaded machine a backlog
+        # of old setpoints holds the executor and the vehicle flies none of the new ones in time.
+        if not inspect.iscoroutinefunction(attribute) or (isinstance(self._plugin, OffboardAsync)
+                                                          and name.startswith("set_")):
             return attribute
 
         async def request(*args, **kwargs):
