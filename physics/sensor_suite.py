@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 
 from missions.geo import GeoOrigin
-from physics.dynamics import rotation_matrix
+from physics.dynamics import FORCE, OMEGA, POS, VEL, Q, rotation_matrix
 from profiles.sensors import SensorProfile
 
 # PX4's SITL home (the jMAVSim / Gazebo default, and SIH_LOC_*): ETH Zurich's model airfield.
@@ -114,22 +114,27 @@ class SensorSuite:
         gauss = self._rng.gauss
         i = self.index
         self.index += 1
-        sf, om, ab, gb = dyn.specific_force, dyn.omega, self.accel_bias, self.gyro_bias
+        # The state read once: each of the body's vector properties copies it out of its array afresh.
+        s = dyn.state.tolist()
+        ab, gb = self.accel_bias, self.gyro_bias
         an, gn = o.accel_noise, o.gyro_noise
-        accel = [sf[k] + ab[k] + gauss(0.0, an) for k in range(3)]
-        gyro = [om[k] + gb[k] + gauss(0.0, gn) for k in range(3)]
+        accel = [s[FORCE] + ab[0] + gauss(0.0, an), s[FORCE + 1] + ab[1] + gauss(0.0, an),
+                 s[FORCE + 2] + ab[2] + gauss(0.0, an)]
+        gyro = [s[OMEGA] + gb[0] + gauss(0.0, gn), s[OMEGA + 1] + gb[1] + gauss(0.0, gn),
+                s[OMEGA + 2] + gb[2] + gauss(0.0, gn)]
+        q = s[Q:Q + 4]
         mag = None
         if self._mag.due(i):
-            b = body_from_world(dyn.q, self._field_ned)
+            b = body_from_world(q, self._field_ned)
             mag = [b[k] + gauss(0.0, o.mag_noise) for k in range(3)]
-        alt = self.home.alt_m - dyn.pos[2]
+        alt = self.home.alt_m - s[POS + 2]
         pressure = None
         if self._baro.due(i):
             pressure = pressure_hpa(alt + gauss(0.0, o.baro_noise_m))
         diff = None
         if self._airspeed.due(i):
-            air = [dyn.vel[k] - dyn.wind_ned[k] for k in range(3)]
-            forward = body_from_world(dyn.q, (air[0], air[1], air[2]))[0]
+            wind = dyn.wind_ned.tolist()
+            forward = body_from_world(q, (s[VEL] - wind[0], s[VEL + 1] - wind[1], s[VEL + 2] - wind[2]))[0]
             diff = 0.5 * AIR_DENSITY * forward * abs(forward) / 100.0 + gauss(0.0, o.airspeed_noise)
         return ImuSample(accel, gyro, mag, pressure, alt, diff, o.temperature_c)
 

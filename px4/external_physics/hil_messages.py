@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from px4.sim.mavlink_encode import encode_fields, x25
+
 ACCEL_BITS = 0x007
 GYRO_BITS = 0x038
 MAG_BITS = 0x1C0
@@ -41,6 +43,14 @@ UNKNOWN_COURSE = 65535
 SIMULATOR_SYSID = 1
 SIMULATOR_COMPID = 51
 MOTORS = 4
+_SENSOR = mavlink.MAVLink_hil_sensor_message
+_GPS = mavlink.MAVLink_hil_gps_message
+_STATE = mavlink.MAVLink_hil_state_quaternion_message
+_CONTROLS = mavlink.MAVLink_hil_actuator_controls_message
+_HEAD = 10  # a MAVLink 2 frame's header, with its start byte
+_CONTROLS_ID = _CONTROLS.id.to_bytes(3, "little")
+_CONTROLS_CRC_EXTRA = bytes((_CONTROLS.crc_extra,))
+_CONTROLS_LAYOUT = _CONTROLS.unpacker  # wire order: time_usec, flags, controls[16], mode
 
 
 @dataclass(frozen=True)
@@ -70,16 +80,18 @@ class ActuatorControls:
 
 
 class HilEncoder:
-    """Packs the simulator's messages (one MAVLink sequence counter for the whole link)."""
+    """Packs the simulator's messages (one MAVLink sequence counter for the whole link) as pymavlink's
+    `msg.pack` packs them, straight from the values (`px4.sim.mavlink_encode.encode_fields`): a frame goes
+    out every IMU period of a lockstep loop that waits on nothing else."""
 
     def __init__(self, sysid: int = SIMULATOR_SYSID, compid: int = SIMULATOR_COMPID):
         self._mav = mavlink.MAVLink(None, srcSystem=sysid, srcComponent=compid)
 
     def hil_sensor(self, time_usec: int, accel, gyro, mag, pressure_hpa: float, diff_pressure_hpa: float,
                    pressure_alt_m: float, temperature_c: float, fields_updated: int, sensor_id: int = 0) -> bytes:
-        return mavlink.MAVLink_hil_sensor_message(
+        return encode_fields(_SENSOR, (
             time_usec, accel[0], accel[1], accel[2], gyro[0], gyro[1], gyro[2], mag[0], mag[1], mag[2],
-            pressure_hpa, diff_pressure_hpa, pressure_alt_m, temperature_c, fields_updated, sensor_id).pack(self._mav)
+            pressure_hpa, diff_pressure_hpa, pressure_alt_m, temperature_c, fields_updated, sensor_id), self._mav)
 
     def hil_gps(self, time_usec: int, lat_deg: float, lon_deg: float, alt_m: float, vel_ned, eph_m: float,
                 epv_m: float, satellites: int, fix_type: int = mavlink.GPS_FIX_TYPE_3D_FIX, gps_id: int = 0) -> bytes:
@@ -87,18 +99,35 @@ class HilEncoder:
         ground = math.hypot(vn, ve)
         # Below walking pace the course is noise; say "unknown" as a receiver does.
         course = UNKNOWN_COURSE if ground < 0.5 else int(round(math.degrees(math.atan2(ve, vn)) % 360.0 * 100)) % 36000
-        return mavlink.MAVLink_hil_gps_message(
-            time_usec, fix_type, int(round(lat_deg * 1e7)), int(round(lon_deg * 1e7)), int(round(alt_m * 1000)),
-            _centi(eph_m), _centi(epv_m), _centi(ground), _cm_s(vn), _cm_s(ve), _cm_s(vd), course, satellites,
-            gps_id, 0).pack(self._mav)
+        return encode_fields(_GPS, (
+            time_usec, int(round(lat_deg * 1e7)), int(round(lon_deg * 1e7)), int(round(alt_m * 1000)),
+            _centi(eph_m), _centi(epv_m), _centi(ground), _cm_s(vn), _cm_s(ve), _cm_s(vd), course, fix_type,
+            satellites, gps_id, 0), self._mav)
 
     def hil_state_quaternion(self, time_usec: int, q, omega, lat_deg: float, lon_deg: float, alt_m: float, vel_ned,
                              accel_body) -> bytes:
         airspeed = _centi(math.sqrt(sum(v * v for v in vel_ned)))
-        return mavlink.MAVLink_hil_state_quaternion_message(
-            time_usec, [float(c) for c in q], omega[0], omega[1], omega[2], int(round(lat_deg * 1e7)),
+        return encode_fields(_STATE, (
+            time_usec, q[0], q[1], q[2], q[3], omega[0], omega[1], omega[2], int(round(lat_deg * 1e7)),
             int(round(lon_deg * 1e7)), int(round(alt_m * 1000)), _cm_s(vel_ned[0]), _cm_s(vel_ned[1]),
-            _cm_s(vel_ned[2]), airspeed, airspeed, *(_milli_g(a) for a in accel_body)).pack(self._mav)
+            _cm_s(vel_ned[2]), airspeed, airspeed, *(_milli_g(a) for a in accel_body)), self._mav)
+
+
+def take_actuator_controls(data: bytes) -> tuple[ActuatorControls | None, bytes]:
+    """The HIL_ACTUATOR_CONTROLS that `data` starts with and the bytes after it, read straight from the
+    frame (PX4 answers every lockstep step with one, and pymavlink's generic parser cost as much as the
+    rest of the harness's step); (None, data) unless `data` starts with a whole unsigned MAVLink 2 frame
+    of that message with a good checksum, for a general parser to take."""
+    end = _HEAD + data[1] + 2 if len(data) > _HEAD else 0
+    if (end > len(data) or data[0] != mavlink.PROTOCOL_MARKER_V2 or data[2] != 0
+            or data[7:10] != _CONTROLS_ID or end - _HEAD - 2 > _CONTROLS_LAYOUT.size):
+        return None, data
+    if x25(data[1:end - 2] + _CONTROLS_CRC_EXTRA) != data[end - 2] | data[end - 1] << 8:
+        return None, data
+    # MAVLink 2 cuts trailing zero bytes off a payload: they come back as zeros.
+    time_usec, flags, *controls, mode = _CONTROLS_LAYOUT.unpack(data[_HEAD:end - 2].ljust(_CONTROLS_LAYOUT.size,
+                                                                                           b"\0"))
+    return ActuatorControls(time_usec, bool(mode & ARMED_FLAG), bool(flags & LOCKSTEP_FLAG), tuple(controls)), data[end:]
 
 
 def _centi(value: float) -> int:

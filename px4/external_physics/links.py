@@ -10,10 +10,15 @@ PX4 answers, without an event loop between each message and its reply.
 from __future__ import annotations
 
 import asyncio
+import math
 import select
 import socket
+import struct
 import threading
 from typing import Protocol
+
+# Reads waiting at least this long (a lockstep loop's wait for PX4's answer) use the kernel's receive timeout.
+KERNEL_TIMEOUT_MIN_S = 0.05
 
 
 class SimulatorLinkError(RuntimeError):
@@ -41,6 +46,7 @@ class SocketLink:
         self._lock = threading.Lock()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each frame goes out at once
         sock.setblocking(True)
+        self._timeout_ms = 0  # the socket's receive timeout (SO_RCVTIMEO); 0 is none
 
     def write(self, data: bytes) -> None:
         with self._lock:
@@ -50,11 +56,27 @@ class SocketLink:
                 raise SimulatorLinkError(f"{self.name}: PX4 closed the simulator connection ({exc.strerror})") from exc
 
     def read(self, timeout_s: float) -> bytes:
-        ready, _, _ = select.select([self._sock], [], [], timeout_s)
-        if not ready:
-            return b""
         try:
-            data = self._sock.recv(65536)
+            if timeout_s >= KERNEL_TIMEOUT_MIN_S:
+                # One system call per answer: the kernel's receive timeout bounds a blocking recv, set only
+                # when it changes (whole milliseconds, so that a lockstep loop's reply waits all share one).
+                timeout_ms = math.ceil(timeout_s * 1000.0)
+                if timeout_ms != self._timeout_ms:
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                          struct.pack("@ll", timeout_ms // 1000, timeout_ms % 1000 * 1000))
+                    self._timeout_ms = timeout_ms
+                data = self._sock.recv(65536)
+            elif timeout_s > 0.0:
+                # The kernel counts its timeout in scheduler ticks (up to 10 ms): short waits (a paced
+                # loop's) are select's.
+                ready, _, _ = select.select([self._sock], [], [], timeout_s)
+                if not ready:
+                    return b""
+                data = self._sock.recv(65536)
+            else:
+                data = self._sock.recv(65536, socket.MSG_DONTWAIT)
+        except BlockingIOError:  # nothing within the timeout
+            return b""
         except OSError as exc:
             raise SimulatorLinkError(f"{self.name}: simulator connection failed ({exc.strerror})") from exc
         if not data:

@@ -26,7 +26,7 @@ from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.external_physics.hil_messages import ActuatorControls
+from px4.external_physics.hil_messages import ActuatorControls, take_actuator_controls
 from px4.external_physics.links import ByteLink
 from px4.external_physics.simulator import HarnessSimulator
 
@@ -183,18 +183,25 @@ class SimulatorLoop:
         return self.speed
 
     def _receive(self, data: bytes) -> None:
-        if not data:
-            return
-        for msg in self._parser.parse_buffer(data) or ():
+        # PX4's answers are read straight from their frames while nothing else is half-parsed; anything
+        # else (and whatever follows it) goes through pymavlink's parser.
+        while data and not self._parser.buf_len():
+            controls, data = take_actuator_controls(data)
+            if controls is None:
+                break
+            self._apply(controls)
+        for msg in (self._parser.parse_buffer(data) if data else None) or ():
             if msg.get_msgId() == mavlink.MAVLINK_MSG_ID_HIL_ACTUATOR_CONTROLS:
-                controls = ActuatorControls.from_message(msg)
-                self.simulator.apply(controls)
-                self._last_reply_us = controls.time_usec
-                if not self.stats.replies:
-                    self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
-                    # The parts are counted from here: before, the loop only paces PX4's start-up.
-                    self.stats.first_reply_frame = self.stats.frames
-                    self.stats.build_s = self.stats.socket_s = self.stats.parse_s = 0.0
-                self.stats.replies += 1
+                self._apply(ActuatorControls.from_message(msg))
             elif self.on_message is not None:
                 self.on_message(msg)
+
+    def _apply(self, controls: ActuatorControls) -> None:
+        self.simulator.apply(controls)
+        self._last_reply_us = controls.time_usec
+        if not self.stats.replies:
+            self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
+            # The parts are counted from here: before, the loop only paces PX4's start-up.
+            self.stats.first_reply_frame = self.stats.frames
+            self.stats.build_s = self.stats.socket_s = self.stats.parse_s = 0.0
+        self.stats.replies += 1

@@ -58,8 +58,26 @@ def encode(msg, mav: mavlink.MAVLink) -> bytes:
         layout = _LAYOUTS[type(msg)] = _Layout(type(msg))
     if layout.text or mav.signing.sign_outgoing:
         return msg.pack(mav)
-    payload = layout.payload(msg).rstrip(b"\0") or b"\0"
+    return _frame(layout, layout.payload(msg), mav)
+
+
+def encode_fields(cls: type, values: tuple, mav: mavlink.MAVLink) -> bytes:
+    """The frame `encode(cls(...), mav)` makes, from the values of `cls`'s fields in wire order (arrays
+    flattened), without building the message: for a sender whose values are at hand every frame. For messages
+    without text fields, on unsigned links."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _Layout(cls)
+    return _frame(layout, layout.struct.pack(*values), mav)
+
+
+def _frame(layout: _Layout, payload: bytes, mav: mavlink.MAVLink) -> bytes:
+    payload = payload.rstrip(b"\0") or b"\0"
     body = _HEADER.pack(0xFD, len(payload), 0, 0, mav.seq, mav.srcSystem, mav.srcComponent,
                         layout.id_low, layout.id_high) + payload
-    checked = body[1:] + layout.crc_extra  # X.25 over all but the start byte, then CRC_EXTRA
-    return body + _CRC.pack(_MCRF4XX(checked, 0xFFFF) if _MCRF4XX is not None else mavlink.x25crc(checked).crc)
+    return body + _CRC.pack(x25(body[1:] + layout.crc_extra))  # over all but the start byte, then CRC_EXTRA
+
+
+def x25(data: bytes) -> int:
+    """MAVLink's X.25 checksum of `data`."""
+    return _MCRF4XX(data, 0xFFFF) if _MCRF4XX is not None else mavlink.x25crc(data).crc
