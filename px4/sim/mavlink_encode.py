@@ -31,18 +31,16 @@ class _Layout:
         self.crc_extra = bytes((cls.crc_extra,))
         # Text fields: the class's own pack, which knows how each keeps its text, makes the whole frame.
         self.text = any(types[name] == "char" for name in names)
-        self.arrays = any(cls.array_lengths)
+        # The array fields' places in wire order, last first, so splicing one in leaves the others' places.
+        self.arrays = [i for i, length in enumerate(cls.array_lengths) if length][::-1]
         self.struct = cls.unpacker
         self.values = attrgetter(*names) if len(names) > 1 else (lambda msg, get=attrgetter(names[0]): (get(msg),))
 
     def payload(self, msg) -> bytes:
         if self.arrays:
-            flat: list = []
-            for value in self.values(msg):
-                if isinstance(value, (list, tuple, bytes, bytearray)):  # pymavlink's pack indexes any of them
-                    flat.extend(value)
-                else:
-                    flat.append(value)
+            flat = list(self.values(msg))
+            for i in self.arrays:  # a list, tuple, bytes or bytearray: pymavlink's pack indexes any of them
+                flat[i:i + 1] = flat[i]
             return self.struct.pack(*flat)
         return self.struct.pack(*self.values(msg))
 
