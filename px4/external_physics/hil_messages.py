@@ -118,7 +118,9 @@ def take_actuator_controls(data: bytes) -> tuple[ActuatorControls | None, bytes]
     frame (PX4 answers every lockstep step with one, and pymavlink's generic parser cost as much as the
     rest of the harness's step); (None, data) unless `data` starts with a whole unsigned MAVLink 2 frame
     of that message with a good checksum, for a general parser to take."""
-    end = _HEAD + data[1] + 2 if len(data) > _HEAD else 0
+    if len(data) <= _HEAD:
+        return None, data
+    end = _HEAD + data[1] + 2
     if (end > len(data) or data[0] != mavlink.PROTOCOL_MARKER_V2 or data[2] != 0
             or data[7:10] != _CONTROLS_ID or end - _HEAD - 2 > _CONTROLS_LAYOUT.size):
         return None, data
