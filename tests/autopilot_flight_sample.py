@@ -1,6 +1,7 @@
 """Flights of the built-in autopilot (no MAVLink, no asyncio) sampled every simulated second: the
 vehicle's position, velocity, heading, mode and the setpoint it flies, for a mission (take-off, four
-waypoints with corners, a return that lands), a take-off, a reposition, a hold and a LAND.
+waypoints with corners, a return that lands), a take-off, a reposition, a hold and a LAND, then a take-off,
+offboard position and velocity setpoints, an orbit and a LAND.
 
 tests/test_autopilot_flight_sample.py flies them again and compares with tests/autopilot_flight_sample.json,
 which this script wrote with the code of its commit: a change made for speed (the compiled trajectory,
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pymavlink.dialects.v20 import common as mavlink  # noqa: E402
 
 from profiles.library import load_vehicle_profile  # noqa: E402
+from px4.modes import FlightMode  # noqa: E402
 from px4.params import ParamStore  # noqa: E402
 from px4.sim.autopilot import Autopilot  # noqa: E402
 from px4.sim.control import TrajectorySetpoint  # noqa: E402
@@ -47,7 +49,8 @@ def _run(ap: Autopilot, seconds: float, samples: list) -> None:
 
 def fly_mission() -> list:
     """Take-off, four waypoints at 8 m (three corners), a return to launch that lands; then the
-    take-off, a reposition 30 m away, a hold and a LAND of the lockstep benchmark's flight."""
+    take-off, a reposition 30 m away, a hold and a LAND of the lockstep benchmark's flight; then offboard
+    and an orbit."""
     ap = Autopilot(load_vehicle_profile("default"), ParamStore())
     samples: list = []
     ap.run(0.5)
@@ -74,6 +77,27 @@ def fly_mission() -> list:
     while ap.armed and ap.time_s < 400.0:
         _run(ap, SAMPLE_S, samples)
     assert not ap.armed, "the LAND did not end disarmed"
+    _run(ap, 1.0, samples)
+    assert ap.arm().accepted and ap.takeoff(float("nan")).accepted
+    _run(ap, 10.0, samples)
+    # Offboard: one setpoint object sent again and again, then another (velocity control at 2 m/s north).
+    nan = math.nan
+    hold = TrajectorySetpoint((0.0, 0.0, -6.0), (nan, nan, nan), (nan, nan, nan), 0.0, nan)
+    north = TrajectorySetpoint((nan, nan, -6.0), (2.0, 0.0, nan), (nan, nan, nan), 0.0, nan)
+    ap.offboard_setpoint(hold)
+    assert ap.set_mode(FlightMode.OFFBOARD).accepted
+    for setpoint in (hold, north):
+        for _ in range(round(5.0 / SAMPLE_S)):
+            for _ in range(round(SAMPLE_S / 0.05)):
+                ap.offboard_setpoint(setpoint)
+                ap.run(0.05)
+            samples.append(_sample(ap))
+    assert ap.orbit(8.0, 3.0, 0.0).accepted
+    _run(ap, 15.0, samples)
+    assert ap.land().accepted
+    while ap.armed and ap.time_s < 600.0:
+        _run(ap, SAMPLE_S, samples)
+    assert not ap.armed, "the second LAND did not end disarmed"
     return samples
 
 

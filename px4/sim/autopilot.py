@@ -129,6 +129,9 @@ class Autopilot(SitlBattery):
         self.extra_missions: dict[int, list[MissionItem]] = {}
         self._motors = np.zeros(4)
         self.current_setpoint: TrajectorySetpoint | AttitudeSetpoint | None = None
+        # The compiled loop's form of the setpoint last flown, made again only for another setpoint object
+        # (a hover's and a ground contact's last many cycles; snapshots split cycles into several runs).
+        self._flown: tuple[TrajectorySetpoint | AttitudeSetpoint | None, int, np.ndarray] = (None, 0, _NO_SETPOINT)
         self._task = AutoFlightTask(self.params)
         self._auto_active = False  # the flight task runs (it starts afresh when auto flight begins)
         self._takeoff = TakeoffHandling()
@@ -435,6 +438,7 @@ class Autopilot(SitlBattery):
     def offboard_setpoint(self, setpoint: TrajectorySetpoint | AttitudeSetpoint) -> None:
         """A SET_POSITION_TARGET_* / SET_ATTITUDE_TARGET arrived."""
         self.offboard = OffboardInput(setpoint, self.time_s)
+        self._flown = (None, 0, _NO_SETPOINT)  # the same object again may carry new values
 
     # ------------------------------------------------------------------ simulation
     def step(self) -> None:
@@ -478,7 +482,10 @@ class Autopilot(SitlBattery):
                 drive = MOTORS_IDLE
             else:
                 drive = MOTORS_CONTROLLED
-                kind, sp_array = setpoint_array(sp)
+                flown, kind, sp_array = self._flown
+                if sp is not flown:
+                    kind, sp_array = setpoint_array(sp)
+                    self._flown = (sp, kind, sp_array)
                 ctrl.sync_params()
             working = _ALL_WORKING if not faults.motors_off else np.array(
                 [0.0 if i in faults.motors_off else 1.0 for i in range(4)])

@@ -235,8 +235,9 @@ class MulticopterController:
         over) there is no minimum thrust and the tilt is limited to MPC_TILTMAX_LND.
         """
         c = self.state
-        for i, cap in enumerate((speed_xy, speed_up, speed_down)):
-            c[kern.C_CAPS + i] = NAN if cap is None else cap
+        c[kern.C_CAPS] = NAN if speed_xy is None else speed_xy
+        c[kern.C_CAPS + 1] = NAN if speed_up is None else speed_up
+        c[kern.C_CAPS + 2] = NAN if speed_down is None else speed_down
         c[kern.C_FLYING] = float(flying)
 
     def reset_integral(self) -> None:

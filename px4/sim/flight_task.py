@@ -100,6 +100,7 @@ class AutoFlightTask:
         self._closest: Vec3 = (0.0, 0.0, 0.0)
         self._internal: tuple[Vec3, Vec3, Vec3] = ((0.0, 0.0, 0.0),) * 3
         self._limits: dict[tuple, Limits] = {}
+        self._caps = (0.0, 0.0)  # the controller's climb and descent caps, from the parameters
         self._hover: TaskOutput | None = None  # the output while holding still at `_hover_triplet`
         self._hover_triplet: Triplet | None = None
 
@@ -136,8 +137,10 @@ class AutoFlightTask:
         # The parameters this task reads, re-read only when the store changed (50 Hz adds up).
         if self._params_version != self.params.version:
             self._params_version = self.params.version
-            self._p = self.params.as_dict()
+            p = self._p = self.params.as_dict()
             self._limits.clear()
+            self._caps = (max(p["MPC_Z_VEL_MAX_UP"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_UP"]),
+                          max(p["MPC_Z_VEL_MAX_DN"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_DN"]))
         return self._p
 
     def _constraints(self, cruise: float, radius: float, climb: bool, takeoff_low: bool) -> Limits:
@@ -206,9 +209,7 @@ class AutoFlightTask:
         if hover:
             yawspeed = self._yawspeed = 0.0
         sp = TrajectorySetpoint(position, out.velocity, out.acceleration, yaw_sp, yawspeed)
-        result = TaskOutput(sp, out.unsmoothed_velocity[2] < WANT_TAKEOFF_VZ,
-                            speed_up=max(p["MPC_Z_VEL_MAX_UP"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_UP"]),
-                            speed_down=max(p["MPC_Z_VEL_MAX_DN"], CONTROLLER_SPEED_MARGIN * p["MPC_Z_V_AUTO_DN"]))
+        result = TaskOutput(sp, out.unsmoothed_velocity[2] < WANT_TAKEOFF_VZ, *self._caps)
         if hover:
             self._hover, self._hover_triplet = result, t
         return result
