@@ -528,6 +528,11 @@ class PositionSmoothing:
         self._out = np.empty(O_SIZE)
         self.lim: Limits | None = None
         self.settled = False  # the last update found the trajectory at rest on its target
+        # Load the compiled code now (a few tens of ms from numba's cache): in the first auto cycle of a
+        # real-time flight it would put the vehicle behind its clock. At rest, a stopping update changes nothing.
+        self.reset(ZERO3, ZERO3, ZERO3)
+        self.force_position(ZERO3)
+        smooth_update(self.state, self.aux, np.zeros(W_SIZE), 0.0, False, True, self._out)
 
     def reset(self, acc: Vec3, vel: Vec3, pos: Vec3) -> None:
         for i in range(3):
