@@ -14,13 +14,15 @@ imperfections a real sensor has, at the rate a real sensor has them:
   and the number of satellites. The slowly drifting error of a real receiver is not modelled.
 
 Rates and noise figures come from the vehicle profile's sensors (`profiles.sensors.SensorProfile`,
-PX4-like defaults). Noise is drawn from one seeded generator, so a run is reproducible.
+PX4-like defaults). Noise is drawn from generators seeded by the run's seed, so a run is reproducible.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+
+import numpy as np
 
 from missions.geo import GeoOrigin
 from physics.dynamics import FORCE, OMEGA, POS, VEL, Q, rotation_matrix
@@ -32,6 +34,8 @@ SEA_LEVEL_PRESSURE_HPA = 1013.25
 SEA_LEVEL_TEMPERATURE_K = 288.15
 LAPSE_RATE_K_PER_M = 0.0065
 AIR_DENSITY = 1.225  # kg/m^3, ISA sea level; only the airspeed sensor uses it
+NOISE_BLOCK = 4096  # standard normal draws made at once for the IMU samples' noise
+_MOST_NORMALS = 11  # that one IMU sample takes: accelerometer, gyroscope, magnetometer, barometer, airspeed
 # ISA troposphere exponent g M / (R L).
 _BARO_EXPONENT = 5.25588
 
@@ -107,35 +111,48 @@ class SensorSuite:
         self._airspeed = _Schedule(options.airspeed_rate_hz, rate)
         self._gps = _Schedule(options.gps_rate_hz, rate)
         self.index = 0  # IMU samples taken so far
+        # The IMU samples' noise: standard normal draws made a block at a time, a sample taking its own in
+        # order (a draw each was a Python call each, some 8 an IMU sample, in a lockstep loop PX4 waits on).
+        self._normals_rng = np.random.default_rng(seed)
+        self._normals: list[float] = []
+        self._next_normal = 0
 
     def imu(self, dyn) -> ImuSample:
         """Readings of the IMU (and of whichever slower sensors are due) for the body's state now."""
         o = self.options
-        gauss = self._rng.gauss
         i = self.index
         self.index += 1
         # The state read once: each of the body's vector properties copies it out of its array afresh.
         s = dyn.state.tolist()
         ab, gb = self.accel_bias, self.gyro_bias
         an, gn = o.accel_noise, o.gyro_noise
-        accel = [s[FORCE] + ab[0] + gauss(0.0, an), s[FORCE + 1] + ab[1] + gauss(0.0, an),
-                 s[FORCE + 2] + ab[2] + gauss(0.0, an)]
-        gyro = [s[OMEGA] + gb[0] + gauss(0.0, gn), s[OMEGA + 1] + gb[1] + gauss(0.0, gn),
-                s[OMEGA + 2] + gb[2] + gauss(0.0, gn)]
+        z, k = self._normals, self._next_normal
+        if k + _MOST_NORMALS > len(z):
+            z = self._normals = self._normals_rng.standard_normal(NOISE_BLOCK).tolist()
+            k = 0
+        accel = [s[FORCE] + ab[0] + an * z[k], s[FORCE + 1] + ab[1] + an * z[k + 1],
+                 s[FORCE + 2] + ab[2] + an * z[k + 2]]
+        gyro = [s[OMEGA] + gb[0] + gn * z[k + 3], s[OMEGA + 1] + gb[1] + gn * z[k + 4],
+                s[OMEGA + 2] + gb[2] + gn * z[k + 5]]
+        k += 6
         q = s[Q:Q + 4]
         mag = None
         if self._mag.due(i):
-            b = body_from_world(q, self._field_ned)
-            mag = [b[k] + gauss(0.0, o.mag_noise) for k in range(3)]
+            b, mn = body_from_world(q, self._field_ned), o.mag_noise
+            mag = [b[0] + mn * z[k], b[1] + mn * z[k + 1], b[2] + mn * z[k + 2]]
+            k += 3
         alt = self.home.alt_m - s[POS + 2]
         pressure = None
         if self._baro.due(i):
-            pressure = pressure_hpa(alt + gauss(0.0, o.baro_noise_m))
+            pressure = pressure_hpa(alt + o.baro_noise_m * z[k])
+            k += 1
         diff = None
         if self._airspeed.due(i):
             wind = dyn.wind_ned.tolist()
             forward = body_from_world(q, (s[VEL] - wind[0], s[VEL + 1] - wind[1], s[VEL + 2] - wind[2]))[0]
-            diff = 0.5 * AIR_DENSITY * forward * abs(forward) / 100.0 + gauss(0.0, o.airspeed_noise)
+            diff = 0.5 * AIR_DENSITY * forward * abs(forward) / 100.0 + o.airspeed_noise * z[k]
+            k += 1
+        self._next_normal = k
         return ImuSample(accel, gyro, mag, pressure, alt, diff, o.temperature_c)
 
     def gps_due(self) -> bool:

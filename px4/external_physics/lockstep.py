@@ -105,6 +105,7 @@ class SimulatorLoop:
         self._parser = mavlink.MAVLink(None)
         self._parser.robust_parsing = True
         self._last_reply_us = -1
+        self._cpu_mark = 0.0  # the loop thread's CPU time when its current part began
 
     def start(self) -> "SimulatorLoop":
         self._thread = threading.Thread(target=self._run, name=f"harness-physics {self.link.name}", daemon=True)
@@ -136,13 +137,15 @@ class SimulatorLoop:
         clock, cpu = time.monotonic, time.thread_time
         pace = self._pace_now()
         anchor_wall, anchor_us = clock(), sim.time_us
+        # The loop thread's CPU clock is read once between parts (a system call each time): each part runs
+        # from the last reading to the next, so the loop's own bookkeeping is counted with them.
+        self._cpu_mark = cpu()
         while not self._stop.is_set():
-            started = cpu()
             frame = sim.frame()
             built = cpu()
             link.write(frame)
-            stats.build_s += built - started
-            stats.socket_s += cpu() - built
+            stats.build_s += built - self._cpu_mark
+            self._cpu_mark = built  # the write counts with the socket calls, from here to the next read's end
             stats.frames += 1
             due = sim.time_us
             if self.lockstep and stats.replies:
@@ -169,13 +172,12 @@ class SimulatorLoop:
             stats.last_wall, stats.last_us = clock(), sim.time_us
 
     def _read(self, timeout_s: float) -> None:
-        stats, cpu = self.stats, time.thread_time
-        started = cpu()
         data = self.link.read(timeout_s)
-        read = cpu()
+        read = time.thread_time()
+        self.stats.socket_s += read - self._cpu_mark
         self._receive(data)
-        stats.socket_s += read - started
-        stats.parse_s += cpu() - read
+        self._cpu_mark = time.thread_time()
+        self.stats.parse_s += self._cpu_mark - read
 
     def _pace_now(self) -> float | None:
         if self.lockstep and not self.stats.replies:
