@@ -25,7 +25,7 @@ rear-right), the order `physics.dynamics` numbers its rotors in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pymavlink.dialects.v20 import common as mavlink
 
@@ -53,9 +53,9 @@ _CONTROLS_CRC_EXTRA = bytes((_CONTROLS.crc_extra,))
 _CONTROLS_LAYOUT = _CONTROLS.unpacker  # wire order: time_usec, flags, controls[16], mode
 
 
-@dataclass(frozen=True)
-class ActuatorControls:
-    """One HIL_ACTUATOR_CONTROLS: PX4's time (us), its armed flag, and its 16 normalized outputs."""
+class ActuatorControls(NamedTuple):
+    """One HIL_ACTUATOR_CONTROLS: PX4's time (us), its armed flag, and its 16 normalized outputs (a named
+    tuple: one is made every lockstep step, in half the time of a frozen dataclass)."""
 
     time_usec: int
     armed: bool
