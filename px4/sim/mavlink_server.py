@@ -216,13 +216,17 @@ class MavlinkServer:
         earliest = math.inf
         shortest = self.min_stream_interval_s
         next_due, build, send = link.next_due, self.telemetry.build, link.send  # some 30 streams a pass
+        # Comparisons rather than max(): this loop is most of what a telemetry log costs a lockstep trial.
         for name, interval in link.intervals.items():
             if interval <= 0:
                 continue
             due = next_due.get(name, 0.0)
             if now >= due:
                 # Keep the phase but never burst to catch up after a stall.
-                due = next_due[name] = max(due + max(interval, shortest), now)
+                due += interval if interval > shortest else shortest
+                if due < now:
+                    due = now
+                next_due[name] = due
                 msg = build(name)
                 if msg is not None:
                     send(msg)
