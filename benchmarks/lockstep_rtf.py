@@ -2,7 +2,8 @@
 
 Flies takeoff to a 5 m hover, then a waypoint 30 m away, for 60 simulated seconds, on one core,
 and prints the median over three runs of the real-time factor (simulated seconds per wall-clock
-second) and of the cost of one physics step, at three layers:
+second; and per CPU second of this process, which a busy machine disturbs less) and of the cost of one
+physics step, at three layers:
 - core: physics + position/attitude/rate control + allocation (the issue's "physics + controllers"),
   in the compiled inner loop (px4/sim/inner_loop.py);
 - autopilot: plus the PX4-like commander and navigator (takeoff mode, reposition, land detection);
@@ -54,8 +55,18 @@ def build_vehicle(profile: VehicleProfile, params: ParamStore | None = None,
     return dyn, ctrl, store
 
 
-def fly_hover_to_waypoint(profile: VehicleProfile) -> tuple[float, int, float]:
-    """One run; returns wall-clock seconds, physics steps, and the final distance to the waypoint.
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds since `start` (a `_clocks()`)."""
+    wall, cpu = _clocks()
+    return wall - start[0], cpu - start[1]
+
+
+def fly_hover_to_waypoint(profile: VehicleProfile) -> tuple[float, float, int, float]:
+    """One run; returns wall-clock and CPU seconds, physics steps, and the final distance to the waypoint.
 
     The controllers and the physics run in the compiled inner loop, one call per setpoint, as the
     autopilot runs them between its navigator's cycles."""
@@ -71,17 +82,16 @@ def fly_hover_to_waypoint(profile: VehicleProfile) -> tuple[float, int, float]:
     goto = TrajectorySetpoint(position=WAYPOINT, yaw=math.atan2(WAYPOINT[1], WAYPOINT[0]))
     takeoff_steps = round(TAKEOFF_SECONDS / dyn.dt)
     total_steps = round(SIM_SECONDS / dyn.dt)
-    start = time.perf_counter()
+    start = _clocks()
     fly(takeoff, takeoff_steps)
     fly(goto, total_steps - takeoff_steps)
-    wall = time.perf_counter() - start
-    return wall, total_steps, math.dist(dyn.pos, WAYPOINT)
+    return *_since(start), total_steps, math.dist(dyn.pos, WAYPOINT)
 
 
-def fly_autopilot(profile: VehicleProfile) -> tuple[float, int, float]:
+def fly_autopilot(profile: VehicleProfile) -> tuple[float, float, int, float]:
     """The same flight through the autopilot's own modes (takeoff, then a reposition)."""
     ap = Autopilot(profile)
-    start = time.perf_counter()
+    start = _clocks()
     ap.run(0.5)
     ap.params.set("MIS_TAKEOFF_ALT", HOVER_ALT)
     ap.arm()
@@ -89,8 +99,7 @@ def fly_autopilot(profile: VehicleProfile) -> tuple[float, int, float]:
     ap.run(TAKEOFF_SECONDS - 0.5)
     ap.reposition(*WAYPOINT)
     ap.run(SIM_SECONDS - TAKEOFF_SECONDS)
-    wall = time.perf_counter() - start
-    return wall, round(SIM_SECONDS / ap.dt), math.dist(ap.position, WAYPOINT)
+    return *_since(start), round(SIM_SECONDS / ap.dt), math.dist(ap.position, WAYPOINT)
 
 
 async def fly_the_flight(vehicle: LockstepVehicle, ap: Autopilot) -> None:
@@ -105,12 +114,12 @@ async def fly_the_flight(vehicle: LockstepVehicle, ap: Autopilot) -> None:
     await vehicle.sleep(SIM_SECONDS - TAKEOFF_SECONDS)
 
 
-def fly_lockstep_vehicle(profile: VehicleProfile) -> tuple[float, int, float]:
+def fly_lockstep_vehicle(profile: VehicleProfile) -> tuple[float, float, int, float]:
     """The same flight through the lockstep Vehicle API, with someone consuming its telemetry."""
-    async def flight() -> tuple[float, int, float]:
+    async def flight() -> tuple[float, float, int, float]:
         ap = Autopilot(profile)
         async with LockstepVehicle(ap) as vehicle:
-            start = time.perf_counter()
+            start = _clocks()
             samples = 0
 
             async def consume() -> None:
@@ -119,9 +128,9 @@ def fly_lockstep_vehicle(profile: VehicleProfile) -> tuple[float, int, float]:
                     samples += 1
             consumer = asyncio.create_task(consume())
             await fly_the_flight(vehicle, ap)
-            wall = time.perf_counter() - start
+            wall, cpu = _since(start)
             consumer.cancel()
-            return wall, round(ap.time_s / ap.dt), math.dist(ap.position, WAYPOINT)
+            return wall, cpu, round(ap.time_s / ap.dt), math.dist(ap.position, WAYPOINT)
     return asyncio.run(flight())
 
 
@@ -144,12 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, fly, what in LAYERS:
         fly(profile)  # once untimed: numba loads (or, on a fresh checkout, compiles) the loops
         results = [fly(profile) for _ in range(args.runs)]
-        walls = [wall for wall, _, _ in results]
+        walls = [wall for wall, _, _, _ in results]
         wall = statistics.median(walls)
+        cpu = statistics.median(cpu for _, cpu, _, _ in results)
         factors[name] = SIM_SECONDS / wall
-        steps = results[0][1]
-        print(f"  {name:<12} real-time factor {SIM_SECONDS / wall:6.1f} x  ({wall / steps * 1e6:5.2f} us/step; "
-              f"runs {', '.join(f'{SIM_SECONDS / w:.0f}' for w in walls)}; final miss {results[0][2]:.2f} m)  {what}")
+        steps = results[0][2]
+        print(f"  {name:<12} real-time factor {SIM_SECONDS / wall:6.1f} x, per CPU second {SIM_SECONDS / cpu:6.1f} x  "
+              f"({wall / steps * 1e6:5.2f} us/step; runs {', '.join(f'{SIM_SECONDS / w:.0f}' for w in walls)}; "
+              f"final miss {results[0][3]:.2f} m)  {what}")
     api = factors["Vehicle API"]
     above = 1 - factors["Vehicle API"] / factors["core"]
     print(f"  Vehicle API {api:.0f}x: goal (issue 34) >= {GOAL_FACTOR:g}x {'met' if api >= GOAL_FACTOR else 'NOT met'}; "
