@@ -14,7 +14,7 @@ from bridges.transport import open_transport
 from profiles.perturbation import Perturbation
 from px4.sim.mavlink_server import Link, MavlinkServer
 from px4.sim.perturbation import perturb
-from px4.sim.realtime import SimOptions, build_vehicle, run_realtime
+from px4.sim.realtime import SimOptions, build_vehicle, run_realtime, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ async def attach_links(server: MavlinkServer, urls: list[str], gcs_urls: list[st
 async def serve(options: SimOptions, on_ready=None, perturbation: Perturbation = Perturbation()) -> None:
     """Run a vehicle until SIGINT/SIGTERM, with `perturbation` (a campaign repeat's); `on_ready(links)` is
     called once its ports are open."""
+    warm_up(options)
     autopilot, server = build_vehicle(options)
     perturb(autopilot, perturbation)
     links = await attach_links(server, options.links, options.gcs_links)

@@ -8,6 +8,9 @@ so that the flights take seconds, exactly as PX4_SIM_SPEED_FACTOR would make PX4
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,54 @@ FAST_MODULES = frozenset({
     "test_summary.py", "test_targets.py", "test_tasks.py", "test_trajectory.py", "test_trial_summary.py",
     "test_ulog.py",
 })
+
+
+ROOT = TESTS.parent
+# numba builds a kernel on its first call and caches it beside its source (__pycache__/*.nbi, stale once the source
+# is newer). On a fresh clone every test process would build what it first calls, seconds of CPU each, mid-flight:
+# a built-in vehicle builds its own before it opens its links (px4.sim.realtime.warm_up), but a planner or a depth
+# camera in the harness would stall a flight that keeps the wall clock (PX4 at 4x). One lockstep campaign over
+# the scenes' geometry and the avoid planner builds them all, once, before the workers start.
+KERNEL_PACKAGES = ("physics", "px4", "missions", "onboard")
+WARM_CAMPAIGN = """name: warm-up
+missions:
+  - {scene: forest, configs: [0], rule: flyingtrust}
+  - {scene: maze, configs: [0], rule: flightbench}
+targets: [lockstep]
+planners: [avoid]
+"""
+
+
+def _kernels_unbuilt() -> list[Path]:
+    """The sources of compiled kernels with no cache at least as new as themselves (an index left by a kernel
+    since renamed stays behind, so one fresh index will do)."""
+    unbuilt = []
+    for package in KERNEL_PACKAGES:
+        for source in (ROOT / package).rglob("*.py"):
+            if "numba.njit" not in source.read_text(encoding="utf-8"):
+                continue
+            caches = list((source.parent / "__pycache__").glob(f"{source.stem}.*.nbi"))
+            if not caches or max(c.stat().st_mtime for c in caches) < source.stat().st_mtime:
+                unbuilt.append(source.relative_to(ROOT))
+    return unbuilt
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller has done it
+        return
+    unbuilt = _kernels_unbuilt()
+    if not unbuilt:
+        return
+    print(f"\nbuilding the compiled kernels once, before any test flies ({len(unbuilt)} sources without a "
+          f"fresh cache: {', '.join(map(str, unbuilt[:4]))}{' ...' if len(unbuilt) > 4 else ''})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        campaign = Path(tmp) / "warm-up.yaml"
+        campaign.write_text(WARM_CAMPAIGN)
+        built = subprocess.run([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(Path(tmp) / "run"),
+                                "--no-progress", "--workers", "1"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=900)
+    if built.returncode not in (0, 1):  # 1: a trial that did not succeed, which builds its kernels all the same
+        raise pytest.UsageError(f"the warm-up campaign failed (exit {built.returncode}):\n{built.stderr[-3000:]}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
