@@ -1,6 +1,6 @@
 """Flights of the built-in autopilot (no MAVLink, no asyncio) sampled every simulated second: the
 vehicle's position, velocity, heading, mode and the setpoint it flies, for a mission (take-off, four
-waypoints with corners, a return that lands), a take-off, a reposition, a hold and a LAND, then a take-off,
+waypoints with corners that climb and descend, a return that lands), a take-off, a reposition, a hold and a LAND, then a take-off,
 offboard position and velocity setpoints, an orbit and a LAND.
 
 tests/test_autopilot_flight_sample.py flies them again and compares with tests/autopilot_flight_sample.json,
@@ -48,19 +48,19 @@ def _run(ap: Autopilot, seconds: float, samples: list) -> None:
 
 
 def fly_mission() -> list:
-    """Take-off, four waypoints at 8 m (three corners), a return to launch that lands; then the
-    take-off, a reposition 30 m away, a hold and a LAND of the lockstep benchmark's flight; then offboard
-    and an orbit."""
+    """Take-off, four waypoints at 6 to 12 m (corners that climb and descend), a return to launch that
+    lands; then the take-off, a reposition 30 m away, a hold and a LAND of the lockstep benchmark's flight;
+    then offboard and an orbit."""
     ap = Autopilot(load_vehicle_profile("default"), ParamStore())
     samples: list = []
     ap.run(0.5)
-    local = mavlink.MAV_FRAME_LOCAL_NED
-    legs = [(mavlink.MAV_CMD_NAV_TAKEOFF, 0.0, 0.0)] + [(mavlink.MAV_CMD_NAV_WAYPOINT, n, e)
-                                                       for n, e in ((20.0, 0.0), (20.0, 20.0), (0.0, 20.0), (5.0, 5.0))]
-    items = [MissionItem(seq=i, frame=local, command=c, x=int(n * 1e4), y=int(e * 1e4), z=-8.0)
-             for i, (c, n, e) in enumerate(legs)]
-    items.append(MissionItem(seq=len(items), frame=mavlink.MAV_FRAME_MISSION,
-                             command=mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH))
+    route = [(mavlink.MAV_CMD_NAV_TAKEOFF, 0.0, 0.0, -8.0), (mavlink.MAV_CMD_NAV_WAYPOINT, 25.0, 0.0, -12.0),
+             (mavlink.MAV_CMD_NAV_WAYPOINT, 25.0, 15.0, -6.0), (mavlink.MAV_CMD_NAV_WAYPOINT, 0.0, 25.0, -10.0),
+             (mavlink.MAV_CMD_NAV_WAYPOINT, 5.0, 5.0, -10.0), (mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH, 0.0, 0.0, 0.0)]
+    items = []
+    for seq, (command, north, east, down) in enumerate(route):
+        frame = mavlink.MAV_FRAME_MISSION if command == mavlink.MAV_CMD_NAV_RETURN_TO_LAUNCH else mavlink.MAV_FRAME_LOCAL_NED
+        items.append(MissionItem(seq=seq, frame=frame, command=command, x=round(north * 1e4), y=round(east * 1e4), z=down))
     ap.set_mission(items)
     ap.run(0.1)
     assert ap.arm().accepted and ap.start_mission().accepted
