@@ -101,6 +101,8 @@ REBOOT_S = 1.0
 # between tries.
 MISSION_START_WINDOW_S = 3.0
 MISSION_MODE_CONFIRM_S = 1.5
+# Vehicle seconds a mode change whose acknowledgement MAVSDK gave up on gets to show in HEARTBEAT (1 Hz).
+MODE_CONFIRM_S = 2.5
 MISSION_START_RETRY_S = 0.1
 # The telemetry-log tap (MavsdkVehicle.mavlink_frames): read every TAP_POLL_S wall seconds, at most
 # TAP_MAX_BATCH frames a read, from a socket buffer of TAP_BUFFER_BYTES (~2 s of a vehicle at 4x).
@@ -554,9 +556,23 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_setpoint = None
 
     async def stop_offboard(self) -> None:
-        """Leave offboard (the autopilot switches to Hold) and stop streaming."""
+        """Leave offboard (the autopilot switches to Hold) and stop streaming.
+
+        An acknowledgement that never came is judged by what the vehicle does: MAVSDK gives up on it after its
+        retries in wall time (a lossy radio, or a loaded machine where the acknowledgement came late), while the
+        vehicle may well have left offboard; only a vehicle still in it after MODE_CONFIRM_S is refused."""
         try:
             await self.offboard.stop()
+        except OffboardError as exc:
+            if _name(exc.result) != "TIMEOUT":
+                raise CommandDenied("stop offboard", _name(exc.result), self._recent_reason()) from exc
+            try:
+                await self.wait_until(lambda s: s.flight_mode != "OFFBOARD", MODE_CONFIRM_S, "leaving offboard")
+            except VehicleLost:
+                raise
+            except VehicleError:
+                raise CommandDenied("stop offboard", "TIMEOUT", f"still in offboard {MODE_CONFIRM_S:g} s after "
+                                                                "the request") from exc
         finally:
             await self._stop_stream()
 
