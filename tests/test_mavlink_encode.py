@@ -61,6 +61,15 @@ def test_every_message_the_vehicle_sends_encodes_as_pymavlink_encodes_it(checksu
             assert mavlink_encode.encode(msg, mav) == msg.pack(mav), msg.get_type()
             assert mav.seq == seq
             checked += 1
+    # The streams' path: each builder's class and arguments packed straight to the message's frame.
+    for name in DEFAULT_RATES_HZ:
+        made = server.telemetry.fields(name)
+        if made is not None:
+            assert mavlink_encode.encode_args(*made, mav) == made[0](*made[1]).pack(mav), name
+            checked += 1
+    # Arguments short of the extensions (their defaults taken) go through the message.
+    assert mavlink_encode.encode_args(mavlink_extra.MissionCurrent, (1, 5, 0, 0), mav) == \
+        mavlink_extra.MissionCurrent(1, 5, 0, 0).pack(mav)
     # An all-zero payload is cut to one byte, as MAVLink 2 (and pymavlink) cut it.
     assert len(mavlink_encode.encode(mavlink_extra.CurrentEventSequence(0, 0), mav)) == 10 + 1 + 2
     # A signed link gets pymavlink's own signed frame.
@@ -77,7 +86,13 @@ def test_a_lockstep_tlog_reads_back_as_the_messages_pymavlink_would_have_written
     def spy(msg, mav):
         built.append((msg, msg.pack(mav)))
         return mavlink_encode.encode(msg, mav)
+
+    def spy_args(cls, args, mav):  # the streams, packed without the message: pymavlink packs the message of them
+        msg = cls(*args)
+        built.append((msg, msg.pack(mav)))
+        return mavlink_encode.encode_args(cls, args, mav)
     monkeypatch.setattr(mavlink_link, "encode", spy)
+    monkeypatch.setattr(mavlink_link, "encode_args", spy_args)
 
     async def trial() -> None:
         ap = Autopilot(load_vehicle_profile("default"))

@@ -11,7 +11,7 @@ and the X.25 checksum over both and CRC_EXTRA. Signed links are left to pymavlin
 from __future__ import annotations
 
 import struct
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
@@ -35,14 +35,22 @@ class _Layout:
         self.arrays = [i for i, length in enumerate(cls.array_lengths) if length][::-1]
         self.struct = cls.unpacker
         self.values = attrgetter(*names) if len(names) > 1 else (lambda msg, get=attrgetter(names[0]): (get(msg),))
+        # The constructor's arguments (declaration order) put in wire order.
+        self.fields = len(cls.fieldnames)
+        places = [cls.fieldnames.index(name) for name in names]
+        self.wire = itemgetter(*places) if len(places) > 1 else (lambda args, get=itemgetter(places[0]): (get(args),))
 
     def payload(self, msg) -> bytes:
+        return self.pack(self.values(msg))
+
+    def pack(self, values: tuple) -> bytes:
+        """The payload of the fields' values in wire order, arrays not yet flattened."""
         if self.arrays:
-            flat = list(self.values(msg))
+            flat = list(values)
             for i in self.arrays:  # a list, tuple, bytes or bytearray: pymavlink's pack indexes any of them
                 flat[i:i + 1] = flat[i]
             return self.struct.pack(*flat)
-        return self.struct.pack(*self.values(msg))
+        return self.struct.pack(*values)
 
 
 _LAYOUTS: dict[type, _Layout] = {}
@@ -57,6 +65,19 @@ def encode(msg, mav: mavlink.MAVLink) -> bytes:
     if layout.text or mav.signing.sign_outgoing:
         return msg.pack(mav)
     return _frame(layout, layout.payload(msg), mav)
+
+
+def encode_args(cls: type, args: tuple, mav: mavlink.MAVLink) -> bytes:
+    """The frame `encode(cls(*args), mav)` makes, without building the message: for the built-in vehicle's
+    streams, whose builders give a class and its constructor's arguments (making the message cost as much as
+    encoding it). Arguments short of every field (defaults taken), text fields and signing go through the
+    message itself."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _Layout(cls)
+    if layout.text or len(args) != layout.fields or mav.signing.sign_outgoing:
+        return encode(cls(*args), mav)
+    return _frame(layout, layout.pack(layout.wire(args)), mav)
 
 
 def encode_fields(cls: type, values: tuple, mav: mavlink.MAVLink) -> bytes:

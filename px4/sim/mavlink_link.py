@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.sim.mavlink_encode import encode
+from px4.sim.mavlink_encode import encode, encode_args
 
 # Rates (Hz) of the streams PX4 v1.16.1 SITL sends on its offboard link, disarmed on the ground
 # (px4/reference/px4_v1.16.1_sih_mavlink_surface.json; a test holds this table to it). WIND_COV is
@@ -63,6 +63,13 @@ class Link:
     def send(self, msg) -> None:
         """Encode with this link's sequence numbers and hand to the transport."""
         buf = encode(msg, self.mav)
+        self.mav.seq = (self.mav.seq + 1) % 256
+        self.sent += 1
+        self.transport.send(buf)
+
+    def send_args(self, cls: type, args: tuple) -> None:
+        """`send(cls(*args))` without making the message (what the streams send: telemetry.fields)."""
+        buf = encode_args(cls, args, self.mav)
         self.mav.seq = (self.mav.seq + 1) % 256
         self.sent += 1
         self.transport.send(buf)

@@ -215,7 +215,7 @@ class MavlinkServer:
             return
         earliest = math.inf
         shortest = self.min_stream_interval_s
-        next_due, build, send = link.next_due, self.telemetry.build, link.send  # some 30 streams a pass
+        next_due, fields, send = link.next_due, self.telemetry.fields, link.send_args  # some 30 streams a pass
         # Comparisons rather than max(): this loop is most of what a telemetry log costs a lockstep trial.
         for name, interval in link.intervals.items():
             if interval <= 0:
@@ -227,9 +227,9 @@ class MavlinkServer:
                 if due < now:
                     due = now
                 next_due[name] = due
-                msg = build(name)
-                if msg is not None:
-                    send(msg)
+                made = fields(name)
+                if made is not None:
+                    send(*made)
             if due < earliest:
                 earliest = due
         link.streams_due = earliest

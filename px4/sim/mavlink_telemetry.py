@@ -1,6 +1,7 @@
 """What the built-in vehicle streams, as PX4 v1.16.1 SITL fills each message: the version the vehicle
 reports and one builder per message (`_msg_<name>`, found by name when the server's scheduler finds a
-stream due or a client requests it; the links' rates are mavlink_link's).
+stream due or a client requests it; the links' rates are mavlink_link's). A builder gives the message's class
+and its constructor's arguments: `build` makes the message of them, the streams are encoded straight from them.
 """
 
 from __future__ import annotations
@@ -92,6 +93,13 @@ class TelemetryStreams:
 
     def build(self, name: str):
         """The message of this name as of now; None where there is nothing to send (WIND_COV without wind)."""
+        made = self.fields(name)
+        return None if made is None else made[0](*made[1])
+
+    def fields(self, name: str) -> tuple[type, tuple] | None:
+        """What `build` makes of the message of this name, as its class and the constructor's arguments: the
+        streams are encoded straight from these (mavlink_encode.encode_args), making the message object costs
+        as much as encoding it. None where there is nothing to send."""
         builder = self._builders.get(name)
         if builder is None:  # looked up once a name: the scheduler asks for each stream hundreds of times a second
             builder = self._builders[name] = getattr(self, "_msg_" + name.lower())
@@ -124,8 +132,8 @@ class TelemetryStreams:
             status = mavlink.MAV_STATE_CRITICAL
         else:
             status = mavlink.MAV_STATE_ACTIVE if ap.armed else mavlink.MAV_STATE_STANDBY
-        return mavlink.MAVLink_heartbeat_message(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4,
-                                                 ap.mode.base_mode(ap.armed), ap.mode.custom_mode, status, 3)
+        return mavlink.MAVLink_heartbeat_message, (mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4,
+                                                   ap.mode.base_mode(ap.armed), ap.mode.custom_mode, status, 3)
 
     def _sensor_health(self) -> int:
         ap = self.ap
@@ -150,18 +158,19 @@ class TelemetryStreams:
         if self.logging():
             present |= mavlink.MAV_SYS_STATUS_LOGGING
         enabled = present | mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
-        return mavlink.MAVLink_sys_status_message(
+        return mavlink.MAVLink_sys_status_message, (
             present, enabled, self._sensor_health(), 250, millivolts, int(ap.battery_current_a * 100),
             int(remaining * 100) if remaining >= 0 else -1, 0, 0, 0, 0, 0, 0, 0, 0, 1)
 
     def _msg_extended_sys_state(self):
-        return mavlink.MAVLink_extended_sys_state_message(mavlink.MAV_VTOL_STATE_UNDEFINED, self.ap.landed_state.value)
+        return mavlink.MAVLink_extended_sys_state_message, (mavlink.MAV_VTOL_STATE_UNDEFINED,
+                                                            self.ap.landed_state.value)
 
     def _msg_home_position(self):
         h = self.ap.home
         lat, lon, alt = self.ap.origin.to_global(*h)
-        return mavlink.MAVLink_home_position_message(int(lat * 1e7), int(lon * 1e7), int(alt * 1000), h[0], h[1], h[2],
-                                                     [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
+        return mavlink.MAVLink_home_position_message, (int(lat * 1e7), int(lon * 1e7), int(alt * 1000), h[0], h[1],
+                                                       h[2], [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
 
     def _global(self) -> tuple[float, float, float]:
         return self.ap.origin.to_global(*self.ap.position)
@@ -174,9 +183,9 @@ class TelemetryStreams:
         fix = mavlink.GPS_FIX_TYPE_3D_FIX if ap.gps_fix else mavlink.GPS_FIX_TYPE_NO_FIX
         sats = int(ap.params["SIM_GPS_USED"]) if reading is not None else 0
         cog = (math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0
-        return mavlink.MAVLink_gps_raw_int_message(self.boot_us, fix, int(lat * 1e7), int(lon * 1e7), int(alt * 1000),
-                                                   90, 120, int(math.hypot(v[0], v[1]) * 100), int(cog * 100), sats,
-                                                   int(alt * 1000), 500, 800, 150, 0, 0)
+        return mavlink.MAVLink_gps_raw_int_message, (self.boot_us, fix, int(lat * 1e7), int(lon * 1e7), int(alt * 1000),
+                                                     90, 120, int(math.hypot(v[0], v[1]) * 100), int(cog * 100), sats,
+                                                     int(alt * 1000), 500, 800, 150, 0, 0)
 
     def _msg_global_position_int(self):
         ap = self.ap
@@ -189,18 +198,18 @@ class TelemetryStreams:
         lat, lon, alt = ap.origin.to_global(n, e, d)
         v = ap.dyn.vel
         heading = (math.degrees(ap.dyn.yaw) + 360.0) % 360.0
-        return mavlink.MAVLink_global_position_int_message(
+        return mavlink.MAVLink_global_position_int_message, (
             self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-d * 1000),
             int(v[0] * 100), int(v[1] * 100), int(v[2] * 100), int(heading * 100))
 
     def _msg_local_position_ned(self):
         p, v = self.ap.dyn.pos, self.ap.dyn.vel
-        return mavlink.MAVLink_local_position_ned_message(self.boot_ms, p[0], p[1], p[2], v[0], v[1], v[2])
+        return mavlink.MAVLink_local_position_ned_message, (self.boot_ms, p[0], p[1], p[2], v[0], v[1], v[2])
 
     def _msg_odometry(self):
         d = self.ap.dyn
         nan_cov = [NAN] + [0.0] * 20
-        return mavlink.MAVLink_odometry_message(
+        return mavlink.MAVLink_odometry_message, (
             self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, *d.pos,
             list(d.q), *d.vel, *d.omega, nan_cov, nan_cov, 0,
             mavlink.MAV_ESTIMATOR_TYPE_VIO, 100)
@@ -208,23 +217,23 @@ class TelemetryStreams:
     def _msg_attitude(self):
         d = self.ap.dyn
         (r, p, y), w = self.ap.sensors.attitude(d.euler(), d.omega, self.ap.armed)
-        return mavlink.MAVLink_attitude_message(self.boot_ms, r, p, y, w[0], w[1], w[2])
+        return mavlink.MAVLink_attitude_message, (self.boot_ms, r, p, y, w[0], w[1], w[2])
 
     def _msg_attitude_quaternion(self):
         d = self.ap.dyn
-        return mavlink.MAVLink_attitude_quaternion_message(self.boot_ms, *d.q, *d.omega, [0.0, 0.0, 0.0, 0.0])
+        return mavlink.MAVLink_attitude_quaternion_message, (self.boot_ms, *d.q, *d.omega, [0.0, 0.0, 0.0, 0.0])
 
     def _msg_altitude(self):
         ap = self.ap
         alt_local = -ap.dyn.pos[2]
         amsl = ap.origin.alt_m + alt_local
-        return mavlink.MAVLink_altitude_message(self.boot_us, amsl, amsl, alt_local, alt_local, NAN, alt_local)
+        return mavlink.MAVLink_altitude_message, (self.boot_us, amsl, amsl, alt_local, alt_local, NAN, alt_local)
 
     def _msg_battery_status(self):
         ap = self.ap
         remaining, volts = ap.battery_reading()
         cell_mv = 65535 if math.isnan(volts) else int(volts / 4 * 1000)
-        return mavlink.MAVLink_battery_status_message(
+        return mavlink.MAVLink_battery_status_message, (
             0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO, 32767, [cell_mv] * 4 + [65535] * 6,
             int(ap.battery_current_a * 100), -1, -1, int(remaining * 100) if remaining >= 0 else -1, 0, 0,
             [0, 0, 0, 0], 0, 0)
@@ -234,8 +243,8 @@ class TelemetryStreams:
         v = ap.dyn.vel
         heading = int((math.degrees(ap.dyn.yaw) + 360.0) % 360.0)
         throttle = int(100 * sum(ap.motor_commands) / 4)
-        return mavlink.MAVLink_vfr_hud_message(math.hypot(v[0], v[1]), math.hypot(v[0], v[1]), heading, throttle,
-                                               ap.origin.alt_m - ap.dyn.pos[2], -v[2])
+        return mavlink.MAVLink_vfr_hud_message, (math.hypot(v[0], v[1]), math.hypot(v[0], v[1]), heading, throttle,
+                                                 ap.origin.alt_m - ap.dyn.pos[2], -v[2])
 
     def _msg_highres_imu(self):
         d = self.ap.dyn
@@ -243,12 +252,12 @@ class TelemetryStreams:
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
         f, w, mag, pressure = self.ap.sensors.imu(d.specific_force, d.omega, (0.21, 0.0, 0.42), pressure, self.ap.armed)
         f, w, mag, pressure, updated = self.ap.faults.imu_reading(f, w, mag, pressure, 0x1FFF)
-        return mavlink.MAVLink_highres_imu_message(self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
-                                                   mag[2], pressure, 0.0, alt, 25.0, updated, 0)
+        return mavlink.MAVLink_highres_imu_message, (self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
+                                                     mag[2], pressure, 0.0, alt, 25.0, updated, 0)
 
     def _msg_attitude_target(self):
         c = self.ap.ctrl
-        return mavlink.MAVLink_attitude_target_message(self.boot_ms, 0, list(c.attitude_sp), *c.rate_sp, c.thrust_sp)
+        return mavlink.MAVLink_attitude_target_message, (self.boot_ms, 0, list(c.attitude_sp), *c.rate_sp, c.thrust_sp)
 
     def _msg_position_target_local_ned(self):
         sp = self.ap.current_setpoint
@@ -263,7 +272,7 @@ class TelemetryStreams:
             mask |= VEL_IGNORE
         if any(math.isnan(c) for c in sp.acceleration):
             mask |= ACC_IGNORE
-        return mavlink.MAVLink_position_target_local_ned_message(
+        return mavlink.MAVLink_position_target_local_ned_message, (
             self.boot_ms, mavlink.MAV_FRAME_LOCAL_NED, mask, *sp.position, *sp.velocity, *sp.acceleration,
             sp.yaw, sp.yawspeed if not math.isnan(sp.yawspeed) else 0.0)
 
@@ -271,11 +280,12 @@ class TelemetryStreams:
         u = self.ap.motor_commands
         pwm = [int(1000 + 1000 * c) if self.ap.armed else 900 for c in u]
         # time_usec is a uint32 here (unlike every other time_usec): it wraps every 4294.97 s, as on PX4.
-        return mavlink.MAVLink_servo_output_raw_message(self.boot_us & 0xFFFF_FFFF, 0, *pwm, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        return mavlink.MAVLink_servo_output_raw_message, (self.boot_us & 0xFFFF_FFFF, 0, *pwm,
+                                                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     def _msg_estimator_status(self):
-        return mavlink.MAVLink_estimator_status_message(self.boot_us, self.ap.estimator_flags, *ESTIMATOR_RATIOS,
-                                                        *ESTIMATOR_ACCURACY_M)
+        return mavlink.MAVLink_estimator_status_message, (self.boot_us, self.ap.estimator_flags, *ESTIMATOR_RATIOS,
+                                                          *ESTIMATOR_ACCURACY_M)
 
     def _msg_flight_information(self):
         """FLIGHT_INFORMATION, which MAVSDK's info plugin asks for: PX4 answers it on request (the arming time
@@ -284,19 +294,20 @@ class TelemetryStreams:
         ap = self.ap
         armed_utc = int((time.time() - (ap.time_s - ap.armed_at)) * 1e6) if ap.armed_at is not None else 0
         uuid = int(ap.params["COM_FLIGHT_UUID"]) if "COM_FLIGHT_UUID" in ap.params else 0
-        return mavlink.MAVLink_flight_information_message(self.boot_ms, armed_utc, 0, uuid)
+        return mavlink.MAVLink_flight_information_message, (self.boot_ms, armed_utc, 0, uuid)
 
     def _msg_system_time(self):
-        return mavlink.MAVLink_system_time_message(int(time.time() * 1e6), self.boot_ms)
+        return mavlink.MAVLink_system_time_message, (int(time.time() * 1e6), self.boot_ms)
 
     def _msg_timesync(self):
         # PX4 asks the companion for its clock too; the reply gives the offset we record.
-        return mavlink.MAVLink_timesync_message(0, self.timesync_ns)
-
-    def _msg_mission_current(self):
-        return self.mission_current()
+        return mavlink.MAVLink_timesync_message, (0, self.timesync_ns)
 
     def mission_current(self):
+        """MISSION_CURRENT as of now (the message)."""
+        return self.build("MISSION_CURRENT")
+
+    def _msg_mission_current(self):
         """MISSION_CURRENT: seq, and total (UINT16_MAX without a mission) as v1.16.1 fills them.
 
         Measured on its offboard link before a mission flies, v1.16.1 leaves mission_state and
@@ -313,55 +324,57 @@ class TelemetryStreams:
             state = mavlink.MISSION_STATE_COMPLETE
         elif total and ap.mode == FlightMode.MISSION:
             state = mavlink.MISSION_STATE_ACTIVE
-        return mavlink_extra.MissionCurrent(min(ap.mission_current, max(total - 1, 0)), total or 65535, state,
-                                            int(ap.mode == FlightMode.MISSION))
+        return mavlink_extra.MissionCurrent, (min(ap.mission_current, max(total - 1, 0)), total or 65535, state,
+                                              int(ap.mode == FlightMode.MISSION), 0, 0, 0)
 
     def _msg_autopilot_version(self):
         version = self._version_word()
-        return mavlink.MAVLink_autopilot_version_message(
+        return mavlink.MAVLink_autopilot_version_message, (
             CAPABILITIES, version, version, _os_version(), 1, PX4_GIT_HASH, PX4_GIT_HASH, [0] * 8, 0, 0, self.uid,
             # uid2 too, where MAVSDK's info.get_identification reads its hardware_uid (PX4 fills it: non-zero).
             list(self.uid.to_bytes(8, "little")) + [0] * 10)
 
     def _msg_protocol_version(self):
-        return mavlink_extra.ProtocolVersion(200, 100, 200, [0] * 8, MAVLINK_LIBRARY_HASH)
+        return mavlink_extra.ProtocolVersion, (200, 100, 200, [0] * 8, MAVLINK_LIBRARY_HASH)
 
     def _msg_component_metadata(self):
-        return mavlink_extra.ComponentMetadata(self.boot_ms, self.metadata.crc, self.metadata.uri)
+        return mavlink_extra.ComponentMetadata, (self.boot_ms, self.metadata.crc, self.metadata.uri)
 
     def _msg_component_information(self):
-        return mavlink_extra.ComponentInformation(self.boot_ms, self.metadata.crc, self.metadata.uri, 0, "")
+        return mavlink_extra.ComponentInformation, (self.boot_ms, self.metadata.crc, self.metadata.uri, 0, "")
 
     def _msg_current_mode(self):
         custom = self.ap.mode.custom_mode
-        return mavlink_extra.CurrentMode(modes.standard_mode(custom), custom, custom)
+        return mavlink_extra.CurrentMode, (modes.standard_mode(custom), custom, custom)
 
     def _msg_scaled_pressure(self):
         alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
         temperature = 15.0 - 0.0065 * alt  # ISA, as SIH's barometer
-        return mavlink.MAVLink_scaled_pressure_message(self.boot_ms, pressure, 0.0, int(temperature * 100), 0)
+        return mavlink.MAVLink_scaled_pressure_message, (self.boot_ms, pressure, 0.0, int(temperature * 100), 0)
 
     def _msg_wind_cov(self):
         wind = self.ap.dyn.wind_ned
         if not any(wind):
             return None  # no wind estimate, no message (PX4's stream sends only an estimate)
         alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
-        return mavlink.MAVLink_wind_cov_message(self.boot_us, wind[0], wind[1], wind[2], 0.1, 0.1, alt, 0.0, 0.0)
+        return mavlink.MAVLink_wind_cov_message, (self.boot_us, wind[0], wind[1], wind[2], 0.1, 0.1, alt, 0.0, 0.0)
 
     def _msg_vibration(self):
-        return mavlink.MAVLink_vibration_message(self.boot_us, 0.0, 0.0, 0.0, 0, 0, 0)
+        return mavlink.MAVLink_vibration_message, (self.boot_us, 0.0, 0.0, 0.0, 0, 0, 0)
 
     def _msg_distance_sensor(self):
         # SIH's downward rangefinder (SIH_DISTSNSR_*): 0 to 100 m, in cm, pointing down (PITCH_270).
         height_cm = int(min(max(-self.ap.dyn.pos[2], 0.0), 100.0) * 100)
-        return mavlink.MAVLink_distance_sensor_message(self.boot_ms, 0, 10000, height_cm,
-                                                       mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
-                                                       mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0)
+        # The extensions at pymavlink's defaults, given: a frame of every field is packed without the message.
+        return mavlink.MAVLink_distance_sensor_message, (self.boot_ms, 0, 10000, height_cm,
+                                                         mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
+                                                         mavlink.MAV_SENSOR_ROTATION_PITCH_270, 0,
+                                                         0, 0, (0, 0, 0, 0), 0)
 
     def _msg_ping(self):
         self._ping_seq = (self._ping_seq + 1) % 2**32
-        return mavlink.MAVLink_ping_message(self.boot_us, self._ping_seq, 0, 0)
+        return mavlink.MAVLink_ping_message, (self.boot_us, self._ping_seq, 0, 0)
 
     def _msg_open_drone_id_location(self):
         ap = self.ap
@@ -369,7 +382,7 @@ class TelemetryStreams:
         v = ap.dyn.vel
         status = mavlink.MAV_ODID_STATUS_GROUND if ap.landed else mavlink.MAV_ODID_STATUS_AIRBORNE
         direction = int((math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0 * 100)
-        return mavlink.MAVLink_open_drone_id_location_message(
+        return mavlink.MAVLink_open_drone_id_location_message, (
             0, 0, [0] * 20, status, direction, int(math.hypot(v[0], v[1]) * 100), int(-v[2] * 100),
             int(lat * 1e7), int(lon * 1e7), alt, alt, mavlink.MAV_ODID_HEIGHT_REF_OVER_TAKEOFF,
             -ap.dyn.pos[2] + ap.home[2], mavlink.MAV_ODID_HOR_ACC_1_METER, mavlink.MAV_ODID_VER_ACC_1_METER, 0,
@@ -378,20 +391,20 @@ class TelemetryStreams:
     def _msg_open_drone_id_system(self):
         lat, lon, alt = self.ap.origin.to_global(*self.ap.home)
         since_2019 = int(time.time()) - 1546300800
-        return mavlink.MAVLink_open_drone_id_system_message(0, 0, [0] * 20, 0, 0, int(lat * 1e7), int(lon * 1e7), 1, 0,
-                                                            -1000.0, -1000.0, 0, 0, alt, since_2019)
+        return mavlink.MAVLink_open_drone_id_system_message, (0, 0, [0] * 20, 0, 0, int(lat * 1e7), int(lon * 1e7),
+                                                              1, 0, -1000.0, -1000.0, 0, 0, alt, since_2019)
 
     def _msg_link_node_status(self):
         link_sent = sum(link.sent for link in self.links)
         link_received = sum(link.received for link in self.links)
-        return mavlink_extra.LinkNodeStatus(self.boot_ms * 1000, 0, 0, 0, 0, sum(lk.bad_frames for lk in self.links),
-                                            0, 0, link_sent, link_received, 0)
+        return mavlink_extra.LinkNodeStatus, (self.boot_ms * 1000, 0, 0, 0, 0, sum(lk.bad_frames for lk in self.links),
+                                              0, 0, link_sent, link_received, 0)
 
     def _msg_time_estimate_to_target(self):
-        return mavlink_extra.TimeEstimateToTarget(-1, -1, -1, -1, -1)
+        return mavlink_extra.TimeEstimateToTarget, (-1, -1, -1, -1, -1)
 
     def _msg_current_event_sequence(self):
-        return mavlink_extra.CurrentEventSequence(0, 0)
+        return mavlink_extra.CurrentEventSequence, (0, 0)
 
     def available_modes(self, index: int) -> list:
         """AVAILABLE_MODES: every mode (index 0) or the one numbered ``index`` (from 1), as v1.16.1 lists them."""
