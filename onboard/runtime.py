@@ -166,7 +166,7 @@ class _Loop:
         finally:
             end = time.monotonic_ns()
             StageProfiler.deactivate(token)
-        if not any(self.profiler.marked(stage) for stage in COMPUTE_STAGES):
+        if not self.profiler.marked(COMPUTE_STAGES):
             self.profiler.add("plan", start, end)  # a planner that marks no stages is all "plan"
         return command
 
@@ -262,9 +262,13 @@ async def run_planner(vehicle, planner: Planner, task: NavTask, *, rate_hz: floa
         reason, cycles = await loop.run()
     spans = pd.DataFrame(loop.spans, columns=["t_ns", "cycle", "stage", "dur_ns", "emulated_ns", "t_vehicle"])
     errors = np.asarray(loop.tracking_errors)
+    timing = summarize(spans)
+    # Without a compute profile every emulated duration is its measured one (int(d * 1.0) == d): the same
+    # statistics, and summarizing a trial's spans is a pandas group-by.
+    emulated = summarize(spans, "emulated_ns") if compute_profile is not None else timing
     result = RuntimeResult(
-        reason=reason, cycles=cycles, overruns=loop.overruns, timing=summarize(spans),
-        emulated=summarize(spans, "emulated_ns"), compute_profile=compute_profile.name if compute_profile else None,
+        reason=reason, cycles=cycles, overruns=loop.overruns, timing=timing,
+        emulated=emulated, compute_profile=compute_profile.name if compute_profile else None,
         tracking_error_mean_m=float(errors.mean()) if errors.size else math.nan,
         tracking_error_max_m=float(errors.max()) if errors.size else math.nan,
         latency_mean_s=float(np.mean(loop.latencies)) if loop.latencies else math.nan, spans=spans)

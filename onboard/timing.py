@@ -78,9 +78,9 @@ class StageProfiler:
         """A span measured elsewhere (e.g. the link, from an echo)."""
         self._spans.append((stage, start_ns, end_ns))
 
-    def marked(self, stage: str) -> bool:
-        """Whether a span of `stage` was recorded since the last drain."""
-        return any(s == stage for s, _, _ in self._spans)
+    def marked(self, stages: tuple[str, ...]) -> bool:
+        """Whether a span of any of `stages` was recorded since the last drain."""
+        return any(s in stages for s, _, _ in self._spans)
 
     def drain(self) -> list[tuple[str, int, int]]:
         """Every span since the last drain, in the order they ended."""

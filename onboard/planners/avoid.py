@@ -59,6 +59,7 @@ class OccupancyPlanner:
         lo = np.array(task.bounds_min[:2]) + VEHICLE_RADIUS
         hi = np.array(task.bounds_max[:2]) - VEHICLE_RADIUS
         self.grid = OccupancyGrid(tuple(lo), tuple(hi), self.resolution, VEHICLE_RADIUS + MARGIN, task.altitude, BAND)
+        self._last_cell = np.array(self.grid.shape) - 1
         self.goal = np.asarray(task.goal, dtype=float)
         self.previous: tuple[float, np.ndarray] | None = None  # (observation time, trajectory) of the last plan
         # The last search, keyed by what decides it: most plans see the same window from the same cell
@@ -89,7 +90,7 @@ class OccupancyPlanner:
         half = int(WINDOW / grid.resolution)
         # A vehicle that overshot the flight volume (past a goal near its edge, or a PX4 estimate that
         # wandered) plans from the nearest cell inside it.
-        centre = np.clip(grid.cell(here), 0, np.array(grid.shape) - 1)
+        centre = np.minimum(np.maximum(grid.cell(here), 0), self._last_cell)  # np.clip's dispatch costs more
         lo = np.maximum(centre - half, 0)
         hi = np.minimum(centre + half + 1, grid.shape)
         window = grid.blocked[lo[0]:hi[0], lo[1]:hi[1]]
@@ -203,7 +204,8 @@ class OccupancyPlanner:
         down = -self.task.altitude
         while True:
             (north, east), (dn, de) = _along(points, arc, s)
-            brake = min(math.sqrt(c * c + 2.0 * ACCEL * (a - s)) for a, c in zip(arc, corner) if a >= s)
+            # One square root of the least: the root is monotonic and correctly rounded, so the same number.
+            brake = math.sqrt(min(c * c + 2.0 * ACCEL * (a - s) for a, c in zip(arc, corner) if a >= s))
             v = min(cap, brake, speed)
             rows.append((t, north, east, down, dn * v, de * v, 0.0))
             if t >= HORIZON or s >= total:
