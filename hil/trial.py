@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,24 +63,37 @@ CONNECT_TIMEOUT_S = 20.0
 def scene_facts(name: str, config: int, cache_dir: Path) -> SceneFacts:
     """Task difficulty (TO, VO, AOL) and shortest-path length of a scene, computed once per campaign.
 
-    Cached as JSON in `cache_dir` (written atomically, so two workers racing both write the same
-    numbers and a reader never sees half a file).
+    Cached as JSON in `cache_dir`, written atomically so that a reader never sees half a file. The
+    computation holds a lock on `cache_dir`: a campaign is scene-major, so the pool's workers start on a
+    new scene together, and each computed the same numbers (half a CPU second a scene, some 6 % of the
+    matrix) where one now computes them and the others wait for its file.
     """
     path = cache_dir / f"{name}-c{config}.json"
     if path.exists():
         return SceneFacts(**json.loads(path.read_text()))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    directory = os.open(cache_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)  # released when closed, or when the process dies
+        if path.exists():
+            return SceneFacts(**json.loads(path.read_text()))
+        facts = _compute_scene_facts(name, config)
+        write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(dataclasses.asdict(facts))))
+    finally:
+        os.close(directory)
+    return facts
+
+
+def _compute_scene_facts(name: str, config: int) -> SceneFacts:
     scene = scene_for(name, config)
     difficulty = scene_difficulty(scene).as_row()
     try:
         shortest = polyline_length(guide_path(scene, DEFAULT_CLEARANCE))
     except NoPathError:
         shortest = polyline_length(scene.reference_path())
-    facts = SceneFacts(difficulty_to=float(difficulty["to"]), difficulty_vo=float(difficulty["vo"]),
-                       difficulty_aol=float(difficulty["aol"]), guide_length_m=float(difficulty["path_length"]),
-                       shortest_length_m=float(shortest))
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    write_file_atomically(path, lambda temporary: temporary.write_text(json.dumps(dataclasses.asdict(facts))))
-    return facts
+    return SceneFacts(difficulty_to=float(difficulty["to"]), difficulty_vo=float(difficulty["vo"]),
+                      difficulty_aol=float(difficulty["aol"]), guide_length_m=float(difficulty["path_length"]),
+                      shortest_length_m=float(shortest))
 
 
 def run_trial_spec(spec: TrialSpec, record_dir: Path, cache_dir: Path, named: TrialSpec | None = None) -> Summary:
