@@ -65,7 +65,7 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> SceneFacts:
 
     Cached as JSON in `cache_dir`, written atomically so that a reader never sees half a file. The
     computation holds a lock on `cache_dir`: a campaign is scene-major, so the pool's workers start on a
-    new scene together, and each computed the same numbers (half a CPU second a scene, some 6 % of the
+    new scene together, and each computed the same numbers (0.13-0.8 CPU-s a scene, up to 2.5 % of the
     matrix) where one now computes them and the others wait for its file.
     """
     path = cache_dir / f"{name}-c{config}.json"
