@@ -49,8 +49,10 @@ from bridges.vehicle import (
     VehicleBase,
     VehicleError,
     VehicleState,
+    state_of,
 )
 from missions.geo import GeoOrigin
+from physics.dynamics import POS, VEL, Q, euler_of
 from profiles.link import LinkSpec
 from px4.modes import FlightMode
 from px4.params import ParamError
@@ -144,6 +146,7 @@ class LockstepVehicle(VehicleBase):
         self._reached: list[int] = []
         self._home: GeoOrigin | None = None
         self._speaker: _Speaker | None = None  # made when someone first listens to mavlink_frames
+        self._loop_ready: Any = None  # the driver's event loop's ready queue (_hand_over)
 
     # ------------------------------------------------------------------ the clock
     async def __aenter__(self) -> "LockstepVehicle":
@@ -154,6 +157,7 @@ class LockstepVehicle(VehicleBase):
         await self.close()
 
     async def _drive(self) -> None:
+        self._loop_ready = getattr(asyncio.get_running_loop(), "_ready", None)
         ap = self.ap
         advance = ap.advance
         half = ap.dt * 0.5
@@ -196,12 +200,12 @@ class LockstepVehicle(VehicleBase):
         return min(self.link.next_due(), due) if self.link is not None else due
 
     async def _hand_over(self, state: VehicleState) -> None:
-        await self._publish(state)
+        self._publish(state)
         # Up to HAND_OVER_YIELDS yields: a consumer woken by this snapshot may hop through a queue
         # or two before it is idle again, and it must see this snapshot before the next one. Once
         # no other callback is ready (asyncio's ready queue; an event loop without one gets every
         # yield), further yields would find nothing to run: the hand-over ends there.
-        ready = getattr(asyncio.get_running_loop(), "_ready", None)
+        ready = self._loop_ready
         for _ in range(HAND_OVER_YIELDS):
             await asyncio.sleep(0)
             if ready is not None and not ready:
@@ -248,20 +252,24 @@ class LockstepVehicle(VehicleBase):
         return self._truth()
 
     def _truth(self) -> VehicleState:
-        ap, d = self.ap, self.ap.dyn
+        ap = self.ap
+        physics = ap.dyn.state
         # Read many times a step (the onboard loop's clock, its sensing, the monitor): built once per
         # step and state. The physics state's bytes are in the key, so a state set in place of
         # stepping (a reset) is seen too.
-        key = (ap.time_s, ap.armed, ap.mode, ap.landed, ap.landed_state, ap.battery_remaining, d.state.tobytes())
+        key = (ap.time_s, ap.armed, ap.mode, ap.landed, ap.landed_state, ap.battery_remaining, physics.tobytes())
         if self._truth_key == key:
             return self._truth_state
-        north, east, down = d.pos
+        # The physics state's values read once (its position, velocity and attitude properties each slice
+        # and copy it), the snapshot made of them in one piece.
+        s = physics.tolist()
+        north, east, down = s[POS:POS + 3]
         lat, lon, alt = ap.origin.to_global(north, east, down)
-        roll, pitch, yaw = d.euler()
         self._truth_key = key
-        self._truth_state = VehicleState(int(ap.time_s * 1e9), north, east, down, *d.vel, roll, pitch, yaw,
-                                         lat, lon, alt, ap.armed, not ap.landed, MODE_NAMES[ap.mode],
-                                         LANDED_NAMES[ap.landed_state], 100.0 * ap.battery_remaining, ap.time_s)
+        self._truth_state = state_of((int(ap.time_s * 1e9), north, east, down, *s[VEL:VEL + 3],
+                                      *euler_of(*s[Q:Q + 4]), lat, lon, alt, ap.armed, not ap.landed,
+                                      MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
+                                      100.0 * ap.battery_remaining, ap.time_s))
         return self._truth_state
 
     @property

@@ -290,7 +290,7 @@ class MavsdkVehicle(VehicleBase):
         self._state = replace(self._state, t_ns=time.monotonic_ns(), t_vehicle_s=stamp,
                               **{name: NAN if f[key] is None else float(f[key]) for name, key in _POSITION_FIELDS})
         self._tick(stamp)
-        await self._publish(self._state)
+        self._publish(self._state)
 
     def _on_health(self, health) -> None:
         self._armable = bool(health.is_armable)

@@ -63,6 +63,15 @@ def yaw_of(s: np.ndarray) -> float:
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
+def euler_of(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """Roll, pitch, yaw (rad), PX4's ZYX convention, of the unit quaternion (w, x, y, z): in Python, for callers
+    holding the state's values already (a compiled call costs more than the arithmetic)."""
+    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
+    # yaw_of's formula.
+    return roll, pitch, math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
 @numba.njit(cache=True)
 def rotation_matrix(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
     """Body-to-world rotation of the unit quaternion (w, x, y, z), row by row (r00, r01, ..., r22)."""
@@ -283,11 +292,7 @@ class QuadrotorDynamics:
 
     def euler(self) -> tuple[float, float, float]:
         """Roll, pitch, yaw (rad), PX4's ZYX convention."""
-        w, x, y, z = self.q
-        roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
-        pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
-        # yaw_of's formula on the quaternion already read (a compiled call costs more than the arithmetic).
-        return roll, pitch, math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        return euler_of(*self.q)
 
     def tilt(self) -> float:
         """Angle between body z and the vertical (rad)."""
