@@ -25,7 +25,6 @@ import heapq
 import itertools
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
 
@@ -49,6 +48,7 @@ from bridges.vehicle import (
     VehicleBase,
     VehicleError,
     VehicleState,
+    restamped,
     state_of,
 )
 from missions.geo import GeoOrigin
@@ -179,7 +179,7 @@ class LockstepVehicle(VehicleBase):
                     for setpoint in link.deliver("to_vehicle", ap.time_s):
                         ap.offboard_setpoint(setpoint)
                     for state in link.deliver("to_onboard", ap.time_s):
-                        self._received = replace(state, t_ns=int(ap.time_s * 1e9))  # stamped on arrival
+                        self._received = restamped(state, int(ap.time_s * 1e9))  # stamped on arrival
                         await self._hand_over(self._received)
                 due = self._next_event()
             if self._logger is not None:
