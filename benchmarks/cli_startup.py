@@ -82,6 +82,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=11, help="rounds (default: 11)")
     parser.add_argument("--importtime", action="store_true", help="also list the largest imports")
     args = parse_args(parser, {"runs": 3})
+    # Started in the background of a shell without job control (`cmd &`, nohup), this process ignores SIGINT and
+    # so would every `hil fly` it starts: the Ctrl-C that ends each would be lost and it would fly on.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not HIL.exists():
         raise SystemExit(f"no {HIL}: run this with the virtual environment's python (make installs it)")
     verbs = [name.rsplit(".", 1)[-1] for name in COMMAND_MODULES]
