@@ -54,11 +54,14 @@ def test_fly_in_lockstep_writes_a_finished_record(tmp_path):
 
 def test_fly_on_the_builtin_vehicle_process_over_mavlink(tmp_path):
     record = tmp_path / "trial"
-    result = hil("fly", str(DEMO), "--speed", "4", "--record-dir", str(record))
+    # At 2x: at 4x the harness takes 1.75 wall seconds without a frame for a lost link (hil.safety.LINK_TIMEOUT_S of
+    # vehicle time, and a second of grace), and beside two CPU burners the vehicle's frames stopped for 1.2-1.75 s
+    # several times in one flight (the tlog of a failed CI run; why the vehicle process stalls is not known yet).
+    result = hil("fly", str(DEMO), "--speed", "2", "--record-dir", str(record))
     assert result.returncode == 0, result.stdout + result.stderr
     manifest = read_manifest(record)
     assert manifest["outcome"] == "success" and manifest["target"] == "sim"
-    # Figures are in vehicle time: ~27 s of flight, although it took a quarter of that.
+    # Figures are in vehicle time: ~27 s of flight, although it took half of that.
     assert 15.0 < trial_figures(record)["duration_s"] < 60.0
 
 
