@@ -101,9 +101,9 @@ REBOOT_S = 1.0
 # between tries.
 MISSION_START_WINDOW_S = 3.0
 MISSION_MODE_CONFIRM_S = 1.5
+MISSION_START_RETRY_S = 0.1
 # Vehicle seconds a mode change whose acknowledgement MAVSDK gave up on gets to show in HEARTBEAT (1 Hz).
 MODE_CONFIRM_S = 2.5
-MISSION_START_RETRY_S = 0.1
 # The telemetry-log tap (MavsdkVehicle.mavlink_frames): read every TAP_POLL_S wall seconds, at most
 # TAP_MAX_BATCH frames a read, from a socket buffer of TAP_BUFFER_BYTES (~2 s of a vehicle at 4x).
 TAP_POLL_S = 0.02
