@@ -1,12 +1,13 @@
-"""The demo mission flown on PX4 as a HITL board (issue 32's done-when): `hil fly demo_square --target px4-hitl --arm`,
-the path a lab takes with a board on the desk, on v1.16.1 and on every PX4_SMOKE_DIRS build; and a HIL test of the
+"""A mission flown on PX4 as a HITL board (issue 32's done-when): `hil fly <mission> --target px4-hitl --arm`, the
+path a lab takes with a board on the desk, on v1.16.1 and on every PX4_SMOKE_DIRS build; and a HIL test of the
 pytest plugin flown on the board as on any bench board (`--hil-target px4-hitl --hil-arm`).
 
-The board has no lockstep: each flight takes its mission's time in real time (about 55 board seconds) plus PX4's
-start, its estimator's settling and the ULog's download over the serial line, some two minutes. Both builds are in
-this one file, so that pytest-xdist's loadfile puts the two long flights on one worker while the other runs the
-rest. Every wait inside `hil fly` is on the board's own clock or bounded by its process (a loaded machine stretches
-the run, it does not fail it); the subprocess's timeout is only a net for a hung harness.
+The board has no lockstep: each flight takes its mission's time in real time plus PX4's start, its estimator's
+settling and the ULog's download over the serial line (about 34 kB/s, and the board logs about 23 kB a flight
+second), over a minute. So the mission is demo_square made small (tests/missions/short_square.yaml), and the builds'
+boards fly side by side, each its own PX4 on its own pseudo-terminal, instead of one after the other. Every wait
+inside `hil fly` is on the board's own clock or bounded by its process (a loaded machine stretches the run, it does
+not fail it); the subprocesses' timeout is only a net for a hung harness.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from pyulog import ULog
 
 from records.record import read_events, read_table
@@ -25,26 +27,48 @@ from .px4_builds import MAIN_BUILD, SMOKE_BUILDS, needs_px4
 from .test_pytest_plugin import HOVER_TEST
 
 ROOT = Path(__file__).resolve().parents[1]
-ALTITUDE_M = 5.0  # demo_square's
+MISSION = ROOT / "tests" / "missions" / "short_square.yaml"
+_PLAN = yaml.safe_load(MISSION.read_text())
+ALTITUDE_M, WAYPOINTS = _PLAN["start"]["alt"], len(_PLAN["waypoints"])
 NET_S = 1800.0  # wall seconds: a harness that hangs, not a slow machine (that stretches the board's clock too)
 
 
 @needs_px4
 @pytest.mark.slow
-@pytest.mark.parametrize("build", [MAIN_BUILD, *SMOKE_BUILDS])
-def test_hil_fly_flies_the_demo_mission_on_the_hitl_board(build, tmp_path):
-    """The trial succeeds through the hardware path (pre-flight gates, the parameter journal, --arm); PX4's console
-    shows one MAVLink link, on the pseudo-terminal at 921600 baud, and no simulator but the clock module; the serial
-    line carried the sensors within its capacity; and the board's ULog of the flight came back over that line."""
-    record = tmp_path / "record"
-    done = subprocess.run([sys.executable, "-m", "hil", "fly", "demo_square", "--target", "px4-hitl", "--arm",
-                           "--px4-dir", build, "--record-dir", str(record)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=NET_S)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+def test_hil_fly_flies_a_mission_on_the_hitl_board_of_every_build(tmp_path):
+    """On each build, the trial succeeds through the hardware path (pre-flight gates, the parameter journal, --arm);
+    PX4's console shows one MAVLink link, on the pseudo-terminal at 921600 baud, and no simulator but the clock
+    module; the serial line carried the sensors within its capacity; and the board's ULog of the flight came back
+    over that line."""
+    builds = [MAIN_BUILD, *SMOKE_BUILDS]
+    records = [tmp_path / f"record-{i}" for i in range(len(builds))]
+    # Their output goes to files: a pipe read only after the other flight ends could fill and stall a harness
+    # whose board flies on regardless.
+    outputs = [tmp_path / f"hil-fly-{i}.txt" for i in range(len(builds))]
+    flights = []
+    try:
+        for build, record, output in zip(builds, records, outputs):
+            with output.open("w") as out:
+                flights.append(subprocess.Popen([sys.executable, "-m", "hil", "fly", str(MISSION), "--target",
+                                                 "px4-hitl", "--arm", "--px4-dir", build, "--record-dir", str(record)],
+                                                cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT))
+        for flight in flights:
+            flight.wait(timeout=NET_S)
+    finally:
+        for flight in flights:
+            if flight.poll() is None:
+                flight.kill()
+                flight.wait()
+    for build, flight, output, record in zip(builds, flights, outputs, records):
+        assert flight.returncode == 0, (build, output.read_text()[-6000:])
+        _check_flight(record)
+
+
+def _check_flight(record: Path) -> None:
     events = read_events(record)
     kinds = [e["kind"] for e in events]
     assert kinds[-1] == "trial_finished" and events[-1]["outcome"] == "success", events[-3:]
-    assert kinds.count("mission_item_reached") >= 4 and "landed" in kinds
+    assert kinds.count("mission_item_reached") >= WAYPOINTS and "landed" in kinds
 
     console = (record / "px4-console.log").read_text()
     links = re.findall(r"\[mavlink\] mode: \w+, data rate: \d+ B/s on (\S+) @ (\d+)B", console)
@@ -66,7 +90,7 @@ def test_hil_fly_flies_the_demo_mission_on_the_hitl_board(build, tmp_path):
     assert ulog.parent == record / "ulog" and [p.name for p in ulog.parent.glob("*.ulg")] == [ulog.name]
     assert kept[0]["method"] == "altitude-fit", kept  # aligned with the harness's clock on PX4's own altitude
     flown = ULog(str(ulog), ["vehicle_local_position"]).get_dataset("vehicle_local_position")
-    assert max(-flown.data["z"]) > 3.0  # the mission's climb, in PX4's own estimate
+    assert max(-flown.data["z"]) > ALTITUDE_M - 1.0  # the mission's climb, in PX4's own estimate
 
 
 @needs_px4
