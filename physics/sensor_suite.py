@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,10 +55,9 @@ def body_from_world(q: list[float], v: tuple[float, float, float]) -> tuple[floa
     return (r00 * a + r10 * b + r20 * c, r01 * a + r11 * b + r21 * c, r02 * a + r12 * b + r22 * c)
 
 
-@dataclass
-class ImuSample:
+class ImuSample(NamedTuple):
     """One HIL_SENSOR's worth of readings; `mag`, `pressure_hpa`, `diff_pressure_hpa` are None when
-    that sensor has no new sample this time."""
+    that sensor has no new sample this time (a named tuple: one is made every IMU sample)."""
 
     accel: list[float]
     gyro: list[float]
@@ -164,7 +164,7 @@ class SensorSuite:
         o = self.options
         gauss = self._rng.gauss
         h, v, dv = o.gps_horizontal_noise_m, o.gps_vertical_noise_m, o.gps_velocity_noise
-        p = dyn.pos
+        p, w = dyn.pos, dyn.vel
         lat, lon, alt = self.home.to_global(p[0] + gauss(0.0, h), p[1] + gauss(0.0, h), p[2] + gauss(0.0, v))
-        vel = (dyn.vel[0] + gauss(0.0, dv), dyn.vel[1] + gauss(0.0, dv), dyn.vel[2] + gauss(0.0, dv))
+        vel = (w[0] + gauss(0.0, dv), w[1] + gauss(0.0, dv), w[2] + gauss(0.0, dv))
         return GpsSample(lat, lon, alt, vel, o.gps_eph_m, o.gps_epv_m, o.gps_satellites)

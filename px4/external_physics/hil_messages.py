@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from px4.sim.mavlink_encode import encode_fields, x25
+from px4.sim.mavlink_encode import encode_args, x25
 
 ACCEL_BITS = 0x007
 GYRO_BITS = 0x038
@@ -48,9 +48,9 @@ _GPS = mavlink.MAVLink_hil_gps_message
 _STATE = mavlink.MAVLink_hil_state_quaternion_message
 _CONTROLS = mavlink.MAVLink_hil_actuator_controls_message
 _HEAD = 10  # a MAVLink 2 frame's header, with its start byte
-_CONTROLS_ID = _CONTROLS.id.to_bytes(3, "little")
 _CONTROLS_CRC_EXTRA = bytes((_CONTROLS.crc_extra,))
 _CONTROLS_LAYOUT = _CONTROLS.unpacker  # wire order: time_usec, flags, controls[16], mode
+_CONTROLS_FULL = _CONTROLS_LAYOUT.size  # its payload's length when the last byte (mode) is not zero
 
 
 class ActuatorControls(NamedTuple):
@@ -78,7 +78,7 @@ class ActuatorControls(NamedTuple):
 
 class HilEncoder:
     """Packs the simulator's messages (one MAVLink sequence counter for the whole link) as pymavlink's
-    `msg.pack` packs them, straight from the values (`px4.sim.mavlink_encode.encode_fields`): a frame goes
+    `msg.pack` packs them, straight from the values (`px4.sim.mavlink_encode.encode_args`): a frame goes
     out every IMU period of a lockstep loop that waits on nothing else."""
 
     def __init__(self, sysid: int = SIMULATOR_SYSID, compid: int = SIMULATOR_COMPID):
@@ -86,7 +86,7 @@ class HilEncoder:
 
     def hil_sensor(self, time_usec: int, accel, gyro, mag, pressure_hpa: float, diff_pressure_hpa: float,
                    pressure_alt_m: float, temperature_c: float, fields_updated: int, sensor_id: int = 0) -> bytes:
-        return encode_fields(_SENSOR, (
+        return encode_args(_SENSOR, (
             time_usec, accel[0], accel[1], accel[2], gyro[0], gyro[1], gyro[2], mag[0], mag[1], mag[2],
             pressure_hpa, diff_pressure_hpa, pressure_alt_m, temperature_c, fields_updated, sensor_id), self._mav)
 
@@ -96,16 +96,16 @@ class HilEncoder:
         ground = math.hypot(vn, ve)
         # Below walking pace the course is noise; say "unknown" as a receiver does.
         course = UNKNOWN_COURSE if ground < 0.5 else int(round(math.degrees(math.atan2(ve, vn)) % 360.0 * 100)) % 36000
-        return encode_fields(_GPS, (
-            time_usec, int(round(lat_deg * 1e7)), int(round(lon_deg * 1e7)), int(round(alt_m * 1000)),
-            _centi(eph_m), _centi(epv_m), _centi(ground), _cm_s(vn), _cm_s(ve), _cm_s(vd), course, fix_type,
-            satellites, gps_id, 0), self._mav)
+        return encode_args(_GPS, (
+            time_usec, fix_type, int(round(lat_deg * 1e7)), int(round(lon_deg * 1e7)), int(round(alt_m * 1000)),
+            _centi(eph_m), _centi(epv_m), _centi(ground), _cm_s(vn), _cm_s(ve), _cm_s(vd), course, satellites,
+            gps_id, 0), self._mav)
 
     def hil_state_quaternion(self, time_usec: int, q, omega, lat_deg: float, lon_deg: float, alt_m: float, vel_ned,
                              accel_body) -> bytes:
         airspeed = _centi(math.sqrt(sum(v * v for v in vel_ned)))
-        return encode_fields(_STATE, (
-            time_usec, q[0], q[1], q[2], q[3], omega[0], omega[1], omega[2], int(round(lat_deg * 1e7)),
+        return encode_args(_STATE, (
+            time_usec, q, omega[0], omega[1], omega[2], int(round(lat_deg * 1e7)),
             int(round(lon_deg * 1e7)), int(round(alt_m * 1000)), _cm_s(vel_ned[0]), _cm_s(vel_ned[1]),
             _cm_s(vel_ned[2]), airspeed, airspeed, *(_milli_g(a) for a in accel_body)), self._mav)
 
@@ -117,16 +117,20 @@ def take_actuator_controls(data: bytes) -> tuple[ActuatorControls | None, bytes]
     of that message with a good checksum, for a general parser to take."""
     if len(data) <= _HEAD:
         return None, data
-    end = _HEAD + data[1] + 2
+    length = data[1]
+    end = _HEAD + length + 2
     if (end > len(data) or data[0] != mavlink.PROTOCOL_MARKER_V2 or data[2] != 0
-            or data[7:10] != _CONTROLS_ID or end - _HEAD - 2 > _CONTROLS_LAYOUT.size):
+            or data[7] | data[8] << 8 | data[9] << 16 != _CONTROLS.id or length > _CONTROLS_FULL):
         return None, data
     if x25(data[1:end - 2] + _CONTROLS_CRC_EXTRA) != data[end - 2] | data[end - 1] << 8:
         return None, data
-    # MAVLink 2 cuts trailing zero bytes off a payload: they come back as zeros.
-    time_usec, flags, *controls, mode = _CONTROLS_LAYOUT.unpack(data[_HEAD:end - 2].ljust(_CONTROLS_LAYOUT.size,
-                                                                                           b"\0"))
-    return ActuatorControls(time_usec, bool(mode & ARMED_FLAG), bool(flags & LOCKSTEP_FLAG), tuple(controls)), data[end:]
+    # MAVLink 2 cuts trailing zero bytes off a payload: they come back as zeros. The last byte is the mode,
+    # which has PX4's flags in it, so its answers come whole and are read in place.
+    values = (_CONTROLS_LAYOUT.unpack_from(data, _HEAD) if length == _CONTROLS_FULL
+              else _CONTROLS_LAYOUT.unpack(data[_HEAD:end - 2].ljust(_CONTROLS_FULL, b"\0")))
+    controls = ActuatorControls(values[0], bool(values[18] & ARMED_FLAG), bool(values[1] & LOCKSTEP_FLAG),
+                                values[2:18])
+    return controls, data[end:]
 
 
 def _centi(value: float) -> int:

@@ -35,6 +35,9 @@ MAX_LAG_S = 0.25
 BOOT_SPEED = 1.0
 # Vehicle seconds per wall second while PX4 shuts down.
 WIND_DOWN_SPEED = 10.0
+# The loop thread's CPU clock is a system call (a few microseconds here, where a whole step of the harness's
+# takes tens): it is read on one step in this many, at the boundaries of its parts.
+PART_SAMPLE_EVERY = 16
 
 
 @dataclass
@@ -42,12 +45,16 @@ class LoopStats:
     """How the exchange went: frames sent, answers applied, answers that never came in time, and the
     vehicle and wall time since PX4 first answered (their ratio is the real-time factor).
 
-    Since PX4 first answered, the loop thread's CPU time is also counted by part: building the next frame
-    (physics step, sensor models, encoding), the socket calls (sending, and reading PX4's answer) and
-    parsing and applying it. In unpaced lockstep PX4 waits while the harness works, so their sum over
-    the wall time is the harness's share of each step; the rest is PX4's step and the waits. CPU time,
-    not wall time, because on a shared machine a woken PX4 may preempt the harness inside its send,
-    and that time is PX4's."""
+    Since PX4 first answered, the loop thread's CPU time is counted too: in unpaced lockstep PX4 waits
+    while the harness works, so that CPU time over the wall time is the harness's share of each step; the
+    rest is PX4's step and the waits. CPU time, not wall time, because on a shared machine a woken PX4 may
+    preempt the harness inside its send, and that time is PX4's. The thread's whole CPU time is counted
+    (``cpu_s`` up to the wall time ``cpu_wall``, ``cpu_frames`` frames after the first answer), with the
+    whole harness process's (``process_s``: the event loop draining records into the sink, the garbage
+    collector) beside it. One step in `PART_SAMPLE_EVERY` is also split into parts: building the next
+    frame (physics step, sensor models, encoding), the socket calls (sending, and reading PX4's answer) and
+    parsing and applying it; their sums over the sampled steps (``build_s``, ``socket_s``, ``parse_s``)
+    apportion the whole."""
 
     frames: int = 0
     replies: int = 0
@@ -58,6 +65,10 @@ class LoopStats:
     first_reply_frame: int = 0
     last_wall: float = 0.0
     last_us: int = 0
+    cpu_s: float = 0.0
+    process_s: float = 0.0
+    cpu_wall: float = 0.0
+    cpu_frames: int = 0
     build_s: float = 0.0
     socket_s: float = 0.0
     parse_s: float = 0.0
@@ -69,17 +80,26 @@ class LoopStats:
 
     @property
     def harness_share(self) -> float:
-        wall = self.last_wall - self.first_reply_wall
-        return (self.build_s + self.socket_s + self.parse_s) / wall if self.replies and wall > 0 else 0.0
+        """The loop thread's CPU time over the wall time, since PX4 first answered."""
+        wall = self.cpu_wall - self.first_reply_wall
+        return self.cpu_s / wall if self.cpu_frames and wall > 0 else 0.0
+
+    @property
+    def process_share(self) -> float:
+        """The same for the whole harness process (every thread)."""
+        wall = self.cpu_wall - self.first_reply_wall
+        return self.process_s / wall if self.cpu_frames and wall > 0 else 0.0
 
     def step_parts_us(self) -> dict[str, float]:
-        """Microseconds per frame since PX4 first answered: the harness's parts (CPU time) and the rest of
-        the wall time (PX4's step, waits)."""
-        frames = max(self.frames - self.first_reply_frame, 1)
-        busy = self.build_s + self.socket_s + self.parse_s
-        parts = {"build": self.build_s, "socket": self.socket_s, "parse": self.parse_s,
-                 "PX4 and waits": max(self.last_wall - self.first_reply_wall - busy, 0.0)}
-        return {name: seconds / frames * 1e6 for name, seconds in parts.items()}
+        """Microseconds per frame since PX4 first answered: the harness's parts (its CPU time per frame,
+        apportioned as on the sampled steps) and the rest of the wall time (PX4's step, waits)."""
+        busy = self.cpu_s / self.cpu_frames if self.cpu_frames else 0.0
+        sampled = self.build_s + self.socket_s + self.parse_s
+        parts = {name: busy * seconds / sampled if sampled else 0.0
+                 for name, seconds in (("build", self.build_s), ("socket", self.socket_s), ("parse", self.parse_s))}
+        wall = (self.last_wall - self.first_reply_wall) / max(self.frames - self.first_reply_frame, 1)
+        parts["PX4 and waits"] = max(wall - busy, 0.0)
+        return {name: seconds * 1e6 for name, seconds in parts.items()}
 
 
 class SimulatorLoop:
@@ -105,7 +125,9 @@ class SimulatorLoop:
         self._parser = mavlink.MAVLink(None)
         self._parser.robust_parsing = True
         self._last_reply_us = -1
-        self._cpu_mark = 0.0  # the loop thread's CPU time when its current part began
+        self._sampled = False  # whether this step is split into parts
+        self._cpu_mark = 0.0  # on a sampled step, the loop thread's CPU time when its current part began
+        self._cpu_first = self._process_first = 0.0  # the thread's and the process's when PX4 first answered
 
     def start(self) -> "SimulatorLoop":
         self._thread = threading.Thread(target=self._run, name=f"harness-physics {self.link.name}", daemon=True)
@@ -137,15 +159,21 @@ class SimulatorLoop:
         clock, cpu = time.monotonic, time.thread_time
         pace = self._pace_now()
         anchor_wall, anchor_us = clock(), sim.time_us
-        # The loop thread's CPU clock is read once between parts (a system call each time): each part runs
-        # from the last reading to the next, so the loop's own bookkeeping is counted with them.
-        self._cpu_mark = cpu()
         while not self._stop.is_set():
-            frame = sim.frame()
-            built = cpu()
-            link.write(frame)
-            stats.build_s += built - self._cpu_mark
-            self._cpu_mark = built  # the write counts with the socket calls, from here to the next read's end
+            # A sampled step reads the CPU clock between its parts: each runs from one reading to the next, so
+            # the loop's own bookkeeping is counted with them.
+            self._sampled = stats.replies > 0 and stats.frames % PART_SAMPLE_EVERY == 0
+            if self._sampled:
+                start = cpu()
+                stats.cpu_s, stats.cpu_wall = start - self._cpu_first, clock()
+                stats.process_s = time.process_time() - self._process_first
+                stats.cpu_frames = stats.frames - stats.first_reply_frame
+                frame = sim.frame()
+                self._cpu_mark = cpu()
+                stats.build_s += self._cpu_mark - start
+            else:
+                frame = sim.frame()
+            link.write(frame)  # counted with the socket calls, up to the end of the next read
             stats.frames += 1
             due = sim.time_us
             if self.lockstep and stats.replies:
@@ -173,6 +201,9 @@ class SimulatorLoop:
 
     def _read(self, timeout_s: float) -> None:
         data = self.link.read(timeout_s)
+        if not self._sampled:
+            self._receive(data)
+            return
         read = time.thread_time()
         self.stats.socket_s += read - self._cpu_mark
         self._receive(data)
@@ -202,8 +233,8 @@ class SimulatorLoop:
         self.simulator.apply(controls)
         self._last_reply_us = controls.time_usec
         if not self.stats.replies:
+            # The CPU time is counted from here: before, the loop only paces PX4's start-up.
             self.stats.first_reply_wall, self.stats.first_reply_us = time.monotonic(), self.simulator.time_us
-            # The parts are counted from here: before, the loop only paces PX4's start-up.
             self.stats.first_reply_frame = self.stats.frames
-            self.stats.build_s = self.stats.socket_s = self.stats.parse_s = 0.0
+            self._cpu_first, self._process_first = time.thread_time(), time.process_time()
         self.stats.replies += 1

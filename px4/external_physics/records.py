@@ -10,28 +10,28 @@ recorder's ``append``), so the sink is only ever called from one thread.
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from typing import Any, Callable, Mapping
 
 RecordSink = Callable[[str, Mapping[str, Any]], None]
 
 
 class RecordBuffer:
-    """Rows per table, appended by the simulator, taken out in order by `drain`."""
+    """Rows per table, appended by the simulator, taken out in order by `drain`: a deque, whose append and
+    popleft are each atomic, so the simulator's thread (a row or two every frame) takes no lock."""
 
     def __init__(self) -> None:
-        self._rows: list[tuple[str, Mapping[str, Any]]] = []
-        self._lock = threading.Lock()
+        self._rows: deque[tuple[str, Mapping[str, Any]]] = deque()
 
     def add(self, table: str, row: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._rows.append((table, row))
+        self._rows.append((table, row))
 
     def drain(self, sink: RecordSink | None) -> int:
-        """Hand every waiting row to `sink` (or drop them when there is none); returns how many."""
-        with self._lock:
-            rows, self._rows = self._rows, []
-        if sink is not None:
-            for table, row in rows:
+        """Hand every row waiting now to `sink` (or drop them when there is none); returns how many."""
+        rows, take = self._rows, self._rows.popleft
+        count = len(rows)  # rows added meanwhile wait for the next drain
+        for _ in range(count):
+            table, row = take()
+            if sink is not None:
                 sink(table, row)
-        return len(rows)
+        return count

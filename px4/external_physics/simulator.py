@@ -32,6 +32,7 @@ from physics.dynamics import (
     VEL,
     Q,
     QuadrotorDynamics,
+    euler_of,
     rotor_geometry,
 )
 from physics.faults import MAX_GUST, VehicleFaults, failure_refusal
@@ -177,23 +178,25 @@ class HarnessSimulator:
     def frame(self) -> bytes:
         """Advance one IMU period and return what PX4 gets for the new instant."""
         u = self.motor_inputs()
-        dyn = self.dyn
+        dyn, faults = self.dyn, self.faults
         for _ in range(self._substeps):
-            self.faults.step(dyn.dt)
+            faults.step(dyn.dt)
             dyn.step(u)
         self.time_us += self.frame_us
-        out = self._sensor_message()
+        frames = self._frames
+        self._frames = frames + 1
+        record = self._truth_every and frames % self._truth_every == 0
+        out = self._sensor_message(record)
         if self.sensors.gps_due():
             out += self._gps_message()
-        if self._state_every and self._frames % self._state_every == 0:
+        if self._state_every and frames % self._state_every == 0:
             out += self._state_message()
-        if self._truth_every and self._frames % self._truth_every == 0:
+        if record:
             self.records.add(TRUTH_TABLE, self.truth_row(u))
-        self._frames += 1
         return out
 
     # ------------------------------------------------------------------ messages
-    def _sensor_message(self) -> bytes:
+    def _sensor_message(self, record: bool) -> bytes:
         s = self.sensors.imu(self.dyn)
         fields = ACCEL_BITS | GYRO_BITS
         if s.mag is not None:
@@ -204,11 +207,13 @@ class HarnessSimulator:
             self._last_pressure = s.pressure_hpa
         if s.diff_pressure_hpa is not None:
             fields |= DIFF_PRESSURE_BITS
+            diff = s.diff_pressure_hpa
+        else:
+            diff = 0.0
         # A frozen or silenced sensor keeps the value it had when the fault began: the last real one.
         accel, gyro, mag, pressure, fields = self.faults.imu_reading(s.accel, s.gyro, self._last_mag,
                                                                      self._last_pressure, fields)
-        diff = s.diff_pressure_hpa if s.diff_pressure_hpa is not None else 0.0
-        if self._truth_every and self._frames % self._truth_every == 0:
+        if record:
             self.records.add(SENSOR_TABLE, {
                 "time_us": self.time_us, "fields_updated": fields,
                 "xacc": accel[0], "yacc": accel[1], "zacc": accel[2], "xgyro": gyro[0], "ygyro": gyro[1],
@@ -241,11 +246,11 @@ class HarnessSimulator:
     def truth_row(self, motor_inputs: list[float] | None = None) -> dict[str, Any]:
         """The true state now, as one row of the truth table (positions NED from the take-off point)."""
         d = self.dyn
-        roll, pitch, yaw = d.euler()
         u = motor_inputs if motor_inputs is not None else self.motor_inputs()
         # The state read once (each of the body's properties copies it out of its array afresh): at the
         # benchmark's 250 Hz a row is made every frame.
         s = d.state.tolist()
+        roll, pitch, yaw = euler_of(s[Q], s[Q + 1], s[Q + 2], s[Q + 3])
         wind = d.wind_ned.tolist()
         row: dict[str, Any] = {
             "time_us": self.time_us, "north": s[POS], "east": s[POS + 1], "down": s[POS + 2],

@@ -35,10 +35,13 @@ class _Layout:
         self.arrays = [i for i, length in enumerate(cls.array_lengths) if length][::-1]
         self.struct = cls.unpacker
         self.values = attrgetter(*names) if len(names) > 1 else (lambda msg, get=attrgetter(names[0]): (get(msg),))
-        # The constructor's arguments (declaration order) put in wire order.
+        # The constructor's arguments (declaration order) put in wire order; most messages declare their fields
+        # in wire order and have no array (HIL_SENSOR, sent every lockstep step): their arguments are packed as
+        # they come.
         self.fields = len(cls.fieldnames)
         places = [cls.fieldnames.index(name) for name in names]
         self.wire = itemgetter(*places) if len(places) > 1 else (lambda args, get=itemgetter(places[0]): (get(args),))
+        self.in_order = places == sorted(places) and not self.arrays
 
     def payload(self, msg) -> bytes:
         return self.pack(self.values(msg))
@@ -68,26 +71,16 @@ def encode(msg, mav: mavlink.MAVLink) -> bytes:
 
 
 def encode_args(cls: type, args: tuple, mav: mavlink.MAVLink) -> bytes:
-    """The frame `encode(cls(*args), mav)` makes, without building the message: for the built-in vehicle's
-    streams, whose builders give a class and its constructor's arguments (making the message cost as much as
-    encoding it). Arguments short of every field (defaults taken), text fields and signing go through the
-    message itself."""
+    """The frame `encode(cls(*args), mav)` makes, without building the message: for senders whose values are
+    at hand every frame (the built-in vehicle's streams, whose builders give a class and its constructor's
+    arguments; the harness's frames to PX4), making the message costing as much as encoding it. Arguments
+    short of every field (defaults taken), text fields and signing go through the message itself."""
     layout = _LAYOUTS.get(cls)
     if layout is None:
         layout = _LAYOUTS[cls] = _Layout(cls)
     if layout.text or len(args) != layout.fields or mav.signing.sign_outgoing:
         return encode(cls(*args), mav)
-    return _frame(layout, layout.pack(layout.wire(args)), mav)
-
-
-def encode_fields(cls: type, values: tuple, mav: mavlink.MAVLink) -> bytes:
-    """The frame `encode(cls(...), mav)` makes, from the values of `cls`'s fields in wire order (arrays
-    flattened), without building the message: for a sender whose values are at hand every frame. For messages
-    without text fields, on unsigned links."""
-    layout = _LAYOUTS.get(cls)
-    if layout is None:
-        layout = _LAYOUTS[cls] = _Layout(cls)
-    return _frame(layout, layout.struct.pack(*values), mav)
+    return _frame(layout, layout.struct.pack(*args) if layout.in_order else layout.pack(layout.wire(args)), mav)
 
 
 def _frame(layout: _Layout, payload: bytes, mav: mavlink.MAVLink) -> bytes:
