@@ -28,7 +28,7 @@ import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
-from physics.dynamics import QuadrotorDynamics
+from physics.dynamics import POS, QuadrotorDynamics
 from physics.faults import VehicleFaults
 from physics.sensors import SensorModel
 from profiles.vehicle import VehicleProfile
@@ -86,6 +86,13 @@ FORCE_ARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2 that skips checks
 _UNLIMITED = 1 << 62  # steps: as many as `until` and `due` allow
 _NO_SETPOINT = np.full(kern.SP_SIZE, NAN)
 _ALL_WORKING = np.ones(4)
+_NO_CAPS = (None, None, None)
+# The modes the 50 Hz cycle tells apart, bound once: in Python 3.11 a member looked up on its Enum class
+# goes through EnumType's __getattr__ hook (about 0.1 us, four times a plain attribute), and the cycle
+# made a dozen such lookups.
+_OFFBOARD, _ORBIT, _FOLLOW_TARGET, _LAND = FlightMode.OFFBOARD, FlightMode.ORBIT, FlightMode.FOLLOW_TARGET, FlightMode.LAND
+_STICK_MODES = (FlightMode.POSCTL, FlightMode.ALTCTL)
+_LAND_TRIPLET = Kind.LAND
 
 
 class Autopilot(SitlBattery):
@@ -149,8 +156,9 @@ class Autopilot(SitlBattery):
     # ------------------------------------------------------------------ state a client sees
     @property
     def position(self) -> tuple[float, float, float]:
-        p = self.dyn.pos
-        return p[0], p[1], p[2]
+        # The physics state's entries as floats, without the slice and copy of `dyn.pos` (read ~6 times a cycle).
+        s = self.dyn.state
+        return s.item(POS), s.item(POS + 1), s.item(POS + 2)
 
     @property
     def ready(self) -> bool:
@@ -584,23 +592,23 @@ class Autopilot(SitlBattery):
             return
         self._drain_battery(dt)
         want_takeoff = False
-        caps: tuple[float | None, float | None, float | None] = (None, None, None)
+        caps: tuple[float | None, float | None, float | None] = _NO_CAPS
         if self._pilot_override():
             want_takeoff = self._climb_wanted(self.current_setpoint)
-        elif self.mode == FlightMode.OFFBOARD:
+        elif (mode := self.mode) is _OFFBOARD:
             if self.offboard is not None:
                 self.current_setpoint = self.offboard.setpoint
             want_takeoff = self._climb_wanted(self.current_setpoint)
-        elif self.mode in (FlightMode.POSCTL, FlightMode.ALTCTL):
+        elif mode in _STICK_MODES:
             self._fly_sticks()
             want_takeoff = self._climb_wanted(self.current_setpoint)
-        elif self.mode == FlightMode.ORBIT and self._tasks.orbit is not None:
+        elif mode is _ORBIT and self._tasks.orbit is not None:
             caps = self._fly_task(self._tasks.orbit_step(self, dt), dt)
-        elif self.mode == FlightMode.FOLLOW_TARGET:
+        elif mode is _FOLLOW_TARGET:
             caps = self._fly_task(self._tasks.follow_step(self, dt), dt)
         else:
-            self._apply_navigation(self._navigator.update(self.mode, self))
-            if self.mode == FlightMode.LAND and not self.position_valid:
+            self._apply_navigation(self._navigator.update(mode, self))
+            if self.mode is _LAND and not self.position_valid:
                 # PX4's Descend: MPC_LAND_SPEED down, no horizontal control, the heading held.
                 self._auto_active = False
                 self.current_setpoint = TrajectorySetpoint(velocity=(NAN, NAN, self.params["MPC_LAND_SPEED"]),
@@ -659,20 +667,22 @@ class Autopilot(SitlBattery):
                          dt: float) -> None:
         """mc_pos_control's share: the takeoff ramp, idle before it, no thrust on ground contact."""
         p = self.param_snapshot()
-        attitude = isinstance(self.current_setpoint, AttitudeSetpoint)
-        self._takeoff.update(self.time_s, True, self.landed, want_takeoff, p["COM_SPOOLUP_TIME"], skip=attitude)
-        climb = caps[1] if caps[1] is not None else p["MPC_Z_VEL_MAX_UP"]
-        up = self._takeoff.upward_limit(dt, min(climb, p["MPC_Z_VEL_MAX_UP"]), p["MPC_TKO_RAMP_T"], p["MPC_Z_VEL_P_ACC"])
-        self.ctrl.set_flight_limits(caps[0], up, caps[2], flying=self._takeoff.flying)
-        self._idle = not self._takeoff.taken_off
-        if self._idle and self._auto_active:
+        sp = self.current_setpoint
+        attitude = isinstance(sp, AttitudeSetpoint)
+        takeoff = self._takeoff
+        takeoff.update(self.time_s, True, self.landed, want_takeoff, p["COM_SPOOLUP_TIME"], skip=attitude)
+        climb_max = p["MPC_Z_VEL_MAX_UP"]
+        climb = caps[1] if caps[1] is not None else climb_max
+        up = takeoff.upward_limit(dt, min(climb, climb_max), p["MPC_TKO_RAMP_T"], p["MPC_Z_VEL_P_ACC"])
+        flying = takeoff.flying
+        self.ctrl.set_flight_limits(caps[0], up, caps[2], flying=flying)
+        self._idle = idle = not takeoff.taken_off
+        if idle and self._auto_active:
             self._task.on_ground(self.position)
-        vz_sp = NAN
-        if isinstance(self.current_setpoint, TrajectorySetpoint):
-            vz_sp = self.current_setpoint.velocity[2]
-        if self._idle or (self._takeoff.flying and self._landing.ground_contact and not attitude):
+        vz_sp = sp.velocity[2] if isinstance(sp, TrajectorySetpoint) else NAN
+        if idle or (flying and self._landing.ground_contact and not attitude):
             self.ctrl.reset_integral()
-            if not self._idle:
+            if not idle:
                 self.current_setpoint = GROUND_CONTACT_SETPOINT
         self._detect_landing(vz_sp)
 
@@ -692,7 +702,7 @@ class Autopilot(SitlBattery):
         altitude = self.home[2] - pos[2]
         triplet = self._navigator.triplet
         # Only a landing asks whether the range finder measures the height (read 50 times a second).
-        out = self._task.update(triplet, pos, yaw, altitude, dt, triplet.kind is not Kind.LAND or self.distance_valid)
+        out = self._task.update(triplet, pos, yaw, altitude, dt, triplet.kind is not _LAND_TRIPLET or self.distance_valid)
         self.current_setpoint = out.setpoint
         return out
 

@@ -67,8 +67,9 @@ class AutoPhase(Enum):
 
 
 # The auto modes (FlightMode.is_auto, a property that reads the enum's value: the navigator asks 50
-# times a second).
-AUTO_MODES = frozenset(mode for mode in FlightMode if mode.is_auto)
+# times a second). A tuple: its members are found by identity, where a set calls Enum's __hash__, a
+# Python function.
+AUTO_MODES = tuple(mode for mode in FlightMode if mode.is_auto)
 # Modes that need a position estimate; without one PX4's commander refuses them and its
 # position-loss failsafe descends without horizontal control (nav state Descend, reported as Land).
 POSITION_MODES = frozenset({FlightMode.POSCTL, FlightMode.ORBIT, FlightMode.OFFBOARD, FlightMode.TAKEOFF,

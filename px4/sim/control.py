@@ -225,6 +225,7 @@ class MulticopterController:
         c[kern.C_ATT_SP] = 1.0
         c[kern.C_FLYING] = 1.0
         c[kern.C_GROUND_LOGIC] = float(self.ground_logic)
+        self._flight_limits: tuple | None = None  # set_flight_limits' last arguments, now written over
 
     def set_flight_limits(self, speed_xy: float | None = None, speed_up: float | None = None,
                           speed_down: float | None = None, flying: bool = True) -> None:
@@ -234,6 +235,10 @@ class MulticopterController:
         be negative while the takeoff ramp starts (it then pushes down). Until `flying` (the ramp is
         over) there is no minimum thrust and the tilt is limited to MPC_TILTMAX_LND.
         """
+        given = (speed_xy, speed_up, speed_down, flying)
+        if given == self._flight_limits:
+            return  # in the array already (the same every cycle of a flight; only `reset` writes them too)
+        self._flight_limits = given
         c = self.state
         c[kern.C_CAPS] = NAN if speed_xy is None else speed_xy
         c[kern.C_CAPS + 1] = NAN if speed_up is None else speed_up
@@ -255,7 +260,7 @@ class MulticopterController:
     @property
     def hover_thrust(self) -> float:
         """Normalized collective that holds the vehicle's weight, from the model."""
-        return float(self.constants[kern.K_HOVER])
+        return self.constants.item(kern.K_HOVER)
 
     @property
     def flying(self) -> bool:
@@ -270,7 +275,7 @@ class MulticopterController:
     @property
     def thrust_sp(self) -> float:
         """The normalized collective thrust setpoint."""
-        return float(self.state[kern.C_THRUST_SP])
+        return self.state.item(kern.C_THRUST_SP)
 
     @property
     def rate_sp(self) -> Vec3:

@@ -34,6 +34,9 @@ from px4.sim.manual import ManualControl
 
 # GPS lost: PX4's EKF2 reports it stopped fusing GNSS after about this long without data (s).
 GNSS_STOP_S = 1.0
+# Bound once for the check made every cycle: in Python 3.11 a member looked up on its Enum class goes
+# through EnumType's __getattr__ hook (about 0.1 us, four times a plain attribute).
+_OFFBOARD = FlightMode.OFFBOARD
 
 
 class Act(Enum):
@@ -120,25 +123,34 @@ class FailsafeChecks:
 
     def decide(self, v: VehicleStatus) -> Iterator[FailsafeAction]:
         """This cycle's actions in PX4's order. The commander applies each before taking the next, so a
-        check sees the vehicle as the actions before it left it (a failsafe's new mode, a disarm)."""
-        yield from self._check_position_estimate(v)
+        check sees the vehicle as the actions before it left it (a failsafe's new mode, a disarm).
+
+        Checks that cannot act this cycle are not called (the common case at 50 Hz: no GPS fault, nothing
+        pending, no fence, no RC or ground station ever heard, not in Offboard)."""
+        if v.faults.gps_fix_lost:
+            yield from self._check_position_estimate(v)
+        else:
+            self._gps_lost_at = None
         if not v.armed:
             self._framework.clear()
             return
-        yield from self._check_pending(v)
+        if self._framework.pending is not None:
+            yield from self._check_pending(v)
         yield from self._check_geofence(v)
-        yield from self._check_rc_loss(v)
-        yield from self._check_datalink_loss(v)
-        yield from self._check_offboard_loss(v)
+        if v.manual.sticks is not None:
+            yield from self._check_rc_loss(v)
+        else:
+            self._rc_loss_handled = False
+        if v.gcs_heard_s is not None:
+            yield from self._check_datalink_loss(v)
+        if v.mode is _OFFBOARD:
+            yield from self._check_offboard_loss(v)
 
     # --- the checks
     def _check_position_estimate(self, v: VehicleStatus) -> tuple[FailsafeAction, ...]:
-        """GPS off: EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT, then has no
-        position; flying in a mode that needs one, PX4's position-loss failsafe descends (without
-        RC to fly Altitude mode, its only fallback)."""
-        if not v.faults.gps_fix_lost:
-            self._gps_lost_at = None
-            return NOTHING
+        """GPS off (called only then): EKF2 stops fusing it (and says so), dead-reckons for EKF2_NOAID_TOUT,
+        then has no position; flying in a mode that needs one, PX4's position-loss failsafe descends
+        (without RC to fly Altitude mode, its only fallback)."""
         out = []
         if self._gps_lost_at is None:
             self._gps_lost_at = v.time_s
@@ -151,7 +163,7 @@ class FailsafeChecks:
         return tuple(out)
 
     def _check_pending(self, v: VehicleStatus) -> tuple[FailsafeAction, ...]:
-        """A hold that is over acts."""
+        """A hold that is over acts (called only while one is pending)."""
         due = self._framework.due(v.time_s, v.mode)
         if due is None:
             return NOTHING
@@ -161,7 +173,11 @@ class FailsafeChecks:
     def _check_geofence(self, v: VehicleStatus) -> tuple[FailsafeAction, ...]:
         """PX4's geofence: past a limit, act once per breach (GF_ACTION), holding first as the failsafe
         framework does."""
-        breach = self.outside_fence(v.position, v.home, v.params)
+        params = v.params
+        if params["GF_MAX_HOR_DIST"] <= 0 and params["GF_MAX_VER_DIST"] <= 0:
+            self._geofence_breached = False  # no fence (PX4's default): nothing to breach, no position to read
+            return NOTHING
+        breach = self.outside_fence(v.position, v.home, params)
         if breach is None or not v.armed or v.landed:
             self._geofence_breached = breach is not None and self._geofence_breached
             return NOTHING
@@ -175,8 +191,9 @@ class FailsafeChecks:
 
     def _check_rc_loss(self, v: VehicleStatus) -> tuple[FailsafeAction, ...]:
         """RC (MANUAL_CONTROL) was there and stopped for COM_RC_LOSS_T: NAV_RCL_ACT after the hold,
-        in every mode COM_RCL_EXCEPT does not exempt (bit 0 Mission, 1 Hold, 2 Offboard)."""
-        if v.manual.sticks is None or v.rc_available:
+        in every mode COM_RCL_EXCEPT does not exempt (bit 0 Mission, 1 Hold, 2 Offboard). Called once RC
+        was ever heard."""
+        if v.rc_available:
             self._rc_loss_handled = False
             return NOTHING
         if self._rc_loss_handled or v.landed or _exempt(v.mode, int(v.params["COM_RCL_EXCEPT"])):
@@ -192,9 +209,8 @@ class FailsafeChecks:
         """A ground station was heard (HEARTBEAT of MAV_TYPE_GCS) and has been silent for COM_DL_LOSS_T:
         "Connection to ground station lost", then NAV_DLL_ACT after the hold, in every mode COM_DLL_EXCEPT
         does not exempt (bit 0 Mission, 1 Hold, 2 Offboard); "GCS connection regained" when it is back.
-        PX4 v1.16.1 SIH does the same (tests/test_stop_px4.py flies it as tests/test_stop.py flies this)."""
-        if v.gcs_heard_s is None:
-            return NOTHING
+        PX4 v1.16.1 SIH does the same (tests/test_stop_px4.py flies it as tests/test_stop.py flies this).
+        Called once a ground station was ever heard."""
         if v.time_s - v.gcs_heard_s <= v.params["COM_DL_LOSS_T"]:
             if self._gcs_lost:
                 self._gcs_lost = False
@@ -211,8 +227,8 @@ class FailsafeChecks:
 
     def _check_offboard_loss(self, v: VehicleStatus) -> tuple[FailsafeAction, ...]:
         """No delay for offboard loss: its fallback (COM_OBL_RC_ACT) at once; without RC the position
-        fallbacks end in a landing where the vehicle is."""
-        if v.mode != FlightMode.OFFBOARD or v.offboard_signal:
+        fallbacks end in a landing where the vehicle is. Called in Offboard."""
+        if v.offboard_signal:
             return NOTHING
         action = offboard_loss_action(int(v.params["COM_OBL_RC_ACT"]), v.rc_available)
         return (FailsafeAction(Act.of(action), activated(action, ("No offboard control signal",))),)

@@ -48,6 +48,12 @@ class LandingVerdict(NamedTuple):
 
 
 FLYING = LandingVerdict(False)
+# What `landed_state` compares every cycle, bound once: in Python 3.11 a member looked up on its Enum class
+# goes through EnumType's __getattr__ hook (about 0.1 us, four times a plain attribute).
+_TAKEOFF, _MISSION, _LAND = FlightMode.TAKEOFF, FlightMode.MISSION, FlightMode.LAND
+_CLIMB, _LAND_PHASE = AutoPhase.CLIMB, AutoPhase.LAND
+_ON_GROUND, _IN_AIR, _TAKING_OFF, _LANDING = (LandedState.ON_GROUND, LandedState.IN_AIR, LandedState.TAKEOFF,
+                                             LandedState.LANDING)
 
 
 class Landing:
@@ -104,10 +110,10 @@ class Landing:
     def landed_state(v: LandingStatus) -> LandedState:
         """EXTENDED_SYS_STATE's landed state for the vehicle as it is now."""
         if v.landed:
-            return LandedState.ON_GROUND
-        if v.mode == FlightMode.TAKEOFF or (v.mode == FlightMode.MISSION and v.auto_phase == AutoPhase.CLIMB
-                                            and v.dyn.pos[2] > -1.0):
-            return LandedState.TAKEOFF
-        if v.mode == FlightMode.LAND or v.auto_phase == AutoPhase.LAND:
-            return LandedState.LANDING
-        return LandedState.IN_AIR
+            return _ON_GROUND
+        mode = v.mode
+        if mode is _TAKEOFF or (mode is _MISSION and v.auto_phase is _CLIMB and v.dyn.pos[2] > -1.0):
+            return _TAKING_OFF
+        if mode is _LAND or v.auto_phase is _LAND_PHASE:
+            return _LANDING
+        return _IN_AIR
