@@ -21,7 +21,13 @@ import numba
 import numpy as np
 
 from missions.geometry import Scene
-from missions.raycast import hit_boxes, hit_cylinders, march_voxels, visible
+from missions.raycast import (
+    hit_boxes,
+    hit_cylinders,
+    march_voxels,
+    pixel_windows,
+    visible,
+)
 
 
 @dataclass(frozen=True)
@@ -83,17 +89,22 @@ class DepthCamera:
         reach = self.max_range * _longest_ray(self.width, self.height, self.hfov_deg, self.vfov_deg)
         depth = np.full(len(directions), np.inf)
         forward = np.ascontiguousarray(rotation[:, 0])
+        u, v = _pixel_tangents(self.width, self.height, self.hfov_deg, self.vfov_deg)
         cylinders, boxes = scene.cylinders, scene.boxes
         if len(cylinders):
-            near = visible(*cylinders.bounding_boxes(), origin, forward, reach)
+            bounds = cylinders.bounding_boxes()
+            near = visible(*bounds, origin, forward, reach)
             if len(near):
                 unit, length = cylinders.axes
-                np.minimum(depth, hit_cylinders(cylinders.a, unit, length, cylinders.radius, near, origin,
-                                                directions), out=depth)
+                windows = pixel_windows(*bounds, near, origin, rotation, u, v)
+                np.minimum(depth, hit_cylinders(cylinders.a, unit, length, cylinders.radius, near, windows, self.width,
+                                                origin, directions), out=depth)
         if len(boxes):
             near = visible(boxes.lo, boxes.hi, origin, forward, reach)
             if len(near):
-                np.minimum(depth, hit_boxes(boxes.lo, boxes.hi, near, origin, directions), out=depth)
+                windows = pixel_windows(boxes.lo, boxes.hi, near, origin, rotation, u, v)
+                np.minimum(depth, hit_boxes(boxes.lo, boxes.hi, near, windows, self.width, origin, directions),
+                           out=depth)
         if scene.voxels is not None and len(scene.voxels):
             voxels = scene.voxels
             np.minimum(depth, march_voxels(voxels.occupied, voxels.clear, np.asarray(voxels.origin, dtype=float),
@@ -154,6 +165,13 @@ def _pixel_rays(width: int, height: int, hfov_deg: float, vfov_deg: float) -> np
     rays = np.column_stack([np.ones(uu.size), uu.ravel(), vv.ravel()])
     rays.flags.writeable = False  # shared between calls
     return rays
+
+
+@lru_cache(maxsize=8)
+def _pixel_tangents(width: int, height: int, hfov_deg: float, vfov_deg: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pixel rays' u of each column and v of each row, ascending (`missions.raycast.pixel_windows`)."""
+    rays = _pixel_rays(width, height, hfov_deg, vfov_deg)
+    return np.ascontiguousarray(rays[:width, 1]), np.ascontiguousarray(rays[::width, 2])
 
 
 @lru_cache(maxsize=8)

@@ -12,6 +12,7 @@ from scipy.spatial import cKDTree
 from missions.export import export_scene, load_scene, scene_mesh, to_frame
 from missions.geometry import Boxes, Cylinders, Scene, Voxels, sample_polyline
 from missions.paths import NoPathError, connected, free_grid, guide_path
+from missions.raycast import pixel_windows
 from missions.sensors import DepthCamera, DepthNoise, Pose
 
 BOUNDS = (np.array([-10.0, -10.0, -10.0]), np.array([10.0, 10.0, 0.0]))
@@ -159,6 +160,71 @@ def test_a_solid_block_of_voxels_looks_like_the_box_it_fills():
         assert np.allclose(seen, expected, rtol=0, atol=1e-9, equal_nan=True), pose
     inside = Pose((4.0, 0.5, -1.5), yaw=0.3)
     assert (camera.render(voxels, inside) == 0).all() and (camera.render(box, inside) == 0).all()
+
+
+def test_pixel_windows_hold_every_pixel_that_meets_the_box():
+    # Against the slab test of every pixel's ray in numpy: a pixel outside a box's window never meets it, and a
+    # box reaching behind the image plane gets the whole image; most boxes ahead get less.
+    camera = DepthCamera()
+    rays = camera.rays()
+    u, v = rays[:camera.width, 1].copy(), rays[::camera.width, 2].copy()
+    rng = np.random.default_rng(11)
+    narrowed = 0
+    for _ in range(200):
+        pose = Pose(tuple(rng.uniform(-2, 2, 3)), yaw=rng.uniform(-np.pi, np.pi), pitch=rng.normal(0, 0.4),
+                    roll=rng.normal(0, 0.4))
+        origin, rotation = np.asarray(pose.position), pose.rotation()
+        lo = origin + rng.uniform(-4, 4, (8, 3))
+        hi = lo + rng.uniform(0.05, 3, (8, 3))
+        windows = pixel_windows(lo, hi, np.arange(8), origin, rotation, u, v)
+        directions = rays @ rotation.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t1, t2 = (lo[:, None] - origin) / directions, (hi[:, None] - origin) / directions  # (boxes, rays, 3)
+        meets = np.minimum(t1, t2).max(axis=2).clip(0) <= np.maximum(t1, t2).min(axis=2)
+        for k, (r0, r1, c0, c1) in enumerate(windows):
+            hit = meets[k].reshape(camera.height, camera.width)
+            inside = np.zeros_like(hit)
+            inside[r0:r1, c0:c1] = True
+            assert not (hit & ~inside).any(), (pose, lo[k], hi[k])
+            corners = (np.array(np.meshgrid(*zip(lo[k], hi[k]), indexing="ij")).reshape(3, -1).T - origin) @ rotation
+            if corners[:, 0].min() <= 0:
+                assert (r0, r1, c0, c1) == (0, camera.height, 0, camera.width)
+            else:
+                narrowed += (r1 - r0) * (c1 - c0) < hit.size
+    assert narrowed > 100
+
+
+def test_depth_images_agree_with_the_scene_distances_along_each_ray():
+    # Each pixel's depth against the scenes' exact distances (missions.geometry), not the ray casts: at a
+    # hit's depth the ray is on an obstacle's surface and nowhere before it inside one; a ray that meets
+    # nothing within range is nowhere inside one. Turned, pitched and rolled poses close to the obstacles
+    # of the forest, random-angle, maze and urban scenes, where most of each image is culled from most
+    # obstacles' windows.
+    from missions.scenes import scene_for
+    camera = DepthCamera()
+    rng = np.random.default_rng(3)
+    steps = np.arange(0.0, 1.0, 0.004)[1:]  # of the depth, or of the range on a miss
+    for name in ("forest", "random-angle", "maze", "urban"):
+        scene = scene_for(name, 1)
+        lo, hi = np.asarray(scene.bounds_min), np.asarray(scene.bounds_max)
+        poses, seen = 0, 0
+        while poses < 6:
+            position = lo + rng.random(3) * (hi - lo)
+            if not 0.3 < scene.distance(position)[0] < 2.0:
+                continue
+            poses += 1
+            pose = Pose(tuple(position), yaw=rng.uniform(-np.pi, np.pi), pitch=rng.normal(0, 0.3),
+                        roll=rng.normal(0, 0.3))
+            depth = camera.render(scene, pose).ravel()
+            directions = camera.rays() @ pose.rotation().T
+            hit = np.isfinite(depth)
+            seen += hit.sum()
+            reach = np.where(hit, depth, camera.max_range)
+            surface = scene.distance(position + directions[hit] * depth[hit, None])
+            assert np.all(np.abs(surface) < 1e-6)
+            before = scene.distance((position + (directions * reach[:, None])[:, None, :] * steps[:, None]).reshape(-1, 3))
+            assert before.min() > -1e-9
+        assert seen > 0.05 * poses * depth.size, name
 
 
 def test_exports_round_trip_and_have_valid_headers(tmp_path):
