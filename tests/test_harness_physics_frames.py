@@ -9,6 +9,7 @@ import math
 import random
 import socket
 import threading
+import time
 
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
@@ -21,7 +22,7 @@ from px4.external_physics.hil_messages import (
     take_actuator_controls,
 )
 from px4.external_physics.links import SimulatorLinkError, SocketLink
-from px4.external_physics.lockstep import SimulatorLoop
+from px4.external_physics.lockstep import PART_SAMPLE_EVERY, SimulatorLoop
 from px4.external_physics.simulator import HarnessSimulator, SimulatorOptions
 from px4.sim import mavlink_encode
 
@@ -151,3 +152,45 @@ def test_the_tcp_link_returns_what_arrives_nothing_on_timeout_and_names_a_closed
             link.read(1.0)
     finally:
         link.close()
+
+
+def test_the_loop_counts_its_own_cpu_time_as_the_harness_share_and_the_wait_for_px4_as_px4s():
+    """A scripted PX4 over real TCP that takes 2 ms of wall time (asleep, no CPU) before each answer: the
+    loop's share is its own thread's CPU time (a loop that counted its wait for the answer would be near
+    100 %), its parts add up to the wall time per frame, and the whole process's CPU covers the thread's."""
+    server = socket.create_server(("127.0.0.1", 0))
+    px4 = socket.create_connection(server.getsockname())
+    link = SocketLink(server.accept()[0], "TCP test")
+    server.close()
+    answered = threading.Event()
+
+    def scripted_px4() -> None:
+        parser = mavlink.MAVLink(None)
+        mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+        while data := px4.recv(65536):
+            for msg in parser.parse_buffer(data) or ():
+                if msg.get_msgId() == mavlink.MAVLINK_MSG_ID_HIL_SENSOR and msg.id == 0:
+                    time.sleep(0.002)
+                    px4.sendall(mavlink.MAVLink_hil_actuator_controls_message(
+                        msg.time_usec, [0.0] * 16, 0, 1).pack(mav))
+                    answered.set()
+
+    peer = threading.Thread(target=scripted_px4, daemon=True)
+    peer.start()
+    loop = SimulatorLoop(HarnessSimulator(SimulatorOptions(record_rate_hz=250.0)), link, None).start()
+    try:
+        assert answered.wait(30.0)
+        deadline = time.monotonic() + 120.0  # a bound on a stuck loop only: the test counts frames
+        while loop.stats.cpu_frames < 10 * PART_SAMPLE_EVERY and loop.error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        loop.stop()
+        link.close()
+        px4.close()
+    stats = loop.stats
+    assert loop.error is None and stats.cpu_frames >= 10 * PART_SAMPLE_EVERY and stats.missed_replies == 0
+    parts = stats.step_parts_us()
+    wall_us = (stats.last_wall - stats.first_reply_wall) / (stats.frames - stats.first_reply_frame) * 1e6
+    assert sum(parts.values()) == pytest.approx(wall_us, rel=1e-9)
+    assert min(parts["build"], parts["socket"], parts["parse"]) > 0.0 and parts["PX4 and waits"] >= 1900.0
+    assert 0.0 < stats.harness_share < 0.5 and stats.process_s >= stats.cpu_s
