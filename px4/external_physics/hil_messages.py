@@ -124,8 +124,8 @@ def take_actuator_controls(data: bytes) -> tuple[ActuatorControls | None, bytes]
         return None, data
     if x25(data[1:end - 2] + _CONTROLS_CRC_EXTRA) != data[end - 2] | data[end - 1] << 8:
         return None, data
-    # MAVLink 2 cuts trailing zero bytes off a payload: they come back as zeros. The last byte is the mode,
-    # which has PX4's flags in it, so its answers come whole and are read in place.
+    # MAVLink 2 cuts trailing zero bytes off a payload: they come back as zeros. The last byte is the mode (PX4's
+    # MAV_MODE_FLAGs, not zero once it runs), so an answer mostly comes whole and is read in place.
     values = (_CONTROLS_LAYOUT.unpack_from(data, _HEAD) if length == _CONTROLS_FULL
               else _CONTROLS_LAYOUT.unpack(data[_HEAD:end - 2].ljust(_CONTROLS_FULL, b"\0")))
     controls = ActuatorControls(values[0], bool(values[18] & ARMED_FLAG), bool(values[1] & LOCKSTEP_FLAG),

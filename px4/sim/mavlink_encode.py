@@ -35,9 +35,8 @@ class _Layout:
         self.arrays = [i for i, length in enumerate(cls.array_lengths) if length][::-1]
         self.struct = cls.unpacker
         self.values = attrgetter(*names) if len(names) > 1 else (lambda msg, get=attrgetter(names[0]): (get(msg),))
-        # The constructor's arguments (declaration order) put in wire order; most messages declare their fields
-        # in wire order and have no array (HIL_SENSOR, sent every lockstep step): their arguments are packed as
-        # they come.
+        # The constructor's arguments (declaration order) put in wire order; those of a message declared in wire
+        # order without arrays (HIL_SENSOR, sent every lockstep step) are packed as they come.
         self.fields = len(cls.fieldnames)
         places = [cls.fieldnames.index(name) for name in names]
         self.wire = itemgetter(*places) if len(places) > 1 else (lambda args, get=itemgetter(places[0]): (get(args),))
