@@ -65,6 +65,8 @@ from px4.sim.mavlink_server import MavlinkServer, flight_logger
 from px4.sim.mission_items import MissionItem
 
 NAN = float("nan")
+# The physics state's position, velocity and attitude quaternion, read by a snapshot in one slice.
+assert (VEL, Q) == (POS + 3, VEL + 3), "physics.dynamics' state layout changed: LockstepVehicle._truth reads it"
 # MAVSDK's names for what telemetry reports, so snapshots read the same on every target (for every
 # member, so that a snapshot reads no enum `name`, a Python-level property).
 MODE_NAMES = {mode: "RETURN_TO_LAUNCH" if mode == FlightMode.RTL else mode.name for mode in FlightMode}
@@ -185,8 +187,9 @@ class LockstepVehicle(VehicleBase):
             if self._logger is not None:
                 self._logger.update()
             reached = list(ap.reached_items)
-            ap.reached_items.clear()
-            self._reached.extend(reached)
+            if reached:
+                ap.reached_items.clear()
+                self._reached.extend(reached)
             if self._speaker is not None and self._speaker.listeners:
                 self._speaker.speak(reached)
             if link is None:
@@ -261,15 +264,14 @@ class LockstepVehicle(VehicleBase):
         if self._truth_key == key:
             return self._truth_state
         # The physics state's values read once (its position, velocity and attitude properties each slice
-        # and copy it), the snapshot made of them in one piece.
-        s = physics.tolist()
-        north, east, down = s[POS:POS + 3]
+        # and copy it), unpacked by name (no slices spread into calls), the snapshot made of them in one piece.
+        north, east, down, vn, ve, vd, qw, qx, qy, qz = physics.tolist()[POS:Q + 4]
+        roll, pitch, yaw = euler_of(qw, qx, qy, qz)
         lat, lon, alt = ap.origin.to_global(north, east, down)
         self._truth_key = key
-        self._truth_state = state_of((int(ap.time_s * 1e9), north, east, down, *s[VEL:VEL + 3],
-                                      *euler_of(*s[Q:Q + 4]), lat, lon, alt, ap.armed, not ap.landed,
-                                      MODE_NAMES[ap.mode], LANDED_NAMES[ap.landed_state],
-                                      100.0 * ap.battery_remaining, ap.time_s))
+        self._truth_state = state_of((int(ap.time_s * 1e9), north, east, down, vn, ve, vd, roll, pitch, yaw,
+                                      lat, lon, alt, ap.armed, not ap.landed, MODE_NAMES[ap.mode],
+                                      LANDED_NAMES[ap.landed_state], 100.0 * ap.battery_remaining, ap.time_s))
         return self._truth_state
 
     @property

@@ -28,7 +28,7 @@ import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
-from physics.dynamics import POS, QuadrotorDynamics
+from physics.dynamics import POS, QuadrotorDynamics, yaw_of
 from physics.faults import VehicleFaults
 from physics.sensors import SensorModel
 from profiles.vehicle import VehicleProfile
@@ -151,7 +151,9 @@ class Autopilot(SitlBattery):
         self._step_count = 0
         # Load the compiled loop now (or, in a fresh checkout, compile it): in the first step of a
         # real-time flight it would put the vehicle half a second behind its clock.
-        self._run_steps(kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, 0.0, 0.0, 0)
+        dyn, ctrl = self.dyn, self.ctrl
+        run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state, ctrl.constants, ctrl.limits,
+                  kern.NO_SETPOINT, _NO_SETPOINT, MOTORS_OFF, _ALL_WORKING, self._motors, 0.0, 0.0, 0.0, 0)
 
     # ------------------------------------------------------------------ state a client sees
     @property
@@ -457,31 +459,28 @@ class Autopilot(SitlBattery):
         """Step for a span of simulation time."""
         self.advance(math.inf, steps=int(round(seconds / self.dt)))
 
-    def _run_steps(self, kind: int, sp_array: np.ndarray, drive: int, working: np.ndarray, until: float, due: float,
-                   steps: int) -> tuple[int, float]:
-        """Controllers and physics for up to `steps` steps in the compiled loop; (steps taken, time after)."""
-        dyn, ctrl = self.dyn, self.ctrl
-        return run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state, ctrl.constants,
-                         ctrl.limits, kind, sp_array, drive, working, self._motors, self.time_s, until, due, steps)
-
     def advance(self, until: float, due: float = math.inf, steps: int | None = None) -> int:
         """Step while ``time_s + dt / 2 < until``, at most `steps` steps, and stop after the step that
         brings `time_s` to `due` or past it (a caller's next event). Returns the steps taken.
 
         The navigator runs every NAV_PERIOD_S; between its runs the controllers and the physics run
         as one compiled loop (`px4.sim.inner_loop`)."""
-        ctrl, faults = self.ctrl, self.faults
+        # Called for every run of steps between two navigator cycles or snapshots (twice per cycle in lockstep):
+        # what it reads more than once is read once, and the compiled loop is called here without a wrapper.
+        dyn, ctrl, faults = self.dyn, self.ctrl, self.faults
+        dt, nav_steps = self.dt, self._nav_steps
+        half_step = 0.5 * dt
         left = steps if steps is not None else _UNLIMITED
         taken = 0
-        while left > 0 and self.time_s + 0.5 * self.dt < until:
-            phase = self._step_count % self._nav_steps
+        while left > 0 and self.time_s + half_step < until:
+            phase = self._step_count % nav_steps
             if phase == 0:
-                self._navigate(self._nav_steps * self.dt)
-            chunk = min(left, self._nav_steps - phase)
+                self._navigate(nav_steps * dt)
+            chunk = min(left, nav_steps - phase)
             if faults.gust > 0.0:
                 # Gusts draw from the fault's random generator every step, in Python.
                 chunk = 1
-                faults.step(self.dt)
+                faults.step(dt)
             sp = self.current_setpoint
             kind, sp_array = kern.NO_SETPOINT, _NO_SETPOINT
             if not self.armed:
@@ -497,7 +496,9 @@ class Autopilot(SitlBattery):
                 ctrl.sync_params()
             working = _ALL_WORKING if not faults.motors_off else np.array(
                 [0.0 if i in faults.motors_off else 1.0 for i in range(4)])
-            done, self.time_s = self._run_steps(kind, sp_array, drive, working, until, due, chunk)
+            done, self.time_s = run_steps(dyn.state, dyn.model, dyn.rotor_efficiency, dyn.wind_ned, ctrl.state,
+                                          ctrl.constants, ctrl.limits, kind, sp_array, drive, working, self._motors,
+                                          self.time_s, until, due, chunk)
             self._step_count += done
             taken += done
             left -= done
@@ -688,7 +689,9 @@ class Autopilot(SitlBattery):
 
     def _auto_setpoint(self, dt: float):
         """The flight task's setpoint for the current triplet (started afresh when auto flight begins)."""
-        pos, yaw = self.position, self.dyn.yaw
+        # One read of the physics state, as floats: `dyn.yaw` would work its formula on numpy scalars.
+        s = self.dyn.state.tolist()
+        pos, yaw = (s[POS], s[POS + 1], s[POS + 2]), yaw_of(s)
         if not self._auto_active:
             last = self.current_setpoint if isinstance(self.current_setpoint, TrajectorySetpoint) else None
             # PX4 runs no flight task in offboard (FlightModeManager's task is None there), so a task

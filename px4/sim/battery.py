@@ -20,7 +20,8 @@ class SitlBattery:
         floor = p["SIM_BAT_MIN_PCT"] / 100.0
         rate = 1.0 / max(p["SIM_BAT_DRAIN"], 1e-3)
         self.battery_remaining = max(floor, self.battery_remaining - rate * dt)
-        self.battery_discharged_mah += self.battery_current_a * dt / 3.6
+        # battery_current_a's sum, from the motors' array itself (two property calls fewer, 50 times a second)
+        self.battery_discharged_mah += CURRENT_PER_MOTOR_A * sum(self._motors.tolist()) * dt / 3.6
 
     @property
     def battery_current_a(self) -> float:
