@@ -279,3 +279,45 @@ def test_the_grid_search_stops_at_the_goal_or_the_best_edge_cell():
                 assert distance[stopped] == pytest.approx(whole[stopped])
             else:
                 assert stopped == -1 and np.array_equal(np.isfinite(distance), np.isfinite(whole))
+
+
+def test_the_compiled_time_profile_is_the_rule_of_its_docstring_number_for_number():
+    """The avoiding planner's trajectory rows (compiled) against the rule written out in Python here: from
+    the start speed, at most the cap, accelerating by ACCEL, no faster than braking in time for each vertex
+    ahead allows (corner speed squared plus 2 ACCEL times the distance), a row every SAMPLE s up to HORIZON
+    or the path's end. Numba keeps IEEE order without fastmath, so the numbers must be the same ones."""
+    from onboard.planners.avoid import ACCEL, HORIZON, SAMPLE, _time_profile
+
+    def rule(points, corner, cap, speed, down):
+        arc = [0.0]
+        for (n0, e0), (n1, e1) in zip(points, points[1:]):
+            arc.append(arc[-1] + math.hypot(n1 - n0, e1 - e0))
+        rows, s, t = [], 0.0, 0.0
+        while True:
+            i = max(k for k in range(len(points) - 1) if arc[k] <= s)
+            (n0, e0), (n1, e1) = points[i], points[i + 1]
+            length = math.hypot(n1 - n0, e1 - e0)
+            f = (s - arc[i]) / length
+            dn, de = (n1 - n0) / length, (e1 - e0) / length
+            v = min(cap, math.sqrt(min(c * c + 2.0 * ACCEL * (a - s) for a, c in zip(arc, corner) if a >= s)), speed)
+            rows.append((t, n0 + (n1 - n0) * f, e0 + (e1 - e0) * f, down, dn * v, de * v, 0.0))
+            if t >= HORIZON or s >= arc[-1]:
+                return np.array(rows), arc
+            speed = min(cap, v + ACCEL * SAMPLE)
+            s = min(arc[-1], s + v * SAMPLE)
+            t += SAMPLE
+
+    rng = np.random.default_rng(4)
+    paths = [[(0.0, 0.0), (1.2, 0.0)], [(0.0, 0.0), (3.0, 0.0), (3.0, 4.0)]]
+    paths += [[tuple(p) for p in np.cumsum(rng.normal(0, 2, (int(rng.integers(2, 8)), 2)), axis=0)] for _ in range(300)]
+    for points in paths:
+        cap, speed = float(rng.choice([1.0, 3.0, 4.5])), float(rng.uniform(0, 5))
+        corner = [cap * float(rng.uniform(0.3, 1.0)) for _ in points[:-1]] + [0.0]
+        expected, arc = rule(points, corner, cap, min(speed, cap), -2.0)
+        lengths = np.array([math.hypot(n1 - n0, e1 - e0) for (n0, e0), (n1, e1) in zip(points, points[1:])])
+        rows = _time_profile(np.array(points), lengths, np.array(arc), np.array(corner), cap, min(speed, cap), -2.0)
+        assert rows.tobytes() == expected.tobytes(), points
+    short = _time_profile(np.array(paths[0]), np.array([1.2]), np.array([0.0, 1.2]), np.array([1.0, 0.0]), 1.0, 0.0,
+                          -2.0)
+    assert short[0, 4] == 0.0 and short[-1, 1] == 1.2 and short[-1, 4] == 0.0  # from rest to a stop at the end
+    assert np.all(np.diff(np.hypot(short[:, 4], short[:, 5])) <= ACCEL * SAMPLE + 1e-12)
