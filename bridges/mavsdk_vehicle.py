@@ -87,6 +87,12 @@ ARM_CONFIRM_S = 6.0
 # Wall seconds past its estimate that a vehicle-time deadline waits for the vehicle's clock before it
 # trusts the wall clock alone (the stamps stopped: link lost).
 CLOCK_GRACE_S = 1.0
+# A grace timer firing this late (wall s) means the harness itself was held, not the link (_WallGrace); its
+# queued stamps get HELD_RECHECKS more looks, HELD_RECHECK_S apart, before the block ends. Beside two CPU
+# burners the harness was held 1.2-1.8 s at a time (ci50), past the grace of a 3 vehicle s wait at 4x.
+HELD_S = 0.1
+HELD_RECHECKS = 3
+HELD_RECHECK_S = 0.1
 # The most one look at the vehicle's clock adds to how long it has stood still (wall s): a harness that was itself
 # held (a blocked event loop, a stopped or starved process) has the vehicle's stamps waiting in its socket, and
 # must not take its own pause for the vehicle's.
@@ -147,6 +153,47 @@ class _VehicleClock:
     vehicle_s: float | None = None
     at: float = 0.0
     watchers: set = field(default_factory=set)  # called on every new stamp
+
+
+class _WallGrace:
+    """Ends a vehicle-time block when the wall clock says its stamp is overdue (CLOCK_GRACE_S past the
+    estimate), judged on this process's own turns. A timer that fires more than HELD_S late found a harness
+    that was itself held (a collection, a slow fsync of a record, a starved process) while the vehicle's
+    stamps waited in MAVSDK's queue behind this very callback: the stamps get their turn first (up to
+    HELD_RECHECKS looks HELD_RECHECK_S apart), so the harness does not take its own pause for a lost link."""
+
+    def __init__(self, block) -> None:
+        self._block = block
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._rechecks = 0
+
+    def arm(self, when: float) -> None:
+        """Expire the block at event-loop time `when` unless re-armed first (a stamp came)."""
+        self.cancel()
+        self._rechecks = 0
+        self._set(when)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _set(self, when: float) -> None:
+        self._due = when
+        self._handle = self._loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        if self._block.expired():
+            return
+        now = self._loop.time()
+        if now - self._due > HELD_S and self._rechecks < HELD_RECHECKS:
+            self._rechecks += 1
+            self._set(now + HELD_RECHECK_S)
+            return
+        self._block.reschedule(now)
 
 
 class MavsdkVehicle(VehicleBase):
@@ -336,7 +383,9 @@ class MavsdkVehicle(VehicleBase):
                         yield
                         return
                     target = clock.vehicle_s + seconds
-                    block.reschedule(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
+                    grace = _WallGrace(block)
+                    block.reschedule(None)
+                    grace.arm(loop.time() + seconds / self.speed_factor + CLOCK_GRACE_S)
 
                     def follow() -> None:
                         # An expired block (its stamp came, or the grace ran out) ends at the task's next turn; a
@@ -344,14 +393,18 @@ class MavsdkVehicle(VehicleBase):
                         if block.expired():
                             return
                         remaining = target - clock.vehicle_s
-                        block.reschedule(loop.time() + (max(0.0, remaining) / self.speed_factor + CLOCK_GRACE_S
-                                                        if remaining > 0 else 0.0))
+                        if remaining > 0:
+                            grace.arm(loop.time() + remaining / self.speed_factor + CLOCK_GRACE_S)
+                        else:
+                            grace.cancel()
+                            block.reschedule(loop.time())
 
                     clock.watchers.add(follow)
                     try:
                         yield
                     finally:
                         clock.watchers.discard(follow)
+                        grace.cancel()
                 finally:
                     self._on_loss.discard(lost)
         except TimeoutError:

@@ -98,6 +98,37 @@ async def test_a_stamp_that_arrives_while_a_wait_expires_leaves_the_vehicle_cloc
     assert advanced > 0, "the vehicle's clock stopped"
 
 
+async def test_a_harness_held_past_a_waits_grace_reads_the_queued_stamps_before_calling_the_link_lost():
+    # The harness itself can stand still (a collection, a slow fsync of its record, a starved process) while
+    # the vehicle's stamps wait in MAVSDK's queue. Here the harness believes in 4x and the vehicle keeps 1x (a
+    # vehicle held back on a loaded machine): a wait of 3 vehicle s has a wall-clock grace of 0.75 + 1 s, and
+    # a harness held 2 s inside it finds its grace timer overdue although only 2 vehicle s have passed. That
+    # is the harness's pause, not a lost link: the wait goes on. A harness held past the vehicle's 3 s (4 s)
+    # finds the stamp it waited for in the queue and the wait ends, as it must.
+    async with builtin_vehicle(SimProcessOptions(speed=1.0)) as sim:
+        vehicle = await connect(sim.url, timeout=10.0, speed_factor=4.0)
+        try:
+            for _ in range(200):  # until the vehicle's clock is known: a wait before that keeps the wall clock
+                if not math.isnan(vehicle.clock_s):
+                    break
+                await asyncio.sleep(0.05)
+            outcomes = []
+            for held_s in (2.0, 4.0):
+                start = vehicle.clock_s
+                try:
+                    async with vehicle.deadline(3.0):
+                        time.sleep(held_s)  # the harness held: nothing of this process runs
+                        await asyncio.sleep(0.3)
+                    outcomes.append(("ended", vehicle._clock.vehicle_s - start))
+                except TimeoutError:
+                    outcomes.append(("timed out", vehicle._clock.vehicle_s - start))
+        finally:
+            await vehicle.close()
+    (first, first_s), (second, second_s) = outcomes
+    assert first == "ended" and first_s < 3.0, f"held 2 s of the vehicle's 3: {first} after {first_s:.2f} vehicle s"
+    assert second == "timed out" and second_s >= 3.0, f"held past 3 vehicle s: {second} after {second_s:.2f}"
+
+
 async def test_a_telemetry_handler_that_fails_costs_one_message_not_the_stream(caplog):
     async with builtin_vehicle(SimProcessOptions(speed=2.0)) as sim:
         vehicle = await connect(sim.url, timeout=10.0, speed_factor=2.0)
