@@ -33,7 +33,7 @@ from bridges.vehicle import Vehicle
 from hil.recording import record_telemetry
 from hil.stop import FlightPhase, Interrupts
 from records.clock import STAMP, ClockMark, mark, speed_between
-from records.record import TrialRecorder
+from records.record import FLUSH_INTERVAL_S, TrialRecorder
 from records.summary import Summary
 from targets import OpenTarget, TargetOptions, TargetSpec, open_target
 
@@ -42,8 +42,9 @@ class TrialSession:
     """One trial from first contact to its finished record (module docstring)."""
 
     def __init__(self, record_dir: Path, *, config: Mapping[str, Any], target: str, seed: int | None = None,
-                 interrupts: Interrupts | None = None) -> None:
-        self.recorder = TrialRecorder(record_dir, config=config, target=target, seed=seed)
+                 interrupts: Interrupts | None = None, flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+        self.recorder = TrialRecorder(record_dir, config=config, target=target, seed=seed,
+                                      flush_interval_s=flush_interval_s)
         self.record_dir = Path(record_dir)
         self.interrupts = interrupts
         self.phase = FlightPhase()  # what an interrupted record names

@@ -46,6 +46,7 @@ from profiles.library import load_vehicle_profile
 from profiles.vehicle import VehicleProfile
 from px4.sitl import SitlError
 from records.atomic import write_file_atomically
+from records.record import FLUSH_INTERVAL_S
 from records.summary import (
     MissionSummary,
     NavigationSummary,
@@ -112,7 +113,8 @@ async def run_trial_async(spec: TrialSpec, record_dir: Path, cache_dir: Path,
     facts = scene_facts(spec.scene, spec.config, cache_dir)
     rule = RULES[spec.rule]
     profile = load_vehicle_profile(spec.profile)
-    with TrialSession(record_dir, config=config, target=spec.target, seed=spec.seed) as session:
+    with TrialSession(record_dir, config=config, target=spec.target, seed=spec.seed,
+                      flush_interval_s=flush_interval_s(spec)) as session:
         recorder = session.recorder
         flight: NavigationResult | None = None
         speed_factor, error = 1.0, "not flown"
@@ -156,7 +158,7 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
         mission = dataclasses.replace(mission, faults=mission.faults + tuple(load_fault_profile(spec.fault)))
     profile = load_vehicle_profile(spec.profile)
     with TrialSession(record_dir, config={**config, "mission_resolved": mission}, target=spec.target,
-                      seed=spec.seed) as session:
+                      seed=spec.seed, flush_interval_s=flush_interval_s(spec)) as session:
         recorder = session.recorder
         options = dataclasses.replace(_target_options(spec), outages=tuple(
             (w.start_s, w.start_s + w.duration_s) for w in mission.comms_loss))
@@ -188,6 +190,16 @@ async def run_mission_trial(spec: TrialSpec, record_dir: Path, config: dict[str,
                                  **mission_judged(mission, profile.radius, truth))
         session.finish(outcome, summary)
     return summary
+
+
+def flush_interval_s(spec: TrialSpec) -> float:
+    """How often the trial's record writes its tables: a lockstep trial's once, when it ends. Its record is
+    in the campaign's .partial/ until then, thrown away whole if the trial is killed (a Ray worker's
+    returns only once finished), so parts flushed meanwhile were never read, and a lockstep trial, a few
+    wall seconds and some ten thousand rows, flushed them about once a second of its wall time: written,
+    fsynced, read back and deleted (some 2 % of a matrix trial's CPU, more on a loaded machine, where its
+    wall time is longer). A trial at real time keeps its flushes: it may last an hour."""
+    return math.inf if spec.target == LOCKSTEP else FLUSH_INTERVAL_S
 
 
 def _target_options(spec: TrialSpec) -> TargetOptions:

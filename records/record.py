@@ -57,6 +57,8 @@ MANIFEST_NAME = "manifest.json"
 EVENTS_NAME = "events.jsonl"
 TABLES_DIR = "tables"
 FORMAT_VERSION = 1
+# Wall seconds between flushes: what a killed trial may lose of its tables (module docstring).
+FLUSH_INTERVAL_S = 1.0
 
 _ARROW_TYPES: dict[type, pa.DataType] = {
     bool: pa.bool_(),
@@ -90,6 +92,9 @@ class TrialRecorder:
     buffered and marks the record "crashed" with the error text. Not thread-safe: one recorder
     belongs to one trial loop.
 
+    `flush_interval_s` (wall seconds) bounds what a killed trial loses; math.inf writes the tables once, at
+    `finish()` (or at a crash), for a record that is thrown away whole if its trial is killed.
+
     Column types are fixed by the first value seen in each column (bool, int, float or str); later
     ints are accepted into a float column, any other mismatch raises `TypeError` at `append`, so
     every part of a table has the same schema. A key missing from a row, or None, is stored as null.
@@ -102,7 +107,7 @@ class TrialRecorder:
         config: Mapping[str, Any],
         target: str,
         seed: int | None = None,
-        flush_interval_s: float = 1.0,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> None:
         self.record_dir = Path(record_dir)
         # Told of every event (kind, fields) once it is on disk: a live display follows the trial
@@ -114,7 +119,7 @@ class TrialRecorder:
         self._config = dict(config)
         self._target = target
         self._seed = seed
-        self._flush_interval_ns = int(flush_interval_s * 1e9)
+        self._flush_interval_ns = flush_interval_s * 1e9  # a float: math.inf never flushes before finish()
         self._manifest: dict[str, Any] = {}
         self._events: TextIO | None = None
         self._buffers: dict[str, list[dict[str, Any]]] = {}

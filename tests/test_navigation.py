@@ -11,6 +11,7 @@ FlightBench's rule (1.5 m, no hold).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -18,11 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import records.record
 from hil.campaign import load_campaign
 from hil.trial import run_trial_async, run_trial_spec
 from onboard.planner import Command, Observation
 from onboard.task import NavTask
-from records.record import read_manifest
+from records.record import read_manifest, read_table
 from records.summary import NavigationSummary
 
 from .conftest import SPEED
@@ -59,6 +61,22 @@ def campaign_trial(tmp_path: Path, rule: str):
 
 def campaign_verdict(tmp_path: Path, rule: str) -> NavigationSummary:
     return run_trial_spec(*campaign_trial(tmp_path, rule))
+
+
+def test_a_lockstep_campaign_trial_writes_its_tables_once_at_the_end(tmp_path, monkeypatch):
+    """A lockstep trial's record is thrown away whole if the trial is killed, so it flushes no parts on the way
+    (hil.trial.flush_interval_s), however long its wall time: here the recorder's clock runs an hour a reading."""
+    hours = itertools.count(step=3600 * 10**9)
+    monkeypatch.setattr(records.record, "now_ns", lambda: next(hours))
+    parts = []
+    write_part = records.record.TrialRecorder._write_part
+    monkeypatch.setattr(records.record.TrialRecorder, "_write_part",
+                        lambda recorder, table, rows: parts.append(table) or write_part(recorder, table, rows))
+    spec, record, cache = campaign_trial(tmp_path, "flightbench")
+    summary = run_trial_spec(spec, record, cache)
+    assert summary.outcome == "success", summary.reason
+    assert parts == []
+    assert len(read_table(record, "telemetry")) == read_manifest(record)["tables"]["telemetry"] > 1000
 
 
 @pytest.mark.parametrize("rule, outcome", [("flyingtrust", "timeout"), ("flightbench", "success")])

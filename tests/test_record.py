@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import signal
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import records.record
 from records.record import TrialRecorder, read_events, read_manifest, read_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +56,18 @@ def test_rows_are_flushed_as_parts_once_the_interval_passes(tmp_path: Path) -> N
         rec.flush()
         assert len(part_files(rec.record_dir, "telemetry")) == 2
         rec.finish("success")
+
+
+def test_an_infinite_interval_writes_the_tables_once_at_finish(tmp_path: Path, monkeypatch) -> None:
+    hours = itertools.count(step=3600 * 10**9)  # the recorder's clock runs an hour a reading
+    monkeypatch.setattr(records.record, "now_ns", lambda: next(hours))
+    with recorder(tmp_path / "trial", flush_interval_s=math.inf) as rec:
+        for north in range(5):
+            rec.append("telemetry", {"north": float(north)})
+            rec.flush_if_due()
+        assert not (rec.record_dir / "tables" / "telemetry").exists()
+        rec.finish("success")
+    assert read_table(tmp_path / "trial", "telemetry")["north"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
 def test_finish_merges_parts_and_records_outcome(tmp_path: Path) -> None:
