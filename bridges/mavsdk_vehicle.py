@@ -477,15 +477,34 @@ class MavsdkVehicle(VehicleBase):
         texts = [text for t, text in self._status_texts if now - t <= REASON_WINDOW_S]
         return texts[-1] if texts else ""
 
-    async def _act(self, what: str, call: Coroutine) -> None:
+    async def _act(self, what: str, call: Coroutine, shows: Callable[[VehicleState], bool] | None = None,
+                   showing: str = "") -> None:
+        """Send `call`; a refusal is CommandDenied. A command with `shows` (what telemetry shows once it is carried
+        out: `showing`) whose acknowledgement MAVSDK gave up on is judged by that (`_judge_unacknowledged`)."""
         if self.lost is not None:  # a command to a vehicle that is gone would only wait for MAVSDK's retries
             call.close()
             raise VehicleLost(self.lost)
         try:
             await call
         except ActionError as exc:
+            if shows is not None and _name(exc.result) == "TIMEOUT":
+                await self._judge_unacknowledged(what, exc, shows, showing)
+                return
             await asyncio.sleep(0.05)  # the STATUSTEXT with the reason may trail the ack slightly
             raise CommandDenied(what, _name(exc.result), self._recent_reason()) from exc
+
+    async def _judge_unacknowledged(self, what: str, exc: Exception, shows: Callable[[VehicleState], bool],
+                                    showing: str) -> None:
+        """MAVSDK gives up on an acknowledgement after its retries in wall time (a lossy radio, or a loaded machine
+        where it came late) while the vehicle may well have carried the command out: only a vehicle that does not
+        show it within MODE_CONFIRM_S is refused (CommandDenied, TIMEOUT)."""
+        try:
+            await self.wait_until(shows, MODE_CONFIRM_S, showing)
+        except VehicleLost:
+            raise
+        except VehicleError:
+            raise CommandDenied(what, "TIMEOUT", f"no {showing} {MODE_CONFIRM_S:g} s after the request, "
+                                                 f"mode {self._state.flight_mode}") from exc
 
     def _arming_problems(self) -> str:
         """The errors of PX4's latest health and arming checks report for the current mode.
@@ -554,13 +573,15 @@ class MavsdkVehicle(VehicleBase):
         await self._act("goto", self.action.goto_location(lat, lon, alt, yaw_deg))
 
     async def land(self) -> None:
-        await self._act("land", self.action.land())
+        await self._act("land", self.action.land(), lambda s: s.flight_mode == "LAND" or not s.armed, "landing")
 
     async def return_to_launch(self) -> None:
-        await self._act("return to launch", self.action.return_to_launch())
+        # PX4's return ends in its LAND mode, and disarmed.
+        await self._act("return to launch", self.action.return_to_launch(),
+                        lambda s: s.flight_mode in ("RETURN_TO_LAUNCH", "LAND") or not s.armed, "return")
 
     async def hold(self) -> None:
-        await self._act("hold", self.action.hold())
+        await self._act("hold", self.action.hold(), lambda s: s.flight_mode == "HOLD", "hold")
 
     # ------------------------------------------------------------------ offboard
     async def start_offboard(self, rate_hz: float = 20.0) -> None:
@@ -609,23 +630,15 @@ class MavsdkVehicle(VehicleBase):
         self._offboard_setpoint = None
 
     async def stop_offboard(self) -> None:
-        """Leave offboard (the autopilot switches to Hold) and stop streaming.
-
-        An acknowledgement that never came is judged by what the vehicle does: MAVSDK gives up on it after its
-        retries in wall time (a lossy radio, or a loaded machine where the acknowledgement came late), while the
-        vehicle may well have left offboard; only a vehicle still in it after MODE_CONFIRM_S is refused."""
+        """Leave offboard (the autopilot switches to Hold) and stop streaming; an acknowledgement that never came
+        is judged by the mode (`_judge_unacknowledged`)."""
         try:
             await self.offboard.stop()
         except OffboardError as exc:
             if _name(exc.result) != "TIMEOUT":
                 raise CommandDenied("stop offboard", _name(exc.result), self._recent_reason()) from exc
-            try:
-                await self.wait_until(lambda s: s.flight_mode != "OFFBOARD", MODE_CONFIRM_S, "leaving offboard")
-            except VehicleLost:
-                raise
-            except VehicleError:
-                raise CommandDenied("stop offboard", "TIMEOUT", f"still in offboard {MODE_CONFIRM_S:g} s after "
-                                                                "the request") from exc
+            await self._judge_unacknowledged("stop offboard", exc, lambda s: s.flight_mode != "OFFBOARD",
+                                             "mode other than offboard")
         finally:
             await self._stop_stream()
 

@@ -11,14 +11,15 @@ import os
 import signal
 
 import pytest
+from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.offboard import OffboardError
 
 from bridges.vehicle import CommandDenied
 
-# Wall seconds the vehicle process is held: past MAVSDK's retries of a command (measured here: it gave up within
-# that), short of the harness's own wait for the mode to show (MODE_CONFIRM_S of vehicle time at 4x, plus the
-# clock's 1 s of grace once the vehicle's stamps stop).
-HELD_S = 2.2
+# Wall seconds the vehicle process is held: past MAVSDK's retries of a command (measured here: it gave up after
+# about 2.0 s), short of the harness's own wait for the mode to show (from MAVSDK's giving up, MODE_CONFIRM_S of
+# vehicle time at 4x plus the clock's 1 s of grace once the vehicle's stamps stop: about 3.6 s after the hold).
+HELD_S = 2.6
 
 
 async def _held_while(pid: int, request) -> None:
@@ -58,3 +59,17 @@ async def test_a_vehicle_that_stays_in_offboard_is_still_refused(sim, vehicle):
             await vehicle.stop_offboard()
     finally:
         os.kill(sim.proc.pid, signal.SIGCONT)
+
+
+async def test_land_and_return_whose_acknowledgement_came_too_late_are_judged_by_the_mode(sim, vehicle):
+    await vehicle.arm()
+    await vehicle.takeoff(3.0)
+    # The premise, for the action plugin's commands: MAVSDK reports a timeout when the vehicle is held that long.
+    with pytest.raises(ActionError) as raw:
+        await _held_while(sim.proc.pid, vehicle.action.return_to_launch())
+    assert getattr(raw.value.result, "name", str(raw.value.result)) == "TIMEOUT"
+    await vehicle.wait_until(lambda s: s.flight_mode == "RETURN_TO_LAUNCH", 5.0, "return after the late command")
+    await _held_while(sim.proc.pid, vehicle.hold())  # no CommandDenied: the vehicle holds
+    assert vehicle.state.flight_mode == "HOLD"
+    await _held_while(sim.proc.pid, vehicle.land())
+    assert vehicle.state.flight_mode == "LAND" or not vehicle.state.armed
