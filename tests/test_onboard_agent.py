@@ -61,12 +61,15 @@ def hil(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
 
 
 def test_a_campaign_runs_its_planner_on_the_agent_on_one_timeline(tmp_path):
+    # Two trials on two workers: the agent runs one at a time, so the second is queued behind the first and then
+    # flown; more trials would only repeat that, one after another on the board.
     out = tmp_path / "run"
     with running_agent(offset_ms=OFFSET_MS) as (agent, port):
-        done = hil("run", campaign(tmp_path / "c.yaml", port), "--out", str(out), "--workers", "2", "--no-progress")
+        path = campaign(tmp_path / "c.yaml", port, repeats=1, missions=[{"scene": "narrow-gap", "configs": [0, 1]}])
+        done = hil("run", path, "--out", str(out), "--workers", "2", "--no-progress")
     assert done.returncode in (0, 1), done.stderr
     results = pd.read_parquet(out / "results.parquet")
-    assert len(results) == 6 and set(results["onboard"]) == {f"127.0.0.1:{port}"}
+    assert len(results) == 2 and set(results["onboard"]) == {f"127.0.0.1:{port}"}
     assert not set(results["outcome"]) & {"error", "onboard_lost"}, results[["outcome", "reason"]]
     for trial_id in results["trial_id"]:
         check_board_record(out / "trials" / trial_id, OFFSET_MS)
