@@ -30,6 +30,8 @@ from .px4_builds import MAIN_BUILD, needs_px4
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_SQUARE = ROOT / "missions" / "examples" / "demo_square.yaml"
+# demo_square made small: the bench flies in real time, each of its flights followed by its ULog's download.
+SHORT_SQUARE = ROOT / "tests" / "missions" / "short_square.yaml"
 SPEED = 4.0
 
 
@@ -176,13 +178,14 @@ def test_the_estimate_against_the_truth_is_each_snapshot_against_its_own_truth()
 # ------------------------------------------------------------------------------------------- on PX4 v1.16.1
 @needs_px4
 def test_a_campaign_flies_sih_and_the_harness_physics_side_by_side_and_the_report_compares_them(tmp_path):
-    """Two repeats of the demo square on the built-in vehicle, PX4 SIH and PX4 on the harness's physics (and the
-    HITL bench when its target exists): each record names its target as written and flew its own physics, and
-    `hil report` sets them side by side with the estimate against the truth on the three that have one."""
+    """A small square on the built-in vehicle, PX4 SIH and PX4 on the harness's physics (and the HITL bench when
+    its target exists): each record names its target as written and flew its own physics, and `hil report` sets
+    them side by side with the estimate against the truth on the three that have one. One repeat each: a campaign
+    with the bench flies its trials one at a time (hil run: one worker with hardware), the bench's in real time."""
     targets = ["sim", "px4-sitl", "px4-sitl+harness"] + (["px4-hitl"] if _bench_exists() else [])
     campaign = tmp_path / "c.yaml"
-    campaign.write_text(yaml.safe_dump({"name": "s2b", "seed": 3, "repeats": 2, "speed": SPEED,
-                                        "missions": [{"mission": str(DEMO_SQUARE)}], "targets": targets}))
+    campaign.write_text(yaml.safe_dump({"name": "s2b", "seed": 3, "repeats": 1, "speed": SPEED,
+                                        "missions": [{"mission": str(SHORT_SQUARE)}], "targets": targets}))
     out, report = tmp_path / "run", tmp_path / "report"
     env = {**os.environ, "PX4_DIR": MAIN_BUILD}
     run = subprocess.run([sys.executable, "-m", "hil", "run", str(campaign), "--out", str(out), "--no-progress",
@@ -190,7 +193,7 @@ def test_a_campaign_flies_sih_and_the_harness_physics_side_by_side_and_the_repor
                          cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     assert run.returncode in (0, 1), run.stdout[-2000:] + run.stderr[-2000:]
     records = sorted((out / "trials").iterdir())
-    assert len(records) == 2 * len(targets)
+    assert len(records) == len(targets)
     flown: dict[str, list[Path]] = {}
     reasons = {}
     for record in records:
@@ -204,7 +207,7 @@ def test_a_campaign_flies_sih_and_the_harness_physics_side_by_side_and_the_repor
         reasons[record.name] = (manifest.get("summary") or {}).get("reason")
         if manifest["outcome"] != "error":
             flown.setdefault(target, []).append(record)
-    # Under load PX4 may refuse a trial (its own reason, in the record); each target flew at least one.
+    # PX4 may refuse to arm (its own reason, in the record), but no trial ended in a harness error: each target flew.
     assert set(flown) == set(targets), reasons
     for record in flown["sim"]:  # the built-in vehicle's estimate is its truth
         both = read_table(record, "telemetry").merge(read_table(record, TRUTH_TABLE), on="t_ns", suffixes=("", "_t"))
