@@ -28,7 +28,7 @@ import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
 from missions.geo import GeoOrigin
-from physics.dynamics import POS, QuadrotorDynamics, yaw_of
+from physics.dynamics import POS, QuadrotorDynamics
 from physics.faults import VehicleFaults
 from physics.sensors import SensorModel
 from profiles.vehicle import VehicleProfile
@@ -689,9 +689,7 @@ class Autopilot(SitlBattery):
 
     def _auto_setpoint(self, dt: float):
         """The flight task's setpoint for the current triplet (started afresh when auto flight begins)."""
-        # One read of the physics state, as floats: `dyn.yaw` would work its formula on numpy scalars.
-        s = self.dyn.state.tolist()
-        pos, yaw = (s[POS], s[POS + 1], s[POS + 2]), yaw_of(s)
+        pos, yaw = self.position, self.dyn.yaw
         if not self._auto_active:
             last = self.current_setpoint if isinstance(self.current_setpoint, TrajectorySetpoint) else None
             # PX4 runs no flight task in offboard (FlightModeManager's task is None there), so a task
