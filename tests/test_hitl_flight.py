@@ -41,10 +41,10 @@ def test_hil_fly_flies_a_mission_on_the_hitl_board_of_every_build(tmp_path):
     module; the serial line carried the sensors within its capacity; and the board's ULog of the flight came back
     over that line."""
     builds = [MAIN_BUILD, *SMOKE_BUILDS]
-    records = [tmp_path / f"record-{i}" for i in range(len(builds))]
-    # Their output goes to files: a pipe read only after the other flight ends could fill and stall a harness
-    # whose board flies on regardless.
-    outputs = [tmp_path / f"hil-fly-{i}.txt" for i in range(len(builds))]
+    # Each record and output named after its build, which an assertion's message then shows. The output goes to a
+    # file: a pipe read only after the other flight ends could fill and stall a harness whose board flies on.
+    records = [tmp_path / f"record-{i}-{Path(build).name}" for i, build in enumerate(builds)]
+    outputs = [tmp_path / f"{record.name}.txt" for record in records]
     flights = []
     try:
         for build, record, output in zip(builds, records, outputs):
