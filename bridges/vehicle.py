@@ -379,10 +379,11 @@ class VehicleBase:
     async def telemetry(self) -> AsyncIterator[VehicleState]:
         """Every new snapshot, in order, at the target's position rate."""
         seen = self._sample_count
+        loop = asyncio.get_running_loop()  # looked up once: a lockstep reader comes here 30-100 times a simulated second
         while True:
             self._raise_if_lost()
             if self._sample_count == seen:
-                waiter = asyncio.get_running_loop().create_future()
+                waiter = loop.create_future()
                 self._waiters.append(waiter)
                 await waiter
             seen = self._sample_count
