@@ -185,6 +185,17 @@ def test_no_integration_while_on_the_ground():
     assert climb_after(10.0) == pytest.approx(climb_after(0.1), abs=0.05)
 
 
+def test_a_climb_cap_set_again_after_a_reset_still_caps():
+    """set_flight_limits skips writing what it wrote last; a reset clears the caps, so the same cap after it
+    must be written again (else the climb runs at MPC_Z_VEL_MAX_UP)."""
+    f = Flight(load_vehicle_profile("default"))
+    f.ctrl.set_flight_limits(None, 0.5, None)
+    f.ctrl.reset()
+    f.ctrl.set_flight_limits(None, 0.5, None)
+    f.fly(hold(alt=15.0), 3.0)
+    assert -f.dyn.vel[2] < 0.6
+
+
 def test_idle_keeps_an_armed_vehicle_on_the_ground():
     f = Flight(WEAKEST, altitude=0.0)
     u = f.ctrl.idle()

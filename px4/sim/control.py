@@ -225,7 +225,7 @@ class MulticopterController:
         c[kern.C_ATT_SP] = 1.0
         c[kern.C_FLYING] = 1.0
         c[kern.C_GROUND_LOGIC] = float(self.ground_logic)
-        self._flight_limits: tuple | None = None  # set_flight_limits' last arguments, now written over
+        self._flight_limits: tuple | None = None  # set_flight_limits' last arguments (None: overwritten since)
 
     def set_flight_limits(self, speed_xy: float | None = None, speed_up: float | None = None,
                           speed_down: float | None = None, flying: bool = True) -> None:
