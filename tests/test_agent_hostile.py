@@ -194,6 +194,27 @@ def test_a_planner_outside_the_allow_list_is_refused_before_its_module_is_import
     assert marker.read_text() == "imported"
 
 
+def test_a_job_is_queued_before_its_planner_loads_and_a_planner_that_fails_to_load_is_refused_after(tmp_path):
+    # Loading a planner and its scene takes seconds of CPU on a busy board, longer than the harness waits for
+    # "queued" (REPLY_TIMEOUT_S; at load 14 the agent answered too late): it is done after that answer, in turn.
+    (tmp_path / "lab_planner.py").write_text(
+        "class Planner:\n"
+        "    def __init__(self):\n"
+        "        raise ValueError(\"the lab's map file is missing\")\n"
+        "\n"
+        "    def reset(self, task):\n"
+        "        pass\n"
+        "\n"
+        "    def step(self, observation):\n"
+        "        pass\n")
+    env = {**agent_env(), "PYTHONPATH": str(tmp_path)}
+    with running_agent(options=("--planner", "lab_planner:Planner"), env=env) as (_, port):
+        replies = exchange(port, hello(), trial(planner="lab_planner:Planner"), trial())
+    assert [r["op"] for r in replies] == ["hello", "queued", "error", "queued", "error"], replies
+    assert replies[2]["error"] == "job refused: the lab's map file is missing"
+    assert replies[4]["error"].startswith("no flight controller")  # the session went on to the next job
+
+
 @pytest.mark.parametrize("options, expected", [
     (("--planner-package", "no_such_lab.planners"), "no_such_lab.planners: no such module on this board's Python path"),
     (("--planner-package", "../lab"), "--planner-package: expected a Python package name"),

@@ -5,8 +5,9 @@ A session, harness -> agent (every message has an ``op``)::
 
     {"op": "hello", "token": T, "version": 1}       -> {"op": "hello", "agent": HOST, "python": "3.10.12", ...}
     {"op": "ping", "t1": NS}                         -> {"op": "pong", "t1": NS, "t2": BOARD_NS}   (any number)
-    {"op": "trial", "job": {...}}                    -> {"op": "queued"}, then {"op": "ready"} once the
-                                                        agent is connected to the flight controller
+    {"op": "trial", "job": {...}}                    -> {"op": "queued"}, then {"op": "ready"} once its turn
+                                                        came, its planner loaded and the agent connected
+                                                        to the flight controller (an error instead if not)
     {"op": "go"}                                     -> {"op": "alive", "cycles": N} every ALIVE_S while the
                                                         planner runs, then {"op": "result", ...}
     {"op": "stop"}                                   the verdict is in: the planner stops, holds, reports

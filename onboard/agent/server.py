@@ -341,13 +341,21 @@ class Agent:
 
         try:
             trial = parse_job(job, self.serves)
-            planner, sensor = _load(trial)
-        except ValueError as exc:  # JobError, a planner that does not load: the session goes on
+        except ValueError as exc:  # JobError: the session goes on
             log.warning("job refused: %s", exc)
             await self._send(writer, {"op": "error", "error": f"job refused: {exc}"})
             return
+        # Queued before the planner and its scene are loaded: that takes seconds of CPU (imports, the scene's
+        # generation), over the harness's REPLY_TIMEOUT_S for this answer on a loaded board (seen at load 14),
+        # and is done in turn, so that it never takes CPU from another harness's trial in flight.
         await self._send(writer, {"op": "queued"})
         async with self._busy:
+            try:
+                planner, sensor = _load(trial)
+            except ValueError as exc:  # a planner that does not load: the session goes on
+                log.warning("job refused: %s", exc)
+                await self._send(writer, {"op": "error", "error": f"job refused: {exc}"})
+                return
             log.info("trial %s: connecting to %s", trial.trial_id, trial.vehicle_url)
             try:
                 vehicle = await connect(trial.vehicle_url, trial.connect_timeout_s, trial.speed,
