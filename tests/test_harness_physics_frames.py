@@ -185,7 +185,8 @@ def test_the_loop_counts_its_own_cpu_time_as_the_harness_share_and_the_wait_for_
             time.sleep(0.05)
     finally:
         loop.stop()
-        link.close()
+        link.close()  # the scripted PX4 reads the connection's end and returns: its socket is closed after that
+        peer.join(10.0)
         px4.close()
     stats = loop.stats
     assert loop.error is None and stats.cpu_frames >= 10 * PART_SAMPLE_EVERY and stats.missed_replies == 0
