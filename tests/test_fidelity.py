@@ -84,6 +84,26 @@ async def test_figures_come_from_the_ground_truth_only_when_asked_and_sent():
     assert estimate.source == ESTIMATE and list(estimate.arrays()["n"]) == [7.0]  # truth sent, not asked for
 
 
+async def test_a_setpoint_takes_effect_between_the_reports_around_it_even_when_reports_were_dropped():
+    # The vehicle reports the setpoint it flies at 10 Hz of its clock; MAVSDK may drop reports on the way.
+    trace = Trace()
+    period = fidelity.TARGET_REPORT_PERIOD_S
+
+    def report(t: float, vn: float) -> fidelity.Point:
+        return fidelity.Point(t, 0.0, 0.0, -5.0, vn, 0.0, 0.0, 0.0)
+    trace.targets = [report(10.0 + k * period, 3.0) for k in range(10)]
+    new = 10.0 + 10 * period
+    trace.targets.append(report(new, 0.0))
+    took = await trace.took_effect(10.0, lambda target: target.vn < 0.3)
+    assert took == pytest.approx(new - period / 2)
+    # The five reports before the new one dropped: still within a report period of the first with it.
+    del trace.targets[5:10]
+    took = await trace.took_effect(10.0, lambda target: target.vn < 0.3)
+    assert new - period <= took <= new and took == pytest.approx(new - period / 2)
+    # Sent after the last report without it: midway between the sending and the first report with it.
+    assert await trace.took_effect(new - 0.01, lambda target: target.vn < 0.3) == pytest.approx(new - 0.005)
+
+
 def test_band_is_the_spread_or_20_percent_or_the_floor():
     f = Figure("x", "s", "", floor=0.1)
     assert band([10.0, 10.2], f) == pytest.approx((8.08, 12.12))  # spread narrower than +-20 % of the mean
