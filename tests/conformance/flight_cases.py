@@ -26,7 +26,7 @@ from px4.modes import FlightMode
 
 from ..mavlink_client import Client
 from .mavsdk_cases import result_of
-from .suite import Target, blocking, case
+from .suite import DOES_NOT_APPLY, PX4, Target, blocking, case
 
 # Flights take tens of vehicle seconds: at 4x a case is over in 10-20 s of wall time.
 FLIGHT_SPEED = 4.0
@@ -204,9 +204,20 @@ async def follow_me(target: Target) -> dict:
         return obs
 
 
+# PX4 v1.16.1 returns to the start after the burst in most runs, within 1.1 m. In some it flies off: from the
+# first valid setpoint it heads south at about 10 m/s, away from the setpoint it holds, for the whole 10 s (92-94 m
+# off; 3 of 20 runs beside two CPU burners, twice in a row on a loaded CI machine, 0 of 12 quiet; all three had
+# fallen 0.4 m below the ground in their estimate, as 2 runs that did not fly off had too). The built-in vehicle
+# flies the usual path; where PX4 flew off, its distance does not apply and the case names why (the built-in
+# vehicle's distance is compared in every run).
+FLEW_OFF_M = 20.0
+
+
 @case("offboard: 5 s of 1e30 velocity and acceleration setpoints at 5 m, then a valid one", "pymavlink",
       speed=FLIGHT_SPEED,
-      tolerance={"lowest altitude in the burst (m)": 0.8, "distance from the start 10 s after (m)": 1.0})
+      tolerance={"lowest altitude in the burst (m)": 0.8, "distance from the start 10 s after (m)": 1.0},
+      known={"flew off after the burst": "PX4 v1.16.1 flies off south at about 10 m/s after the burst in some "
+                                         "runs (3 of 20 beside two CPU burners, 0 of 12 quiet)"})
 @blocking
 def offboard_1e30_burst(target: Target) -> dict:
     client = Client(target.gcs_url)
@@ -243,6 +254,10 @@ def offboard_1e30_burst(target: Target) -> dict:
         texts = [t.strip() for t in client.texts]
         end = after[-1]
         drift = max(math.hypot(m.x - start.x, m.y - start.y) for m in during)
+        distance = math.hypot(end.x - start.x, end.y - start.y)
+        flew_off = distance > FLEW_OFF_M
+        # Only PX4's flying off is its known path: the built-in vehicle's distance is always compared.
+        excused = flew_off and target.kind == PX4
         # PX4 drifts 0.7-1.0 m as it drops (its estimate and attitude on the way down), the built-in not at all;
         # what matters is that neither follows the setpoint's direction.
         return {"drift during the burst under 2 m": drift < 2.0,
@@ -251,7 +266,8 @@ def offboard_1e30_burst(target: Target) -> dict:
                 # Back up on valid setpoints, not the height reached: beside two CPU burners the built-in was at
                 # 3.53 m 10 s after where PX4 was at 4.92 (a quiet machine: both 4.9-5.0), a pace to measure.
                 "back above 3 m 10 s after": -end.z > 3.0,
-                "distance from the start 10 s after (m)": round(math.hypot(end.x - start.x, end.y - start.y), 2),
+                "flew off after the burst": flew_off,
+                "distance from the start 10 s after (m)": DOES_NOT_APPLY if excused else round(distance, 2),
                 "disarmed by landing": "Disarmed by landing" in texts}
     finally:
         client.close()
