@@ -13,9 +13,17 @@ Layout::
 One writer per directory: a recorder claims its directory and starts only in a new or empty one
 (DirectoryTaken otherwise), so two trials never interleave their files and no record is overwritten.
 
+Writing: the recorder's disk writes and fsyncs run on a thread of its own, one at a time in the order they were
+asked for, so a trial's event loop never waits on the disk (an fsync took up to 0.4 s at a load of 8-16 on two
+cores, and MAVSDK's telemetry, heartbeats and vehicle-clock deadlines waited with it). Called in a running event
+loop, `event`, `append` and `flush` return at once and `await recorder.written()` waits until all recorded so far
+is on disk; called outside one, they return once their writes are done, as if there were no thread. Either way an
+event line is fsynced before the recorder's listeners are told of it, `finish` (and leaving the `with` block)
+returns only once everything is on disk, and a write that failed is raised by the recorder's next call.
+
 Durability: every file is written to a temporary name, fsynced and renamed into place, so a reader
 (or a trial killed at any instant) sees either a complete file or none. A killed trial loses at most
-the rows buffered since the last flush; its manifest stays "running" (or "crashed" if the error was
+the rows buffered since the last flush and the events whose listeners were not yet told; its manifest stays "running" (or "crashed" if the error was
 a Python exception), and `read_table` concatenates its parts. Side files are the exception: appended
 to in place, fsynced with every flush and closed at the end, so a killed trial's side file ends at
 most a flush interval early, possibly in a torn last record, and a finished trial's is whole.
@@ -30,6 +38,8 @@ bounded in size and nesting, and a file no recorder would have written is one `U
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -110,8 +120,8 @@ class TrialRecorder:
         flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> None:
         self.record_dir = Path(record_dir)
-        # Told of every event (kind, fields) once it is on disk: a live display follows the trial
-        # without the trial knowing it.
+        # Told of every event (kind, fields) once it is on disk, on the thread that recorded it (in its event loop
+        # if it has one): a live display follows the trial without the trial knowing it.
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         # The vehicle's clock (s) now, NaN while unknown: installed by whoever attaches a vehicle to the trial
         # (hil.session), so that rows and events carry vehicle time beside t_ns.
@@ -130,6 +140,10 @@ class TrialRecorder:
         self._last_flush_ns = 0
         self._running = False
         self._claim = contextlib.ExitStack()  # the record directory's claim (records.claim), taken on entering
+        # The one thread that writes (module docstring); its threads are joined at interpreter exit once their
+        # queued writes are done, so even a trial that never left its `with` block loses nothing queued.
+        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
+        self._failed: BaseException | None = None  # a write that failed, raised by the next call
 
     def __enter__(self) -> TrialRecorder:
         with writing("a trial record", self.record_dir), contextlib.ExitStack() as claim:
@@ -215,8 +229,13 @@ class TrialRecorder:
             if rows:
                 self._write_part(table, rows)
         self._buffers = {}
-        self._sync_side_files()
+        self._write(self._sync_side_files)
         self._last_flush_ns = now_ns()
+
+    async def written(self) -> None:
+        """Return once everything recorded so far is on disk (for a trial that reads its own record back)."""
+        await asyncio.wrap_future(self._writer.submit(_nothing))
+        self._raise_failed()
 
     def _sync_side_files(self) -> None:
         for side in self._side_files:
@@ -238,7 +257,7 @@ class TrialRecorder:
         return side
 
     def event(self, kind: str, **fields: Any) -> None:
-        """Append one event line to events.jsonl and fsync it before returning."""
+        """Append one event line to events.jsonl, fsynced before the listeners are told (module docstring)."""
         self._require_running()
         assert self._events is not None
         stamps: dict[str, Any] = {"t_ns": now_ns()}
@@ -246,18 +265,20 @@ class TrialRecorder:
             vehicle_s = self.vehicle_clock()
             if vehicle_s == vehicle_s:  # not NaN, which JSON cannot carry
                 stamps[STAMP] = vehicle_s
-        line = json.dumps({**stamps, "kind": kind, **fields}, default=_jsonable)
-        self._events.write(line + "\n")
-        self._events.flush()
-        os.fsync(self._events.fileno())
+        line = json.dumps({**stamps, "kind": kind, **fields}, default=_jsonable) + "\n"
+        self._write(functools.partial(_append_synced, self._events, line),
+                    then=functools.partial(self._tell, kind, fields))
+
+    def _tell(self, kind: str, fields: dict[str, Any]) -> None:
         for listener in self.listeners:
             listener(kind, fields)
 
     def finish(self, outcome: str, summary: Mapping[str, Any] | None = None) -> None:
         """Merge each table's parts and its rows still buffered into one file, and mark the record finished."""
         self._require_running()
-        self._sync_side_files()
+        self._write(self._sync_side_files)
         self.event("trial_finished", outcome=outcome)
+        self._wait_written()  # a write that failed is the trial's crash (__exit__), not a finished record
         tables_dir = self.record_dir / TABLES_DIR
         rows_per_table = {}
         # The rows still buffered go straight into the merged file, not through a part of their own first: a
@@ -334,15 +355,51 @@ class TrialRecorder:
         return pa.Table.from_pylist(rows, schema=schema)
 
     def _write_part(self, table: str, rows: list[dict[str, Any]]) -> None:
-        arrow = self._arrow(table, rows)
+        arrow = self._arrow(table, rows)  # here: the writer must not read column types that append may change
         number = self._parts_written.get(table, 0) + 1
-        parts_dir = self.record_dir / TABLES_DIR / table
-        parts_dir.mkdir(exist_ok=True)
-        write_atomically(parts_dir / f"part-{number:06d}.parquet", lambda f: pq.write_table(arrow, f))
+        self._write(functools.partial(_write_part_file, self.record_dir / TABLES_DIR / table, number, arrow))
         self._parts_written[table] = number
+
+    def _write(self, job: Callable[[], object], then: Callable[[], None] | None = None) -> None:
+        """`job` done on the writer thread after every write asked for before it, then `then` on this thread:
+        in a running event loop, this returns at once and `then` runs in the loop once `job` is done; outside
+        one, this returns once both are."""
+        self._raise_failed()
+        done = self._writer.submit(self._run, job)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            done.result()
+            self._raise_failed()
+            if then is not None:
+                then()
+            return
+        if then is not None:
+            asyncio.wrap_future(done, loop=loop).add_done_callback(lambda written: written.result() and then())
+
+    def _run(self, job: Callable[[], object]) -> bool:
+        """On the writer thread: whether `job` wrote; its error is kept for the recorder's next call to raise."""
+        try:
+            job()
+        except Exception as error:
+            self._failed = self._failed or error
+            return False
+        return True
+
+    def _raise_failed(self) -> None:
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _wait_written(self) -> None:
+        """Everything queued is on disk when this returns (the thread's own wait, also in an event loop)."""
+        self._writer.submit(_nothing).result()
+        self._raise_failed()
 
     def _close(self, status: str, **fields: Any) -> None:
         self._running = False
+        self._writer.shutdown(wait=True)  # everything queued written, the crash's events too
+        self._raise_failed()
         assert self._events is not None
         self._events.close()
         self._sync_side_files()  # whatever a writer added since the last flush
@@ -357,6 +414,21 @@ class TrialRecorder:
     def _write_manifest(self) -> None:
         text = json.dumps(self._manifest, indent=2, default=_jsonable) + "\n"
         write_atomically(self.record_dir / MANIFEST_NAME, lambda f: f.write(text.encode("utf-8")))
+
+
+def _nothing() -> None:
+    """A write job that marks its place in the queue: done once every job before it is."""
+
+
+def _append_synced(file: TextIO, line: str) -> None:
+    file.write(line)
+    file.flush()
+    os.fsync(file.fileno())
+
+
+def _write_part_file(parts_dir: Path, number: int, arrow: pa.Table) -> None:
+    parts_dir.mkdir(exist_ok=True)
+    write_atomically(parts_dir / f"part-{number:06d}.parquet", lambda f: pq.write_table(arrow, f))
 
 
 def read_manifest(record_dir: str | os.PathLike[str]) -> dict[str, Any]:

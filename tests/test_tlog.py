@@ -205,6 +205,7 @@ async def test_the_log_reaches_the_disk_while_the_trial_runs(tmp_path):
                 start = time.monotonic()
                 while time.monotonic() - start < 0.15:  # three flush intervals of wall time
                     await vehicle.sleep(0.5)
+                await recorder.written()  # the recorder writes on its own thread
                 seen.append(read_tlog(recorder.record_dir / TLOG_NAME))
             recording.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -237,6 +237,7 @@ def hil_mission(request: pytest.FixtureRequest, hil_vehicle, hil_recorder, hil_p
                                             simulator=request.node.stash.get(SIMULATOR, None))
         speed = speed_between(start, mark(hil_vehicle.clock_s), hil_vehicle.speed_factor)
         recorder.flush()
+        await recorder.written()  # the recorder writes on its own thread: the parts just flushed are read back
         table = read_table(recorder.record_dir, "telemetry")
         flown = vehicle_time(table[table.t_ns >= since_ns].reset_index(drop=True), speed)
         return outcome, reason, summarize_trial(flown, mission.to_waypoint_mission().reference_path())
