@@ -33,7 +33,7 @@ from hil.rules import RULES
 from hil.safety import require_on_ground
 from hil.session import TrialSession
 from hil.stop import dead_mans_switch, make_safe
-from missions.difficulty import scene_difficulty
+from missions.difficulty import roomy_guide_path, scene_difficulty
 from missions.faults import load_fault_profile
 from missions.geometry import polyline_length
 from missions.load import load
@@ -87,11 +87,13 @@ def scene_facts(name: str, config: int, cache_dir: Path) -> SceneFacts:
 
 def _compute_scene_facts(name: str, config: int) -> SceneFacts:
     scene = scene_for(name, config)
-    difficulty = scene_difficulty(scene).as_row()
     try:
-        shortest = polyline_length(guide_path(scene, DEFAULT_CLEARANCE))
+        shortest_path = guide_path(scene, DEFAULT_CLEARANCE)
     except NoPathError:
-        shortest = polyline_length(scene.reference_path())
+        shortest_path = None
+    # The difficulty's path is often this one (a narrow gap has no roomier): it is not searched for twice.
+    difficulty = scene_difficulty(scene, path=roomy_guide_path(scene, known={DEFAULT_CLEARANCE: shortest_path})).as_row()
+    shortest = polyline_length(scene.reference_path() if shortest_path is None else shortest_path)
     return SceneFacts(difficulty_to=float(difficulty["to"]), difficulty_vo=float(difficulty["vo"]),
                       difficulty_aol=float(difficulty["aol"]), guide_length_m=float(difficulty["path_length"]),
                       shortest_length_m=float(shortest))

@@ -28,6 +28,7 @@ the grazing, not the space around the route.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -189,9 +190,16 @@ def angle_over_length(path: np.ndarray) -> float:
     return float(np.sum(np.exp(theta / (math.pi / 6)) - 1.0) / polyline_length(path))
 
 
-def roomy_guide_path(scene: Scene, drone_radius: float = DRONE_RADIUS) -> np.ndarray:
-    """The guide path with the largest clearance in `GUIDE_CLEARANCES` (or the drone radius) that exists."""
+def roomy_guide_path(scene: Scene, drone_radius: float = DRONE_RADIUS,
+                     known: Mapping[float, np.ndarray | None] | None = None) -> np.ndarray:
+    """The guide path with the largest clearance in `GUIDE_CLEARANCES` (or the drone radius) that exists.
+    `known`: guide paths the caller has already searched for, by clearance (None: there is none), not searched again."""
+    known = known or {}
     for clearance in [c for c in GUIDE_CLEARANCES if c > drone_radius] + [drone_radius]:
+        if clearance in known:
+            if known[clearance] is not None:
+                return known[clearance]
+            continue
         try:
             return guide_path(scene, clearance)
         except NoPathError:

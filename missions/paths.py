@@ -108,17 +108,20 @@ def _voxels_blocking(voxels: Voxels, origin: np.ndarray, shape: np.ndarray, limi
     """Cells of an aligned grid within `limit` of an occupied cube, from a Euclidean distance transform.
 
     The transform gives the distance between cube centres; a point at distance d from a cube's centre
-    is at least d - sqrt(3) * size / 2 from the cube, so that bound is used (conservative).
+    is at least d - sqrt(3) * size / 2 from the cube, so that bound is used (conservative). The grid is
+    aligned with the cubes, so the cells that overlap them are one block of each: cut out, not gathered
+    cell by cell through an index grid of the whole volume.
     """
     size = voxels.size
-    centre_distance = ndimage.distance_transform_edt(~voxels.occupied) * size
-    surface_bound = centre_distance - np.sqrt(3.0) * 0.5 * size
     offset = np.rint((origin - voxels.origin) / size).astype(int)
-    index = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), axis=-1) + offset
-    inside = np.all((index >= 0) & (index < np.array(voxels.occupied.shape)), axis=-1)
+    first = np.maximum(-offset, 0)
+    last = np.minimum(shape, np.array(voxels.occupied.shape) - offset)
     blocked = np.zeros(shape, dtype=bool)
-    ii = index[inside]
-    blocked[inside] = surface_bound[ii[:, 0], ii[:, 1], ii[:, 2]] < limit
+    if np.all(last > first):
+        cells = tuple(slice(a, b) for a, b in zip(first, last))
+        cubes = tuple(slice(a + o, b + o) for a, b, o in zip(first, last, offset))
+        centre_distance = ndimage.distance_transform_edt(~voxels.occupied)[cubes] * size
+        blocked[cells] = centre_distance - np.sqrt(3.0) * 0.5 * size < limit
     return blocked
 
 

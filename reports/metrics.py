@@ -158,11 +158,19 @@ def trajectory_coverage(flown: np.ndarray, reference: np.ndarray, tolerances=TCR
 
 
 def _thin(points: np.ndarray, spacing: float) -> np.ndarray:
-    """Keep a point only once it is `spacing` from the last kept one (and always the last point)."""
-    kept = [points[0]]
-    for p in points[1:]:
-        if np.linalg.norm(p - kept[-1]) >= spacing:
-            kept.append(p)
+    """Keep a point only once it is `spacing` from the last kept one (and always the last point).
+
+    A numpy norm per point was a fifth of a matrix trial's figures; plain floats decide all but the points within
+    a rounding error of `spacing`, which get that norm still, so the same points are kept."""
+    rows = points.tolist()
+    below, above = spacing**2 * (1 - 1e-9), spacing**2 * (1 + 1e-9)
+    kept, last = [points[0]], rows[0]
+    for index in range(1, len(rows)):
+        row = rows[index]
+        squared = (row[0] - last[0]) ** 2 + (row[1] - last[1]) ** 2 + (row[2] - last[2]) ** 2
+        if squared >= above or (squared > below and np.linalg.norm(points[index] - kept[-1]) >= spacing):
+            kept.append(points[index])
+            last = row
     if len(points) > 1 and not np.array_equal(kept[-1], points[-1]):
         kept.append(points[-1])
     return np.asarray(kept)

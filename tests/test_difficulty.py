@@ -85,3 +85,28 @@ def test_to_and_vo_rise_with_forest_density():
     to, vo = zip(*means)
     assert to[0] < to[1] < to[2]
     assert vo[0] < vo[1] < vo[2]
+
+
+def test_a_guide_path_the_caller_already_has_is_not_searched_for_again(monkeypatch):
+    """Scene facts search the 0.3 m path for the shortest length; the difficulty's roomiest path is often that one
+    (a narrow gap's slits admit none roomier), and is then taken from the caller, not searched for a second time."""
+    import missions.difficulty as difficulty
+    from missions.scenes import generate as generate_named
+
+    scene = generate_named("narrow-gap", 2)
+    searched = []
+    real = difficulty.guide_path
+
+    def counting(scene, clearance, resolution=None):
+        searched.append(clearance)
+        return real(scene, clearance, resolution)
+
+    monkeypatch.setattr(difficulty, "guide_path", counting)
+    fresh = difficulty.roomy_guide_path(scene)
+    assert searched == [1.0, 0.6, 0.3]  # no path through 0.85-0.9 m slits with 0.6 m clearance
+    searched.clear()
+    assert np.array_equal(difficulty.roomy_guide_path(scene, known={0.3: fresh}), fresh)
+    assert searched == [1.0, 0.6]
+    searched.clear()
+    difficulty.roomy_guide_path(scene, known={0.3: None})  # known to have none: on to the drone radius
+    assert searched == [1.0, 0.6, 0.15]

@@ -104,3 +104,23 @@ def test_timing_summary_means_per_cycle():
     assert summary["t_ctrl_ms"] == pytest.approx(0.1)
     assert summary["t_tot_ms"] == pytest.approx(5.1)
     assert all(math.isnan(v) for v in timing_summary(None).values())
+
+
+def test_thinning_keeps_the_points_its_definition_keeps_even_at_exactly_the_spacing():
+    """_thin decides most points on plain floats; on a lattice of the spacing's step many points lie exactly one
+    spacing (or a rounding error of it) from the last kept one, where it must decide as the numpy norm does."""
+    from reports.metrics import _thin
+
+    def by_definition(points: np.ndarray, spacing: float) -> np.ndarray:
+        kept = [points[0]]
+        for p in points[1:]:
+            if np.linalg.norm(p - kept[-1]) >= spacing:
+                kept.append(p)
+        if not np.array_equal(kept[-1], points[-1]):
+            kept.append(points[-1])
+        return np.asarray(kept)
+
+    rng = np.random.default_rng(7)
+    for spacing, scale in ((0.25, 4), (0.1, 10), (0.3, 10)):
+        points = np.round(np.cumsum(rng.normal(0.0, spacing / 2, size=(3000, 3)), axis=0) * scale) / scale
+        assert np.array_equal(_thin(points, spacing), by_definition(points, spacing))
