@@ -90,8 +90,12 @@ class SensorModel:
         self._next = start + n
         return self._normals[start:start + n]
 
-    def _noisy(self, values, sigmas) -> list[float]:
-        return [v + s * z for v, s, z in zip(values, sigmas, self._standard_normals(len(sigmas)))]
+    def _noisy(self, values: Vec3, sigmas: Vec3) -> list[float]:
+        # Unrolled: a comprehension over three values costs twice the arithmetic (eight vectors a telemetry pass).
+        x, y, z = values
+        sx, sy, sz = sigmas
+        nx, ny, nz = self._standard_normals(3)
+        return [x + sx * nx, y + sy * ny, z + sz * nz]
 
     def imu(self, accel: Vec3, gyro: Vec3, mag: Vec3, pressure: float, running: bool
             ) -> tuple[list[float], list[float], list[float], float]:

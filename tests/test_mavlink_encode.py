@@ -137,3 +137,33 @@ def test_a_lockstep_tlog_reads_back_as_the_messages_pymavlink_would_have_written
                 err_msg=f"{sent.get_type()}.{name}")
     # Every stream of the vehicle's (WIND_COV needs wind), and the texts of arming and taking off.
     assert set(DEFAULT_RATES_HZ) - {"WIND_COV"} | {"STATUSTEXT"} <= {m.get_type() for m in read}
+
+
+def test_each_stream_pass_and_each_message_built_read_the_vehicle_as_it_is_then():
+    """The builders read the physics state once a stream pass (and once a message built on its own): a pass
+    or a message after the vehicle moved, at the same vehicle time, shows where it is now, not the state an
+    earlier pass read."""
+    ap = Autopilot(load_vehicle_profile("default"))
+    server = MavlinkServer(ap, component_metadata=False)
+    sent: list[bytes] = []
+    link = server.add_link(type("Transport", (), {"send": staticmethod(sent.append)})())
+    ap.run(0.5)
+    reader = mavlink.MAVLink(None)
+
+    def local_positions() -> list[tuple[float, float, float]]:
+        link.next_due.clear()  # every stream due again at this same instant
+        link.streams_due = 0.0
+        sent.clear()
+        server.speak(link)
+        messages = [reader.decode(bytearray(frame)) for frame in sent]
+        return [(m.x, m.y, m.z) for m in messages if m.get_type() == "LOCAL_POSITION_NED"]
+
+    for position in ((1.0, 2.0, -3.0), (-4.0, 5.0, -6.0)):
+        ap.dyn.pos = position
+        assert local_positions() == [position]
+        message = server.telemetry.build("LOCAL_POSITION_NED")
+        assert (message.x, message.y, message.z) == position
+        server.telemetry.read_state()
+        ap.dyn.pos = (7.0, 7.0, -7.0)
+        assert server.telemetry.build("ALTITUDE").altitude_local == 7.0
+    server.close()

@@ -2,8 +2,9 @@
 fewer steps: the built-in vehicle sends some 500 frames a simulated second, and pymavlink's generic path (a
 header object, a bytearray grown piece by piece, a checksum object fed twice) cost more than the payload.
 
-Per message class, once: the fields in wire order as one C-level getter, whether any is an array (flattened)
-or text (then the class's own pack makes the frame: each keeps its text its own way), its id and CRC_EXTRA.
+Per message class, once: a generated function packing its fields in wire order with the arrays spread (from
+the message, and from its constructor's arguments), whether any field is text (then the class's own pack makes
+the frame: each keeps its text its own way), its id and CRC_EXTRA.
 Per frame: the payload, its trailing zero bytes cut (MAVLink 2's truncation, down to one byte), the header,
 and the X.25 checksum over both and CRC_EXTRA. Signed links are left to pymavlink.
 """
@@ -11,7 +12,6 @@ and the X.25 checksum over both and CRC_EXTRA. Signed links are left to pymavlin
 from __future__ import annotations
 
 import struct
-from operator import attrgetter, itemgetter
 from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
@@ -31,28 +31,18 @@ class _Layout:
         self.crc_extra = bytes((cls.crc_extra,))
         # Text fields: the class's own pack, which knows how each keeps its text, makes the whole frame.
         self.text = any(types[name] == "char" for name in names)
-        # The array fields' places in wire order, last first, so splicing one in leaves the others' places.
-        self.arrays = [i for i, length in enumerate(cls.array_lengths) if length][::-1]
-        self.struct = cls.unpacker
-        self.values = attrgetter(*names) if len(names) > 1 else (lambda msg, get=attrgetter(names[0]): (get(msg),))
-        # The constructor's arguments (declaration order) put in wire order; those of a message declared in wire
-        # order without arrays (HIL_SENSOR, sent every lockstep step) are packed as they come.
         self.fields = len(cls.fieldnames)
-        places = [cls.fieldnames.index(name) for name in names]
-        self.wire = itemgetter(*places) if len(places) > 1 else (lambda args, get=itemgetter(places[0]): (get(args),))
-        self.in_order = places == sorted(places) and not self.arrays
-
-    def payload(self, msg) -> bytes:
-        return self.pack(self.values(msg))
-
-    def pack(self, values: tuple) -> bytes:
-        """The payload of the fields' values in wire order, arrays not yet flattened."""
-        if self.arrays:
-            flat = list(values)
-            for i in self.arrays:  # a list, tuple, bytes or bytearray: pymavlink's pack indexes any of them
-                flat[i:i + 1] = flat[i]
-            return self.struct.pack(*flat)
-        return self.struct.pack(*values)
+        # The payload in one generated call per class, as namedtuple makes its methods: the fields in wire order,
+        # each array spread in place (a list, tuple, bytes or bytearray: pymavlink's pack indexes any of them),
+        # from the message's attributes or from the constructor's arguments (declaration order). Reordering
+        # and splicing a list every frame cost as much as the rest of the frame (ODOMETRY carries three arrays).
+        spread = [("*" if length else "", name) for name, length in zip(names, cls.array_lengths)]
+        scope = {"pack": cls.unpacker.pack}
+        self.pack_msg: Callable[[object], bytes] = eval(
+            "lambda m: pack(" + ", ".join(f"{star}m.{name}" for star, name in spread) + ")", scope)
+        self.pack_args: Callable[[tuple], bytes] = eval(
+            "lambda a: pack(" + ", ".join(f"{star}a[{cls.fieldnames.index(name)}]" for star, name in spread) + ")",
+            scope)
 
 
 _LAYOUTS: dict[type, _Layout] = {}
@@ -66,7 +56,7 @@ def encode(msg, mav: mavlink.MAVLink) -> bytes:
         layout = _LAYOUTS[type(msg)] = _Layout(type(msg))
     if layout.text or mav.signing.sign_outgoing:
         return msg.pack(mav)
-    return _frame(layout, layout.payload(msg), mav)
+    return _frame(layout, layout.pack_msg(msg), mav)
 
 
 def encode_args(cls: type, args: tuple, mav: mavlink.MAVLink) -> bytes:
@@ -79,14 +69,16 @@ def encode_args(cls: type, args: tuple, mav: mavlink.MAVLink) -> bytes:
         layout = _LAYOUTS[cls] = _Layout(cls)
     if layout.text or len(args) != layout.fields or mav.signing.sign_outgoing:
         return encode(cls(*args), mav)
-    return _frame(layout, layout.struct.pack(*args) if layout.in_order else layout.pack(layout.wire(args)), mav)
+    return _frame(layout, layout.pack_args(args), mav)
 
 
 def _frame(layout: _Layout, payload: bytes, mav: mavlink.MAVLink) -> bytes:
     payload = payload.rstrip(b"\0") or b"\0"
     body = _HEADER.pack(0xFD, len(payload), 0, 0, mav.seq, mav.srcSystem, mav.srcComponent,
                         layout.id_low, layout.id_high) + payload
-    return body + _CRC.pack(x25(body[1:] + layout.crc_extra))  # over all but the start byte, then CRC_EXTRA
+    checked = body[1:] + layout.crc_extra  # all but the start byte, then CRC_EXTRA
+    # fastcrc called here rather than through x25: a call less on every frame.
+    return body + _CRC.pack(_MCRF4XX(checked, 0xFFFF) if _MCRF4XX is not None else x25(checked))
 
 
 def x25(data: bytes) -> int:

@@ -215,7 +215,8 @@ class MavlinkServer:
             return
         earliest = math.inf
         shortest = self.min_stream_interval_s
-        next_due, fields, send = link.next_due, self.telemetry.fields, link.send_args  # some 30 streams a pass
+        self.telemetry.read_state()  # once for every message of this instant
+        next_due, builders, send = link.next_due, self.telemetry.builders, link.send_args  # some 30 streams a pass
         # Comparisons rather than max(): this loop is most of what a telemetry log costs a lockstep trial.
         for name, interval in link.intervals.items():
             if interval <= 0:
@@ -227,7 +228,7 @@ class MavlinkServer:
                 if due < now:
                     due = now
                 next_due[name] = due
-                made = fields(name)
+                made = builders[name]()
                 if made is not None:
                     send(*made)
             if due < earliest:

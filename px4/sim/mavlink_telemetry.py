@@ -14,6 +14,7 @@ from typing import Callable
 
 from pymavlink.dialects.v20 import common as mavlink
 
+from physics.dynamics import FORCE, OMEGA, POS, VEL, Q, euler_of
 from px4 import modes
 from px4.modes import FlightMode
 from px4.sim import PX4_VERSION, mavlink_extra
@@ -74,6 +75,11 @@ class TelemetryStreams:
     (running, it clears the prearm bit) and `logging` (whether a flight log is written: SYS_STATUS's LOGGING
     bit; the flight log reads this module's estimator figures, so it is asked, not imported).
     It keeps the PING stream's sequence and when the vehicle armed.
+
+    The builders read the vehicle's clock and physics state as `read_state` last took them: `fields` takes them
+    for the one message it builds, the server's stream pass once for the twenty or so messages it builds of the
+    same instant (a telemetry log's cost is mostly these builders, and each read of the physics state copies a
+    slice of it).
     """
 
     def __init__(self, autopilot: Autopilot, links: list[Link], uid: int, metadata: ComponentMetadata | None,
@@ -85,11 +91,26 @@ class TelemetryStreams:
         self.calibration = calibration
         self.logging = logging
         self._ping_seq = 0
-        self._builders: dict[str, Callable] = {}
+        # Each message's builder by MAVLink's name, looked up by the scheduler some hundred times a second.
+        self.builders: dict[str, Callable[[], tuple[type, tuple] | None]] = {
+            attr[len("_msg_"):].upper(): getattr(self, attr) for attr in dir(type(self)) if attr.startswith("_msg_")}
+        self.read_state()
+
+    def read_state(self) -> None:
+        """Take the vehicle's clock and physics state for the messages built from now on (class docstring)."""
+        t = self.ap.time_s
+        # uint32 in every message that carries it: wraps after 49.7 days, as PX4's cast does.
+        self.boot_ms = int(t * 1000) & 0xFFFF_FFFF
+        self.boot_us = int(t * 1e6)
+        s = self.ap.dyn.state.tolist()
+        self.pos, self.vel, self.q = tuple(s[POS:POS + 3]), tuple(s[VEL:VEL + 3]), tuple(s[Q:Q + 4])
+        self.omega, self.specific_force = tuple(s[OMEGA:OMEGA + 3]), tuple(s[FORCE:FORCE + 3])
+        self.euler = euler_of(*self.q)
+        self._global_position: tuple[float, float, float] | None = None  # _global's, once asked
 
     def can_build(self, name: str) -> bool:
         """Whether the vehicle sends the message of this name (MAVLink's upper-case name)."""
-        return hasattr(self, "_msg_" + name.lower())
+        return name in self.builders
 
     def build(self, name: str):
         """The message of this name as of now; None where there is nothing to send (WIND_COV without wind)."""
@@ -97,22 +118,11 @@ class TelemetryStreams:
         return None if made is None else made[0](*made[1])
 
     def fields(self, name: str) -> tuple[type, tuple] | None:
-        """What `build` makes of the message of this name, as its class and the constructor's arguments: the
-        streams are encoded straight from these (mavlink_encode.encode_args), making the message object costs
-        as much as encoding it. None where there is nothing to send."""
-        builder = self._builders.get(name)
-        if builder is None:  # looked up once a name: the scheduler asks for each stream hundreds of times a second
-            builder = self._builders[name] = getattr(self, "_msg_" + name.lower())
-        return builder()
-
-    @property
-    def boot_ms(self) -> int:
-        # uint32 in every message that carries it: wraps after 49.7 days, as PX4's cast does.
-        return int(self.ap.time_s * 1000) & 0xFFFF_FFFF
-
-    @property
-    def boot_us(self) -> int:
-        return int(self.ap.time_s * 1e6)
+        """What `build` makes of the message of this name as of now, as its class and the constructor's
+        arguments: the streams are encoded straight from these (mavlink_encode.encode_args), making the message
+        object costs as much as encoding it. None where there is nothing to send."""
+        self.read_state()
+        return self.builders[name]()
 
     @property
     def timesync_ns(self) -> int:
@@ -146,7 +156,7 @@ class TelemetryStreams:
         health &= ~ap.faults.unhealthy_sensors()
         if ap.rc_available:
             health |= mavlink.MAV_SYS_STATUS_SENSOR_RC_RECEIVER
-        if (ap.prearm_failure() is not None or self.calibration.active) and not ap.armed:
+        if not ap.armed and (ap.prearm_failure() is not None or self.calibration.active):  # armed: no checks to run
             health &= ~mavlink.MAV_SYS_STATUS_PREARM_CHECK
         return health
 
@@ -173,13 +183,17 @@ class TelemetryStreams:
                                                        h[2], [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, self.boot_us)
 
     def _global(self) -> tuple[float, float, float]:
-        return self.ap.origin.to_global(*self.ap.position)
+        """The vehicle's true position as latitude, longitude and altitude (GPS_RAW_INT, GLOBAL_POSITION_INT in
+        flight and OPEN_DRONE_ID_LOCATION all report it)."""
+        if self._global_position is None:
+            self._global_position = self.ap.origin.to_global(*self.pos)
+        return self._global_position
 
     def _msg_gps_raw_int(self):
         ap = self.ap
         reading = ap.faults.gps_reading(*self._global())
         lat, lon, alt = reading if reading is not None else (0.0, 0.0, 0.0)
-        v = ap.dyn.vel
+        v = self.vel
         fix = mavlink.GPS_FIX_TYPE_3D_FIX if ap.gps_fix else mavlink.GPS_FIX_TYPE_NO_FIX
         sats = int(ap.params["SIM_GPS_USED"]) if reading is not None else 0
         cog = (math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0
@@ -189,43 +203,43 @@ class TelemetryStreams:
 
     def _msg_global_position_int(self):
         ap = self.ap
-        n, e, d = ap.position
+        n, e, d = self.pos
         if ap.landed and not ap.armed:
             # At rest PX4's estimate wanders (sensors.REST_DRIFT_M); in flight the built-in vehicle reports its
             # exact state, which is what it flies on (docs/design.md).
             dn, de, dd = ap.sensors.rest_drift(ap.time_s)
             n, e, d = n + dn, e + de, d + dd
-        lat, lon, alt = ap.origin.to_global(n, e, d)
-        v = ap.dyn.vel
-        heading = (math.degrees(ap.dyn.yaw) + 360.0) % 360.0
+            lat, lon, alt = ap.origin.to_global(n, e, d)
+        else:
+            lat, lon, alt = self._global()
+        v = self.vel
+        heading = (math.degrees(self.euler[2]) + 360.0) % 360.0
         return mavlink.MAVLink_global_position_int_message, (
             self.boot_ms, int(lat * 1e7), int(lon * 1e7), int(alt * 1000), int(-d * 1000),
             int(v[0] * 100), int(v[1] * 100), int(v[2] * 100), int(heading * 100))
 
     def _msg_local_position_ned(self):
-        p, v = self.ap.dyn.pos, self.ap.dyn.vel
+        p, v = self.pos, self.vel
         return mavlink.MAVLink_local_position_ned_message, (self.boot_ms, p[0], p[1], p[2], v[0], v[1], v[2])
 
     def _msg_odometry(self):
-        d = self.ap.dyn
         nan_cov = [NAN] + [0.0] * 20
         return mavlink.MAVLink_odometry_message, (
-            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, *d.pos,
-            list(d.q), *d.vel, *d.omega, nan_cov, nan_cov, 0,
+            self.boot_us, mavlink.MAV_FRAME_LOCAL_NED, mavlink.MAV_FRAME_BODY_FRD, *self.pos,
+            list(self.q), *self.vel, *self.omega, nan_cov, nan_cov, 0,
             mavlink.MAV_ESTIMATOR_TYPE_VIO, 100)
 
     def _msg_attitude(self):
-        d = self.ap.dyn
-        (r, p, y), w = self.ap.sensors.attitude(d.euler(), d.omega, self.ap.armed)
+        (r, p, y), w = self.ap.sensors.attitude(self.euler, self.omega, self.ap.armed)
         return mavlink.MAVLink_attitude_message, (self.boot_ms, r, p, y, w[0], w[1], w[2])
 
     def _msg_attitude_quaternion(self):
-        d = self.ap.dyn
-        return mavlink.MAVLink_attitude_quaternion_message, (self.boot_ms, *d.q, *d.omega, [0.0, 0.0, 0.0, 0.0])
+        return mavlink.MAVLink_attitude_quaternion_message, (self.boot_ms, *self.q, *self.omega,
+                                                             [0.0, 0.0, 0.0, 0.0])
 
     def _msg_altitude(self):
         ap = self.ap
-        alt_local = -ap.dyn.pos[2]
+        alt_local = -self.pos[2]
         amsl = ap.origin.alt_m + alt_local
         return mavlink.MAVLink_altitude_message, (self.boot_us, amsl, amsl, alt_local, alt_local, NAN, alt_local)
 
@@ -240,17 +254,17 @@ class TelemetryStreams:
 
     def _msg_vfr_hud(self):
         ap = self.ap
-        v = ap.dyn.vel
-        heading = int((math.degrees(ap.dyn.yaw) + 360.0) % 360.0)
+        v = self.vel
+        heading = int((math.degrees(self.euler[2]) + 360.0) % 360.0)
         throttle = int(100 * sum(ap.motor_commands) / 4)
         return mavlink.MAVLink_vfr_hud_message, (math.hypot(v[0], v[1]), math.hypot(v[0], v[1]), heading, throttle,
-                                                 ap.origin.alt_m - ap.dyn.pos[2], -v[2])
+                                                 ap.origin.alt_m - self.pos[2], -v[2])
 
     def _msg_highres_imu(self):
-        d = self.ap.dyn
-        alt = self.ap.origin.alt_m - d.pos[2]
+        alt = self.ap.origin.alt_m - self.pos[2]
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
-        f, w, mag, pressure = self.ap.sensors.imu(d.specific_force, d.omega, (0.21, 0.0, 0.42), pressure, self.ap.armed)
+        f, w, mag, pressure = self.ap.sensors.imu(self.specific_force, self.omega, (0.21, 0.0, 0.42), pressure,
+                                                  self.ap.armed)
         f, w, mag, pressure, updated = self.ap.faults.imu_reading(f, w, mag, pressure, 0x1FFF)
         return mavlink.MAVLink_highres_imu_message, (self.boot_us, f[0], f[1], f[2], w[0], w[1], w[2], mag[0], mag[1],
                                                      mag[2], pressure, 0.0, alt, 25.0, updated, 0)
@@ -264,7 +278,7 @@ class TelemetryStreams:
         if not isinstance(sp, TrajectorySetpoint):
             # PX4 streams it all the time; with no position setpoint (on the ground, attitude control)
             # the vehicle's own position stands in.
-            sp = TrajectorySetpoint(self.ap.position, (NAN, NAN, NAN), (NAN, NAN, NAN), self.ap.dyn.yaw, NAN)
+            sp = TrajectorySetpoint(self.pos, (NAN, NAN, NAN), (NAN, NAN, NAN), self.euler[2], NAN)
         mask = 0
         if any(math.isnan(c) for c in sp.position):
             mask |= POS_IGNORE
@@ -348,16 +362,16 @@ class TelemetryStreams:
         return mavlink_extra.CurrentMode, (modes.standard_mode(custom), custom, custom)
 
     def _msg_scaled_pressure(self):
-        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        alt = self.ap.origin.alt_m - self.pos[2]
         pressure = 1013.25 * (1.0 - 2.25577e-5 * alt) ** 5.25588
         temperature = 15.0 - 0.0065 * alt  # ISA, as SIH's barometer
         return mavlink.MAVLink_scaled_pressure_message, (self.boot_ms, pressure, 0.0, int(temperature * 100), 0)
 
     def _msg_wind_cov(self):
-        wind = self.ap.dyn.wind_ned
+        wind = self.ap.dyn.wind_ned.tolist()  # floats: any() over the array's own scalars costs five times more
         if not any(wind):
             return None  # no wind estimate, no message (PX4's stream sends only an estimate)
-        alt = self.ap.origin.alt_m - self.ap.dyn.pos[2]
+        alt = self.ap.origin.alt_m - self.pos[2]
         return mavlink.MAVLink_wind_cov_message, (self.boot_us, wind[0], wind[1], wind[2], 0.1, 0.1, alt, 0.0, 0.0)
 
     def _msg_vibration(self):
@@ -365,7 +379,7 @@ class TelemetryStreams:
 
     def _msg_distance_sensor(self):
         # SIH's downward rangefinder (SIH_DISTSNSR_*): 0 to 100 m, in cm, pointing down (PITCH_270).
-        height_cm = int(min(max(-self.ap.dyn.pos[2], 0.0), 100.0) * 100)
+        height_cm = int(min(max(-self.pos[2], 0.0), 100.0) * 100)
         # The extensions at pymavlink's defaults, given: a frame of every field is packed without the message.
         return mavlink.MAVLink_distance_sensor_message, (self.boot_ms, 0, 10000, height_cm,
                                                          mavlink.MAV_DISTANCE_SENSOR_LASER, 0,
@@ -379,13 +393,13 @@ class TelemetryStreams:
     def _msg_open_drone_id_location(self):
         ap = self.ap
         lat, lon, alt = self._global()
-        v = ap.dyn.vel
+        v = self.vel
         status = mavlink.MAV_ODID_STATUS_GROUND if ap.landed else mavlink.MAV_ODID_STATUS_AIRBORNE
         direction = int((math.degrees(math.atan2(v[1], v[0])) + 360.0) % 360.0 * 100)
         return mavlink.MAVLink_open_drone_id_location_message, (
             0, 0, [0] * 20, status, direction, int(math.hypot(v[0], v[1]) * 100), int(-v[2] * 100),
             int(lat * 1e7), int(lon * 1e7), alt, alt, mavlink.MAV_ODID_HEIGHT_REF_OVER_TAKEOFF,
-            -ap.dyn.pos[2] + ap.home[2], mavlink.MAV_ODID_HOR_ACC_1_METER, mavlink.MAV_ODID_VER_ACC_1_METER, 0,
+            -self.pos[2] + ap.home[2], mavlink.MAV_ODID_HOR_ACC_1_METER, mavlink.MAV_ODID_VER_ACC_1_METER, 0,
             mavlink.MAV_ODID_SPEED_ACC_0_3_METERS_PER_SECOND, 65535.0, 0)
 
     def _msg_open_drone_id_system(self):
