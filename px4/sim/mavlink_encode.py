@@ -31,7 +31,8 @@ class _Layout:
         self.crc_extra = bytes((cls.crc_extra,))
         # Text fields: the class's own pack, which knows how each keeps its text, makes the whole frame.
         self.text = any(types[name] == "char" for name in names)
-        self.fields = len(cls.fieldnames)
+        # How many constructor arguments encode_args packs itself: all of them, and none of a class with text.
+        self.args_packed = -1 if self.text else len(cls.fieldnames)
         # The payload in one generated call per class, as namedtuple makes its methods: the fields in wire order,
         # each array spread in place (a list, tuple, bytes or bytearray: pymavlink's pack indexes any of them),
         # from the message's attributes or from the constructor's arguments (declaration order). Reordering
@@ -67,7 +68,7 @@ def encode_args(cls: type, args: tuple, mav: mavlink.MAVLink) -> bytes:
     layout = _LAYOUTS.get(cls)
     if layout is None:
         layout = _LAYOUTS[cls] = _Layout(cls)
-    if layout.text or len(args) != layout.fields or mav.signing.sign_outgoing:
+    if len(args) != layout.args_packed or mav.signing.sign_outgoing:
         return encode(cls(*args), mav)
     return _frame(layout, layout.pack_args(args), mav)
 
