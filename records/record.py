@@ -23,8 +23,9 @@ returns only once everything is on disk, and a write that failed is raised by th
 
 Durability: every file is written to a temporary name, fsynced and renamed into place, so a reader
 (or a trial killed at any instant) sees either a complete file or none. A killed trial loses at most
-the rows buffered since the last flush and the events whose listeners were not yet told; its manifest stays "running" (or "crashed" if the error was
-a Python exception), and `read_table` concatenates its parts. Side files are the exception: appended
+the rows buffered since the last flush, and in an event loop what was still queued for the writer (no event its
+listeners were told of); its manifest stays "running" (or "crashed" if the error was a Python exception), and
+`read_table` concatenates its parts. Side files are the exception: appended
 to in place, fsynced with every flush and closed at the end, so a killed trial's side file ends at
 most a flush interval early, possibly in a torn last record, and a finished trial's is whole.
 
@@ -223,7 +224,8 @@ class TrialRecorder:
             self.flush()
 
     def flush(self) -> None:
-        """Write every table's buffered rows as a new part file, and every side file to disk, now."""
+        """Write every table's buffered rows as a new part file, and every side file to disk (in an event loop:
+        queued for the writer, module docstring)."""
         self._require_running()
         for table, rows in self._buffers.items():
             if rows:
