@@ -83,10 +83,12 @@ MISSION_START_TRIES = 30
 # The fastest stream in a lockstep telemetry log (Hz of vehicle time), and how often it is serviced. The
 # vehicle's own rates (ATTITUDE at 100 Hz, GLOBAL_POSITION_INT at 50: ~470 frames a second) would cost
 # ~6 ms of encoding per simulated second, as much as the physics and autopilot; thinned to 5 Hz (~90
-# frames a second) the log costs ~0.7-1.0 ms per simulated second (benchmarks/tlog_overhead.py: most of it
-# the ~30 builders and the encoder, in Python, per frame); with the ULog, about 9 % of the demo campaign's
-# time. Slower streams keep their rates; events (state heartbeats, texts, mission items) wait for the next
-# service.
+# frames a second) the log costs ~0.65-0.85 ms per simulated second on a busy machine (benchmarks/tlog_overhead.py).
+# py-spy finds some 60 % of that in the log's own code, four fifths of it the stream pass (the builders, the
+# encoder and the scheduling loop, in Python, per frame: MavlinkServer._send_streams), the rest record_tlog; the
+# other 40 % is the flight's own code running slower after each pass. With the ULog, about 9 % of the demo
+# campaign's time. Slower streams keep their rates; events (state heartbeats, texts, mission items) wait for the
+# next service.
 TLOG_MAX_HZ = 5.0
 # The most event-loop turns a snapshot's hand-over gives other tasks (module docstring: they see
 # every snapshot in order).
