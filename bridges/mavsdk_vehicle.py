@@ -545,13 +545,23 @@ class MavsdkVehicle(VehicleBase):
         hardware) once airborne. NAV_TAKEOFF's own altitude cannot be used: MAVSDK's raw command
         path cannot send the NaN that PX4 needs in its lat/lon fields, and 0 there is a position.
         """
-        async with self.params_changed({"MIS_TAKEOFF_ALT": altitude}):
-            await self._act("takeoff", self.action.takeoff())
+        # PX4 takes NAV_TAKEOFF disarmed too (it switches to its takeoff mode and waits): a vehicle that is not armed,
+        # or that disarms before it leaves the ground, will not climb, and is said to at once, not after `timeout`.
+        disarmed = (f"{self.url}: disarmed on the ground, so no takeoff to {altitude:.1f} m (arm first; PX4 disarms a "
+                    f"vehicle armed without taking off after COM_DISARM_PRFLT)")
+        if not self._state.armed:
+            raise VehicleError(disarmed)
+
+        def climbed(s: VehicleState) -> bool:
+            if not s.armed and not s.in_air:
+                raise VehicleError(disarmed)
             # Done when PX4 holds after the climb: at the altitude, or (seen once on v1.14 under load,
             # at its old MIS_TAKEOFF_ALT) level below it, when the rest is climbed by a reposition.
-            done = await self.wait_until(lambda s: s.flight_mode == "HOLD" and s.in_air
-                                         and (s.altitude >= altitude - 0.8 or abs(s.vd) < 0.1), timeout,
-                                         f"takeoff to {altitude:.1f} m")
+            return s.flight_mode == "HOLD" and s.in_air and (s.altitude >= altitude - 0.8 or abs(s.vd) < 0.1)
+
+        async with self.params_changed({"MIS_TAKEOFF_ALT": altitude}):
+            await self._act("takeoff", self.action.takeoff())
+            done = await self.wait_until(climbed, timeout, f"takeoff to {altitude:.1f} m")
         if done.altitude < altitude - 0.8:
             await self.goto(done.north, done.east, -altitude)
             await self.wait_until(lambda s: s.altitude >= altitude - 0.8, timeout, f"takeoff to {altitude:.1f} m")

@@ -342,6 +342,10 @@ class VehicleBase:
         # Where params_changed writes originals before changing them (hil.param_journal.ParamJournal
         # for hardware); None for simulators that die with the run anyway.
         self.journal: ParamJournal | None = None
+        # What each open params_changed block holds a parameter at: a block inside one that holds the same value
+        # changes nothing (no round trip: a takeoff right after arming must not outlast COM_DISARM_PRFLT), and the
+        # journal keeps a parameter an outer block still holds changed.
+        self._held_params: dict[str, float] = {}
         self.truth: GroundTruth | None = None  # a target that has one sets it (bridges.truth.truth_of)
         self.lost: str | None = None
         # A vehicle in the harness's own process (lockstep) has no clock of its own to stop; one over a link
@@ -445,18 +449,30 @@ class VehicleBase:
 
     @contextlib.asynccontextmanager
     async def params_changed(self, changes: Mapping[str, float]):
-        """Set parameters for a block; the originals come back on exit, on error and on cancellation."""
+        """Set parameters for a block; the originals come back on exit, on error and on cancellation. A parameter
+        an enclosing block already holds at the same value is left alone (and is not among the originals)."""
         originals: dict[str, float] = {}
+        outer: dict[str, float] = {}  # what enclosing blocks held the parameters this one changes at
         try:
             for name, value in changes.items():
+                if self._held_params.get(name) == value:
+                    continue
                 originals[name] = await self.get_param(name)
                 if self.journal is not None:
                     self.journal.record(name, originals[name])  # on disk before the change
+                if name in self._held_params:
+                    outer[name] = self._held_params[name]
+                self._held_params[name] = value
                 await self.set_param(name, value)
             yield dict(originals)
         finally:
+            for name in originals:
+                if name in outer:
+                    self._held_params[name] = outer[name]
+                else:
+                    self._held_params.pop(name, None)
             # Shielded so that a cancelled trial still restores the flight controller.
-            await asyncio.shield(self._restore(originals))
+            await asyncio.shield(self._restore(originals, still_changed=set(outer)))
 
     # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short, still climbing, and holds where the climb
     # stops; the harness promises the altitude it was asked for, so once the climb has stopped it
@@ -470,16 +486,17 @@ class VehicleBase:
             await self.wait_until(lambda st: abs(st.altitude - altitude) <= self.TAKEOFF_TOLERANCE_M and abs(st.vd) < 0.2,
                                   timeout, f"hold at {altitude:.1f} m after takeoff")
 
-    async def _restore(self, originals: Mapping[str, float]) -> None:
+    async def _restore(self, originals: Mapping[str, float], still_changed: set[str]) -> None:
         """Put every original back (one failing does not stop the others); the journal lets go of a
-        parameter only once a read-back shows it restored, so a failed restore stays journaled."""
+        parameter only once a read-back shows it restored, so a failed restore stays journaled, and never of one
+        an enclosing block has `still_changed` from the flight controller's own value."""
         failed: list[Exception] = []
         for name, value in reversed(list(originals.items())):
             try:
                 await self.set_param(name, value)
                 # PX4 stores float32: compare at that precision.
-                if self.journal is not None and math.isclose(await self.get_param(name), value, rel_tol=1e-6,
-                                                             abs_tol=1e-9):
+                if self.journal is not None and name not in still_changed and math.isclose(
+                        await self.get_param(name), value, rel_tol=1e-6, abs_tol=1e-9):
                     self.journal.forget(name)
             except Exception as error:  # noqa: BLE001 - the others are still put back; the first is raised
                 failed.append(error)

@@ -147,7 +147,11 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
 async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialRecorder,
                     stages: StageLog) -> tuple[str, str]:
     try:
-        async with vehicle.deadline(plan.time_budget):
+        # Both takeoffs climb to MIS_TAKEOFF_ALT, changed for this flight only and before arming: PX4 disarms a
+        # vehicle left armed on the ground (COM_DISARM_PRFLT, 10 s), which at 8x is 1.25 s of wall time, less than
+        # a loaded machine's parameter round trips can take.
+        async with vehicle.deadline(plan.time_budget), \
+                vehicle.params_changed({"MIS_TAKEOFF_ALT": plan.takeoff_altitude}):
             if plan.mode == "mission":
                 await _fly_uploaded(vehicle, plan, recorder, stages)
             else:
@@ -167,14 +171,12 @@ async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialReco
 
 async def _fly_uploaded(vehicle: Vehicle, mission: WaypointMission, recorder: TrialRecorder, stages: StageLog) -> None:
     waypoints = _mission_waypoints(mission)
-    # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
-    async with vehicle.params_changed({"MIS_TAKEOFF_ALT": mission.takeoff_altitude}):
-        # Uploaded before arming, as QGroundControl does: an upload a loaded machine or link makes slow must not
-        # outlast PX4's disarming of a vehicle left armed on the ground (COM_DISARM_PRFLT, 10 s).
-        await vehicle.upload_mission(waypoints)
-        recorder.event("mission_uploaded", items=len(waypoints))
-        await _arm(vehicle, recorder)
-        await _run_uploaded(vehicle, mission, recorder, stages)
+    # Uploaded before arming, as QGroundControl does: an upload a loaded machine or link makes slow must not
+    # outlast PX4's disarming of a vehicle left armed on the ground (COM_DISARM_PRFLT, 10 s).
+    await vehicle.upload_mission(waypoints)
+    recorder.event("mission_uploaded", items=len(waypoints))
+    await _arm(vehicle, recorder)
+    await _run_uploaded(vehicle, mission, recorder, stages)
 
 
 async def _arm(vehicle: Vehicle, recorder: TrialRecorder) -> None:

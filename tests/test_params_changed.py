@@ -26,11 +26,14 @@ class ParamVehicle(VehicleBase):
         super().__init__()
         self.params = dict(DEFAULTS)
         self.fail_on = fail_on
+        self.round_trips = 0
 
     async def get_param(self, name):
+        self.round_trips += 1
         return self.params[name]
 
     async def set_param(self, name, value):
+        self.round_trips += 1
         if name == self.fail_on:
             self.fail_on = None
             raise RuntimeError(f"{name}: link lost")
@@ -88,3 +91,23 @@ async def test_journal_keeps_originals_when_the_restore_fails():
         async with vehicle.params_changed(plan.params):
             vehicle.fail_on = "MPC_THR_MAX"  # the restore of MPC_THR_MAX will fail
     assert journal.held == {"MPC_THR_MAX": 1.0}  # the others were restored
+
+
+async def test_a_block_inside_one_holding_the_same_value_changes_nothing_and_a_different_value_stays_journaled():
+    vehicle, journal = ParamVehicle(), Journal()
+    vehicle.journal = journal
+    original = DEFAULTS["MIS_TAKEOFF_ALT"]
+    async with vehicle.params_changed({"MIS_TAKEOFF_ALT": 7.0}):
+        trips = vehicle.round_trips
+        # What a takeoff right after arming does: no round trip may stand between the arming and the takeoff.
+        async with vehicle.params_changed({"MIS_TAKEOFF_ALT": 7.0}) as originals:
+            assert originals == {} and vehicle.round_trips == trips
+        assert vehicle.params["MIS_TAKEOFF_ALT"] == 7.0  # the inner block put nothing back
+        async with vehicle.params_changed({"MIS_TAKEOFF_ALT": 3.0}) as originals:
+            assert originals == {"MIS_TAKEOFF_ALT": 7.0} and vehicle.params["MIS_TAKEOFF_ALT"] == 3.0
+        # Back at the outer block's value, and still journaled with the flight controller's own.
+        assert vehicle.params["MIS_TAKEOFF_ALT"] == 7.0 and journal.held == {"MIS_TAKEOFF_ALT": original}
+        trips = vehicle.round_trips
+        async with vehicle.params_changed({"MIS_TAKEOFF_ALT": 7.0}):
+            assert vehicle.round_trips == trips  # the outer block holds 7 again
+    assert vehicle.params["MIS_TAKEOFF_ALT"] == original and journal.held == {}

@@ -7,6 +7,7 @@ import time
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
+from bridges.vehicle import VehicleError
 from px4.modes import FlightMode, decode_custom_mode
 
 ARMED = mavlink.MAV_MODE_FLAG_SAFETY_ARMED
@@ -52,6 +53,18 @@ async def test_an_armed_vehicle_left_on_the_ground_disarms_itself(autopilot, gcs
     assert gcs.recv("HEARTBEAT", 20.0 / autopilot.speed + 3, lambda m: not m.base_mode & ARMED) is not None
     assert time.monotonic() - armed_at >= 8.0 / autopilot.speed
     assert any("disarm" in text.lower() for text in gcs.texts), gcs.texts
+
+
+async def test_a_takeoff_after_the_vehicle_disarmed_itself_fails_at_once_saying_why(vehicle):
+    # The harness sets MIS_TAKEOFF_ALT before arming (hil fly, campaigns) so that nothing outlasts
+    # COM_DISARM_PRFLT between arming and the takeoff; where it is outlasted anyway, the takeoff says so at once
+    # instead of waiting out its timeout, and sends nothing to a vehicle that is not armed.
+    await vehicle.arm()
+    await vehicle.wait_until(lambda s: not s.armed, 20.0, "the disarm COM_DISARM_PRFLT makes")
+    with pytest.raises(VehicleError, match="disarmed on the ground, so no takeoff"):
+        await vehicle.takeoff(5.0, timeout=60.0)
+    await vehicle.sleep(1.0)
+    assert not vehicle.state.armed and vehicle.state.flight_mode == "HOLD"  # not switched to its takeoff mode
 
 
 async def test_takeoff_climbs_then_holds_and_land_disarms(autopilot, gcs):
