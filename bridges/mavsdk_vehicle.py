@@ -538,6 +538,9 @@ class MavsdkVehicle(VehicleBase):
         await self._act("disarm", self.action.disarm())
         await self.wait_until(lambda s: not s.armed, ARM_CONFIRM_S, "disarmed state in telemetry")
 
+    def takeoff_params(self, altitude: float) -> dict[str, float]:
+        return {"MIS_TAKEOFF_ALT": altitude}
+
     async def takeoff(self, altitude: float, timeout: float = 60.0) -> None:
         """Take off to `altitude` m above home and hold there.
 
@@ -559,7 +562,7 @@ class MavsdkVehicle(VehicleBase):
             # at its old MIS_TAKEOFF_ALT) level below it, when the rest is climbed by a reposition.
             return s.flight_mode == "HOLD" and s.in_air and (s.altitude >= altitude - 0.8 or abs(s.vd) < 0.1)
 
-        async with self.params_changed({"MIS_TAKEOFF_ALT": altitude}):
+        async with self.params_changed(self.takeoff_params(altitude)):
             await self._act("takeoff", self.action.takeoff())
             done = await self.wait_until(climbed, timeout, f"takeoff to {altitude:.1f} m")
         if done.altitude < altitude - 0.8:

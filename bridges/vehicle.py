@@ -239,6 +239,12 @@ class Vehicle(Protocol):
     async def takeoff(self, altitude: float) -> None:
         """Climb to `altitude` metres above home and hold; returns once there."""
 
+    def takeoff_params(self, altitude: float) -> dict[str, float]:
+        """The parameters `takeoff(altitude)` sets (PX4's MIS_TAKEOFF_ALT), for a caller to hold from before arming
+        (`params_changed`): then nothing stands between arming and the takeoff, which PX4 must see within
+        COM_DISARM_PRFLT (10 s; 1.25 s of wall time at 8x) or it disarms. Empty where the takeoff command carries
+        the altitude."""
+
     async def goto(self, north: float, east: float, down: float, yaw: float = math.nan) -> None:
         """Fly to a point and hold there; returns at once (watch `state` to know when it arrived)."""
 
@@ -434,6 +440,9 @@ class VehicleBase:
                     samples.append(state)
         return samples
 
+    def takeoff_params(self, altitude: float) -> dict[str, float]:
+        return {}
+
     async def wait_until(self, predicate: Callable[[VehicleState], bool], timeout: float, what: str) -> VehicleState:
         """The first snapshot satisfying `predicate`; VehicleError naming `what` after `timeout` vehicle seconds."""
         try:
@@ -471,8 +480,10 @@ class VehicleBase:
                     self._held_params[name] = outer[name]
                 else:
                     self._held_params.pop(name, None)
-            # Shielded so that a cancelled trial still restores the flight controller.
-            await asyncio.shield(self._restore(originals, still_changed=set(outer)))
+            # Shielded so that a cancelled trial still restores the flight controller; not even the shield's
+            # loop turns when nothing was changed, during which a lockstep vehicle would fly on.
+            if originals:
+                await asyncio.shield(self._restore(originals, still_changed=set(outer)))
 
     # PX4 ends a takeoff up to NAV_MC_ALT_RAD (0.8 m) short, still climbing, and holds where the climb
     # stops; the harness promises the altitude it was asked for, so once the climb has stopped it

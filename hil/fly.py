@@ -147,16 +147,18 @@ async def fly_mission(vehicle: Vehicle, mission: BenchmarkMission, recorder: Tri
 async def _fly_plan(vehicle: Vehicle, plan: WaypointMission, recorder: TrialRecorder,
                     stages: StageLog) -> tuple[str, str]:
     try:
-        # Both takeoffs climb to MIS_TAKEOFF_ALT, changed for this flight only and before arming: PX4 disarms a
-        # vehicle left armed on the ground (COM_DISARM_PRFLT, 10 s), which at 8x is 1.25 s of wall time, less than
-        # a loaded machine's parameter round trips can take.
-        async with vehicle.deadline(plan.time_budget), \
-                vehicle.params_changed({"MIS_TAKEOFF_ALT": plan.takeoff_altitude}):
+        async with vehicle.deadline(plan.time_budget):
             if plan.mode == "mission":
-                await _fly_uploaded(vehicle, plan, recorder, stages)
+                # The mission's own takeoff climbs to MIS_TAKEOFF_ALT: changed for this flight only, restored after.
+                async with vehicle.params_changed({"MIS_TAKEOFF_ALT": plan.takeoff_altitude}):
+                    await _fly_uploaded(vehicle, plan, recorder, stages)
             else:
-                await _arm(vehicle, recorder)
-                await _fly_offboard(vehicle, plan, recorder, stages)
+                # Held from before arming (Vehicle.takeoff_params): PX4 disarms a vehicle left armed on the ground
+                # (COM_DISARM_PRFLT, 10 s, which at 8x is 1.25 s of wall time, less than a loaded machine's
+                # parameter round trips can take).
+                async with vehicle.params_changed(vehicle.takeoff_params(plan.takeoff_altitude)):
+                    await _arm(vehicle, recorder)
+                    await _fly_offboard(vehicle, plan, recorder, stages)
     except TimeoutError:
         stages.close(completed=False)
         recorder.event("timeout", budget_s=plan.time_budget)

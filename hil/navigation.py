@@ -126,9 +126,7 @@ async def fly_scene(vehicle: Vehicle, navigation: Navigation, scene: Scene, rule
         async with (dead_mans_switch(vehicle, recorder.event) if hardware else contextlib.nullcontext()), \
                 _planner_host(vehicle, navigation, scene, task, recorder) as host:
             await vehicle.wait_armable(ARMABLE_TIMEOUT_S)
-            # The takeoff's MIS_TAKEOFF_ALT is set before arming, so that no parameter round trip stands between
-            # arming and the takeoff (PX4 disarms a vehicle left armed on the ground after COM_DISARM_PRFLT).
-            async with vehicle.params_changed({"MIS_TAKEOFF_ALT": task.altitude}):
+            async with vehicle.params_changed(vehicle.takeoff_params(task.altitude)):
                 await vehicle.arm()
                 recorder.event("armed")
                 await vehicle.takeoff(task.altitude)
