@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from profiles.link import DirectionSpec, FrameImpairment, Latency, Loss
 
+
 @dataclass(frozen=True)
 class Decision:
     """The fate of one frame. `releases` holds (time, bytes) per copy, empty when dropped."""

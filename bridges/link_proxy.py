@@ -27,9 +27,9 @@ from collections import Counter
 from typing import Any, Callable
 
 from bridges.impairment import DelayLine, DirectionModel, direction_seed
-from profiles.link import DIRECTIONS, LinkSpec
 from bridges.mavlink_frames import Frame, FrameSplitter
 from bridges.transport import open_transport, parse_url
+from profiles.link import DIRECTIONS, LinkSpec
 
 Row = dict[str, Any]
 NAN = float("nan")
