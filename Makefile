@@ -42,12 +42,11 @@ run: $(STAMP)
 	else echo "PX4_DIR not set: skipping the built-in vehicle against PX4 SITL campaign (hil/campaigns/demo-px4.yaml)"; fi
 
 # Two workers (one per core of the CI machine), whole test files per worker. PX4 instances and built-in
-# vehicles claim their own ports, so files run side by side. Two workers leave the CPU about a quarter
-# idle, and three ran the suite in 13.5-15.5 min instead of 17.5 (two take about 16 since the built-in
-# vehicle's tests fly at 8x), but with three one clean-clone run of
-# two failed (a built-in vehicle sent no HEARTBEAT within 10 s) and PX4 tests needed reruns: faster,
-# not yet dependable. `make test TEST_WORKERS=3` runs three. -rfER lists failures, errors and PX4
-# reruns by name (a test that needs reruns often shows it).
+# vehicles claim their own ports, so files run side by side. The suite is bound by CPU (PX4, the built-in
+# vehicles and the `hil` processes the tests start; benchmarks/test_suite.py prints the share of each): with two
+# workers the machine is idle about a tenth of the run, and three ran it in 27.1 min against two's 28.5 (which
+# built the compiled kernels first) on the same quiet machine, with six failures against one. `make test TEST_WORKERS=3` runs three. -rfER lists
+# failures, errors and PX4 reruns by name (a test that needs reruns often shows it).
 TEST_WORKERS ?= 2
 # TEST_ARGS: more pytest options (benchmarks/test_suite.py adds a JUnit XML file to time each file).
 TEST_ARGS ?=
