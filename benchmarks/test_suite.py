@@ -58,12 +58,12 @@ def per_file_seconds(junit: Path) -> tuple[dict[str, float], dict[str, int]]:
 
 def process_kind(cmdline: str) -> str:
     words = cmdline.split()
-    if any(w.endswith("/bin/px4") for w in words[:1]):
+    if words and words[0].endswith("/bin/px4"):
         return "PX4 SITL"
     if "multiprocessing" in cmdline:
         return "campaign and pool workers (multiprocessing)"
     if "hil" in words[1:4]:
-        verb = words[words.index("hil", 1) + 1] if words.index("hil", 1) + 1 < len(words) else "?"
+        verb = (words[words.index("hil", 1) + 1:] or ["?"])[0]
         return "built-in vehicles (hil sim)" if verb == "sim" else f"hil {verb}"
     if "pytest" in cmdline or "execnet" in cmdline or "exec(eval(" in cmdline:
         return "pytest (controller and workers: the tests' own code, MAVSDK)"
@@ -159,9 +159,10 @@ def main() -> int:
     cores = os.cpu_count() or 1
     print(f"  CPU             {cpu:8.1f} s   everything make started, {cpu / (wall * cores):.0%} of {cores} cores x "
           f"wall; the machine idle {sampler.idle_share:.0%} of the run")
-    sampled = sum(seconds for _, seconds, _ in sampler.by_kind())
+    kinds = sampler.by_kind()
+    sampled = sum(seconds for _, seconds, _ in kinds)
     print(f"  CPU by kind of process (sampled: {sampled:.0f} s of it):")
-    for kind, seconds, processes in sampler.by_kind()[:12]:
+    for kind, seconds, processes in kinds[:12]:
         print(f"    {seconds:7.1f} s  {seconds / max(sampled, 1e-9):4.0%}  {processes:5d} processes "
               f"({seconds / processes:4.1f} s each)  {kind}")
     return make.returncode
