@@ -41,7 +41,11 @@ from mavsdk.logging import LogLevel, log_subscribe
 from mavsdk.plugins.action import ActionError
 from mavsdk.plugins.failure import FailureError, FailureType, FailureUnit
 from mavsdk.plugins.log_files import LogFilesError, LogFilesResult
-from mavsdk.plugins.mavlink_direct import MavlinkDirectError, MavlinkMessage
+from mavsdk.plugins.mavlink_direct import (
+    MavlinkDirect,
+    MavlinkDirectError,
+    MavlinkMessage,
+)
 from mavsdk.plugins.mission import MissionItem, MissionPlan
 from mavsdk.plugins.offboard import (
     Attitude,
@@ -50,6 +54,7 @@ from mavsdk.plugins.offboard import (
     VelocityNedYaw,
 )
 from mavsdk.plugins.param import ParamError, ParamResult
+from mavsdk.plugins.telemetry import Telemetry
 from pymavlink.dialects.v20 import common as mavlink
 
 from aio.tasks import cancel_and_wait
@@ -100,6 +105,9 @@ STILL_STEP_MAX_S = 1.0
 # Wall seconds closing waits for requests still with MAVSDK (_Requests): against a stopped PX4 it resent a
 # parameter five times and gave up after 3.0 s.
 REQUESTS_WAIT_S = 10.0
+# Vehicle seconds LOCAL_POSITION_NED must be silent before ATTITUDE's stamps move the vehicle's clock (_FastStreams):
+# three of its periods at PX4's 30 Hz.
+LONE_STAMP_AFTER_S = 0.1
 # Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
 REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
@@ -251,14 +259,7 @@ class MavsdkVehicle(VehicleBase):
     # ------------------------------------------------------------------ telemetry
     def _start_streams(self) -> None:
         t = self.telemetry_plugin
-        # LOCAL_POSITION_NED as the message came (MavlinkDirect): MAVSDK's position_velocity_ned leaves its
-        # time_boot_ms out, and a snapshot is stamped with the vehicle's clock of its own position.
-        self._spawn(self._follow(self.mavlink.subscribe_message("LOCAL_POSITION_NED"), self._on_local_position))
-        self._spawn(self._follow(t.subscribe_odometry(), self._on_odometry))
-        self._spawn(self._follow(t.subscribe_attitude_euler(), lambda a: self._update(
-            roll=math.radians(a.roll_deg), pitch=math.radians(a.pitch_deg), yaw=math.radians(a.yaw_deg))))
-        self._spawn(self._follow(t.subscribe_position(), lambda p: self._update(
-            lat=p.latitude_deg, lon=p.longitude_deg, alt_amsl=p.absolute_altitude_m)))
+        self._fast = _FastStreams(self._system, self._on_local_position, self._on_lone_stamp)
         self._spawn(self._follow(t.subscribe_armed(), lambda v: self._update(armed=bool(v))))
         self._spawn(self._follow(t.subscribe_in_air(), lambda v: self._update(in_air=bool(v))))
         self._spawn(self._follow(t.subscribe_flight_mode(), lambda m: self._update(flight_mode=_name(m))))
@@ -317,8 +318,17 @@ class MavsdkVehicle(VehicleBase):
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
 
-    def _on_odometry(self, odometry) -> None:
-        self._tick(odometry.time_usec / 1e6)
+    def _on_lone_stamp(self, stamp_s: float) -> None:
+        """ATTITUDE's stamp, while LOCAL_POSITION_NED is silent (no position estimate yet)."""
+        try:
+            self._state = replace(self._state, **self._newest_attitude_and_position())
+            self._tick(stamp_s)
+        except Exception:  # as `_follow`: one message lost, not the clock
+            _OWN_LOG.exception("%s: handling ATTITUDE failed", self.url)
+
+    def _newest_attitude_and_position(self) -> dict[str, float]:
+        (roll, pitch, yaw), (lat, lon, alt_amsl) = self._fast.attitude, self._fast.position
+        return {"roll": roll, "pitch": pitch, "yaw": yaw, "lat": lat, "lon": lon, "alt_amsl": alt_amsl}
 
     def _tick(self, stamp_s: float) -> None:
         """A new time stamp of the vehicle's: its clock moves on. Two streams feed it, a stamp apart: one a little
@@ -330,14 +340,17 @@ class MavsdkVehicle(VehicleBase):
         for follow in list(clock.watchers):
             follow()
 
-    async def _on_local_position(self, message) -> None:
-        f = json.loads(message.fields_json)
-        stamp = f["time_boot_ms"] / 1e3
-        # A field PX4 sends as NaN arrives as null in JSON.
-        self._state = replace(self._state, t_ns=time.monotonic_ns(), t_vehicle_s=stamp,
-                              **{name: NAN if f[key] is None else float(f[key]) for name, key in _POSITION_FIELDS})
-        self._tick(stamp)
-        self._publish(self._state)
+    def _on_local_position(self, f: dict[str, Any]) -> None:
+        try:
+            stamp = f["time_boot_ms"] / 1e3
+            # A field PX4 sends as NaN arrives as null in JSON.
+            self._state = replace(self._state, t_ns=time.monotonic_ns(), t_vehicle_s=stamp,
+                                  **self._newest_attitude_and_position(),
+                                  **{name: NAN if f[key] is None else float(f[key]) for name, key in _POSITION_FIELDS})
+            self._tick(stamp)
+            self._publish(self._state)
+        except Exception:  # as `_follow`: one message lost, not the stream
+            _OWN_LOG.exception("%s: handling LOCAL_POSITION_NED failed", self.url)
 
     def _on_health(self, health) -> None:
         self._armable = bool(health.is_armable)
@@ -363,7 +376,7 @@ class MavsdkVehicle(VehicleBase):
     async def deadline(self, seconds: float):
         """A block that times out after `seconds` of vehicle time, on the vehicle's own clock.
 
-        It ends at the first ODOMETRY stamped `seconds` after the start, so a simulator that falls
+        It ends at the first stamp (`_FastStreams`) `seconds` after the start, so a simulator that falls
         behind its speed factor (a loaded machine) stretches the wait instead of cutting a flight
         short. If the stamps stop (link lost), it ends CLOCK_GRACE_S after the wall-clock estimate; if the
         vehicle is lost, at once, with VehicleLost.
@@ -890,6 +903,7 @@ class MavsdkVehicle(VehicleBase):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.action.land(), 3.0)
             await self._stop_stream()
+        self._fast.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -907,6 +921,63 @@ class MavsdkVehicle(VehicleBase):
 
     async def __aexit__(self, *exc) -> None:
         await self.close()
+
+
+class _FastStreams:
+    """The vehicle's three fast streams, taken on MAVSDK's own thread: at 8x the built-in vehicle sends 1,040 of their
+    messages a second. MAVSDK's asyncio streams woke the event loop for each and passed it through a queue and a
+    generator (with ODOMETRY's, for its stamp alone, the harness's process spent 28 % of a core beside an idle vehicle
+    at 8x: it fell behind on a loaded machine, MAVSDK dropped callbacks, and waits on the vehicle's clock ran out).
+
+    - LOCAL_POSITION_NED (MAVSDK's MavlinkDirect: its telemetry plugin leaves `time_boot_ms` out): each is a
+      snapshot, stamped with the vehicle's clock, handed to the event loop (`on_local_position`) as its fields.
+    - ATTITUDE and GLOBAL_POSITION_INT (MAVSDK's telemetry): only the newest counts; kept here, read into each
+      snapshot. ATTITUDE's stamp is the vehicle's clock while LOCAL_POSITION_NED is silent (no position estimate
+      yet), which every PX4 link streams (ODOMETRY, not in PX4's "normal" MAVLink mode, was that clock before).
+    """
+
+    def __init__(self, system, on_local_position: Callable[[dict[str, Any]], None],
+                 on_lone_stamp: Callable[[float], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._on_local_position = on_local_position
+        self._on_lone_stamp = on_lone_stamp
+        self.attitude = self.position = (NAN, NAN, NAN)  # roll, pitch, yaw (rad); lat, lon (deg), alt (m AMSL)
+        self._local_stamp_s = -math.inf
+        self._closed = False
+        # MAVSDK's synchronous plugins on the system its asyncio wrapper holds, as its own asyncio plugins make them.
+        telemetry, direct = self._telemetry, self._direct = Telemetry(system._system), MavlinkDirect(system._system)
+        self._subscriptions = [
+            (direct.unsubscribe_message, direct.subscribe_message("LOCAL_POSITION_NED", self._on_local)),
+            (telemetry.unsubscribe_attitude_euler, telemetry.subscribe_attitude_euler(self._on_attitude)),
+            (telemetry.unsubscribe_position, telemetry.subscribe_position(self._on_position))]
+
+    def close(self) -> None:
+        self._closed = True
+        for unsubscribe, handle in self._subscriptions:
+            unsubscribe(handle)
+        self._telemetry.destroy()
+        self._direct.destroy()
+
+    # On MAVSDK's thread:
+    def _on_local(self, message: MavlinkMessage, _user_data) -> None:
+        fields = json.loads(message.fields_json)
+        self._local_stamp_s = fields["time_boot_ms"] / 1e3
+        self._hand_over(self._on_local_position, fields)
+
+    def _on_attitude(self, euler, _user_data) -> None:
+        self.attitude = (math.radians(euler.roll_deg), math.radians(euler.pitch_deg), math.radians(euler.yaw_deg))
+        stamp_s = euler.timestamp_us / 1e6
+        if stamp_s > self._local_stamp_s + LONE_STAMP_AFTER_S:
+            self._hand_over(self._on_lone_stamp, stamp_s)
+
+    def _on_position(self, position, _user_data) -> None:
+        self.position = (position.latitude_deg, position.longitude_deg, position.absolute_altitude_m)
+
+    def _hand_over(self, handler: Callable, value) -> None:
+        if self._closed:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed under a message in flight
+            self._loop.call_soon_threadsafe(handler, value)
 
 
 class _Requests:

@@ -116,8 +116,7 @@ async def test_a_vehicle_stopped_longer_than_the_bound_ends_the_trial_as_lost(tm
     summary, lost_after, ended_after = await lost_trial(record, target, signal.SIGSTOP)
     assert summary["outcome"] == "error", summary
     assert f"for {BOUND_S:g} wall seconds" in summary["reason"], summary
-    # The reason names the vehicle's last time: the last telemetry row's stamp, or ODOMETRY's (the clock's other
-    # stream, a message apart).
+    # The reason names the vehicle's last time: the last telemetry row's stamp (LOCAL_POSITION_NED's, the clock's).
     last_stamp = read_table(record, "telemetry")["t_vehicle_s"].dropna().max()
     stood_at = re.search(r"its clock stood at ([0-9.]+) s", summary["reason"])
     assert stood_at and abs(float(stood_at[1]) - last_stamp) < 0.1, (summary["reason"], last_stamp)
