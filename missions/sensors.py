@@ -84,7 +84,9 @@ class DepthCamera:
         """Depth image of `scene` from `pose`; NaN where nothing is within range."""
         origin = np.asarray(pose.position, dtype=float)
         rotation = pose.rotation()
-        directions = self.rays() @ rotation.T
+        # Transposed into a C-ordered copy first: numpy multiplies by a transposed view on a slower path (24
+        # against 11 us for the 3072 rays, quiet), and the product is the same to the bit.
+        directions = self.rays() @ np.ascontiguousarray(rotation.T)
         # The longest ray in metres; a rotation keeps the rays' lengths, so it is the camera's own.
         reach = self.max_range * _longest_ray(self.width, self.height, self.hfov_deg, self.vfov_deg)
         depth = np.full(len(directions), np.inf)
