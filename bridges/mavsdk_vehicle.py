@@ -105,9 +105,8 @@ STILL_STEP_MAX_S = 1.0
 # Wall seconds closing waits for requests still with MAVSDK (_Requests): against a stopped PX4 it resent a
 # parameter five times and gave up after 3.0 s.
 REQUESTS_WAIT_S = 10.0
-# Vehicle seconds LOCAL_POSITION_NED must be silent before ATTITUDE's stamps move the vehicle's clock (_FastStreams):
-# three of its periods at PX4's 30 Hz.
-LONE_STAMP_AFTER_S = 0.1
+# Wall seconds between looks at ATTITUDE's stamp, the vehicle's clock while LOCAL_POSITION_NED is silent (_FastStreams).
+LONE_CLOCK_POLL_S = 0.05
 # Vehicle seconds a time stamp must fall behind the vehicle's clock to be taken for a rebooted vehicle's.
 REBOOT_S = 1.0
 # Vehicle seconds: how long a mission start may be repeated while PX4 still checks a new upload,
@@ -259,7 +258,8 @@ class MavsdkVehicle(VehicleBase):
     # ------------------------------------------------------------------ telemetry
     def _start_streams(self) -> None:
         t = self.telemetry_plugin
-        self._fast = _FastStreams(self._system, self._on_local_position, self._on_lone_stamp)
+        self._fast = _FastStreams(self._system, self._on_local_position)
+        self._spawn(self._keep_clock())
         self._spawn(self._follow(t.subscribe_armed(), lambda v: self._update(armed=bool(v))))
         self._spawn(self._follow(t.subscribe_in_air(), lambda v: self._update(in_air=bool(v))))
         self._spawn(self._follow(t.subscribe_flight_mode(), lambda m: self._update(flight_mode=_name(m))))
@@ -318,16 +318,24 @@ class MavsdkVehicle(VehicleBase):
     def _update(self, **fields) -> None:
         self._state = replace(self._state, **fields)
 
-    def _on_lone_stamp(self, stamp_s: float) -> None:
-        """ATTITUDE's stamp, while LOCAL_POSITION_NED is silent (no position estimate yet)."""
-        try:
-            self._state = replace(self._state, **self._newest_attitude_and_position())
-            self._tick(stamp_s)
-        except Exception:  # as `_follow`: one message lost, not the clock
-            _OWN_LOG.exception("%s: handling ATTITUDE failed", self.url)
+    async def _keep_clock(self) -> None:
+        """While LOCAL_POSITION_NED is silent (no position estimate yet), move the vehicle's clock on ATTITUDE's stamps,
+        looked at every LONE_CLOCK_POLL_S."""
+        fast = self._fast
+        while True:
+            await asyncio.sleep(LONE_CLOCK_POLL_S)
+            if fast.local_seen():
+                continue
+            try:
+                stamp_s = fast.attitude_stamp_s()
+                if stamp_s is not None:
+                    self._state = replace(self._state, **self._newest_attitude_and_position())
+                    self._tick(stamp_s)
+            except Exception:  # as `_follow`: one look lost, not the clock
+                _OWN_LOG.exception("%s: handling ATTITUDE failed", self.url)
 
     def _newest_attitude_and_position(self) -> dict[str, float]:
-        (roll, pitch, yaw), (lat, lon, alt_amsl) = self._fast.attitude, self._fast.position
+        (roll, pitch, yaw), (lat, lon, alt_amsl) = self._fast.attitude(), self._fast.position()
         return {"roll": roll, "pitch": pitch, "yaw": yaw, "lat": lat, "lon": lon, "alt_amsl": alt_amsl}
 
     def _tick(self, stamp_s: float) -> None:
@@ -924,60 +932,63 @@ class MavsdkVehicle(VehicleBase):
 
 
 class _FastStreams:
-    """The vehicle's three fast streams, taken on MAVSDK's own thread: at 8x the built-in vehicle sends 1,040 of their
-    messages a second. MAVSDK's asyncio streams woke the event loop for each and passed it through a queue and a
-    generator (with ODOMETRY's, for its stamp alone, the harness's process spent 28 % of a core beside an idle vehicle
-    at 8x: it fell behind on a loaded machine, MAVSDK dropped callbacks, and waits on the vehicle's clock ran out).
+    """The vehicle's fast streams without MAVSDK's asyncio streams. MAVSDK calls every subscriber from one thread of
+    its own, which must take Python's GIL for each message: while the event loop holds it (a busy harness), each
+    waits up to the interpreter's switch interval, the queue behind them fills, and MAVSDK drops callbacks, the
+    armed state's among them (waits for it ran out beside two CPU burners). The asyncio streams also woke the event
+    loop for each message and passed it through a queue and a generator. At 8x the built-in vehicle sends 1,280 of
+    these messages a wall second; only LOCAL_POSITION_NED's 240 now cross into Python as they come.
 
     - LOCAL_POSITION_NED (MAVSDK's MavlinkDirect: its telemetry plugin leaves `time_boot_ms` out): each is a
-      snapshot, stamped with the vehicle's clock, handed to the event loop (`on_local_position`) as its fields.
-    - ATTITUDE and GLOBAL_POSITION_INT (MAVSDK's telemetry): only the newest counts; kept here, read into each
-      snapshot. ATTITUDE's stamp is the vehicle's clock while LOCAL_POSITION_NED is silent (no position estimate
-      yet), which every PX4 link streams (ODOMETRY, not in PX4's "normal" MAVLink mode, was that clock before).
+      snapshot, stamped with the vehicle's clock, parsed on MAVSDK's thread and handed to the event loop
+      (`on_local_position`) as its fields.
+    - ATTITUDE and GLOBAL_POSITION_INT: only the newest counts, which MAVSDK's telemetry plugin keeps whether or not
+      anything subscribes; read when a snapshot is made (`attitude`, `position`).
+    - ATTITUDE's stamp (`attitude_stamp_s`) is the vehicle's clock while LOCAL_POSITION_NED is silent (no position
+      estimate yet; every PX4 MAVLink mode streams ATTITUDE, where ODOMETRY, once that clock, is not in "normal").
     """
 
-    def __init__(self, system, on_local_position: Callable[[dict[str, Any]], None],
-                 on_lone_stamp: Callable[[float], None]) -> None:
+    def __init__(self, system, on_local_position: Callable[[dict[str, Any]], None]) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_local_position = on_local_position
-        self._on_lone_stamp = on_lone_stamp
-        self.attitude = self.position = (NAN, NAN, NAN)  # roll, pitch, yaw (rad); lat, lon (deg), alt (m AMSL)
-        self._local_stamp_s = -math.inf
+        self._local_seen = False
         self._closed = False
         # MAVSDK's synchronous plugins on the system its asyncio wrapper holds, as its own asyncio plugins make them.
-        telemetry, direct = self._telemetry, self._direct = Telemetry(system._system), MavlinkDirect(system._system)
-        self._subscriptions = [
-            (direct.unsubscribe_message, direct.subscribe_message("LOCAL_POSITION_NED", self._on_local)),
-            (telemetry.unsubscribe_attitude_euler, telemetry.subscribe_attitude_euler(self._on_attitude)),
-            (telemetry.unsubscribe_position, telemetry.subscribe_position(self._on_position))]
+        self._telemetry, self._direct = Telemetry(system._system), MavlinkDirect(system._system)
+        self._handle = self._direct.subscribe_message("LOCAL_POSITION_NED", self._on_local)
 
     def close(self) -> None:
         self._closed = True
-        for unsubscribe, handle in self._subscriptions:
-            unsubscribe(handle)
+        self._direct.unsubscribe_message(self._handle)
         self._telemetry.destroy()
         self._direct.destroy()
 
-    # On MAVSDK's thread:
-    def _on_local(self, message: MavlinkMessage, _user_data) -> None:
-        fields = json.loads(message.fields_json)
-        self._local_stamp_s = fields["time_boot_ms"] / 1e3
-        self._hand_over(self._on_local_position, fields)
+    def attitude(self) -> tuple[float, float, float]:
+        """Roll, pitch, yaw (rad) of the newest ATTITUDE; NaN before the first."""
+        euler = self._telemetry.attitude_euler()
+        return math.radians(euler.roll_deg), math.radians(euler.pitch_deg), math.radians(euler.yaw_deg)
 
-    def _on_attitude(self, euler, _user_data) -> None:
-        self.attitude = (math.radians(euler.roll_deg), math.radians(euler.pitch_deg), math.radians(euler.yaw_deg))
-        stamp_s = euler.timestamp_us / 1e6
-        if stamp_s > self._local_stamp_s + LONE_STAMP_AFTER_S:
-            self._hand_over(self._on_lone_stamp, stamp_s)
+    def position(self) -> tuple[float, float, float]:
+        """Latitude, longitude (deg) and altitude (m AMSL) of the newest GLOBAL_POSITION_INT; NaN before the first."""
+        p = self._telemetry.position()
+        return p.latitude_deg, p.longitude_deg, p.absolute_altitude_m
 
-    def _on_position(self, position, _user_data) -> None:
-        self.position = (position.latitude_deg, position.longitude_deg, position.absolute_altitude_m)
+    def attitude_stamp_s(self) -> float | None:
+        """The newest ATTITUDE's time stamp (vehicle seconds); None before the first."""
+        stamp_us = self._telemetry.attitude_euler().timestamp_us
+        return stamp_us / 1e6 if stamp_us else None
 
-    def _hand_over(self, handler: Callable, value) -> None:
+    def local_seen(self) -> bool:
+        """Whether a LOCAL_POSITION_NED came since the last call."""
+        seen, self._local_seen = self._local_seen, False
+        return seen
+
+    def _on_local(self, message: MavlinkMessage, _user_data) -> None:  # on MAVSDK's thread
+        self._local_seen = True
         if self._closed:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed under a message in flight
-            self._loop.call_soon_threadsafe(handler, value)
+            self._loop.call_soon_threadsafe(self._on_local_position, json.loads(message.fields_json))
 
 
 class _Requests:
