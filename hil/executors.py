@@ -6,12 +6,15 @@ finish a trial the same way (`complete_trial`): the record is written under the 
 `.partial/` directory and renamed into `trials/` only once finished, so `trials/` only ever holds
 complete records, whatever gets killed when.
 
-Local pool: one process per worker (spawned, so no state leaks from the parent), each running one
-trial at a time with its own built-in vehicle (in-process lockstep, or a child simulator on a free
-loopback port) or PX4 SITL instance (each takes the lowest instance no process holds). Workers ignore
-Ctrl-C (the parent decides), exit on SIGTERM through their clean-up paths, and get SIGTERM from the
-kernel if the parent dies (`PR_SET_PDEATHSIG`), so neither kill -9 of `hil run` nor Ctrl-C leaves
-workers or simulators running.
+Local pool: one process per worker, each running one trial at a time with its own built-in vehicle
+(in-process lockstep, or a child simulator on a free loopback port) or PX4 SITL instance (each takes the
+lowest instance no process holds). On Linux, workers are forked by multiprocessing's forkserver, a fresh
+process started once per parent that has imported the harness (WORKER_MODULES) and nothing else, so no
+state leaks from the parent and a worker starts without paying the imports (1-1.5 CPU-s each when
+spawned); elsewhere they are spawned. Workers ignore Ctrl-C (the parent decides), exit on SIGTERM through
+their clean-up paths, and get SIGTERM from the kernel when their parent dies (`PR_SET_PDEATHSIG`): the
+forkserver, which exits when `hil run` does, however it ends. So neither kill -9 of `hil run` nor Ctrl-C
+leaves workers or simulators running.
 
 Ray: each trial is a Ray task that records into a temporary directory on whichever machine runs
 it and returns the record as a tar archive, unpacked here; no shared file system is needed. Tasks
@@ -29,6 +32,7 @@ import importlib.util
 import io
 import logging
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import queue
 import shutil
@@ -55,12 +59,19 @@ from records.atomic import WriteRefused, publish_directory, writing
 from records.campaign_dir import PARTIAL_DIR, SCENES_DIR, TRIALS_DIR
 from records.record import MANIFEST_NAME, read_manifest
 from records.summary import Summary
+from targets import KINDS
 
 STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulator and exit
 # A worker flying a vehicle that outlives it (hardware) gets this long to bring it down by the stop policy
 # (hil.stop: two land tries, then a return, in vehicle seconds at 1x) before it is killed.
 HARDWARE_STOP_GRACE_S = 2 * (LAND_ACCEPT_S + LANDING_GRACE_S) + RETURN_ACCEPT_S + RETURN_GRACE_S
 _TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+# What the forkserver imports before it forks any worker: this module (`_worker_main`, the trial) and every
+# target plugin, which `open_target` imports on a trial's first flight. Imports only: they start no Python
+# thread, open no socket and compile no numba kernel (kernels build or load on their first call, in the worker).
+# The native threads they leave (OpenBLAS's pools, pyarrow's jemalloc) are made safe to fork by their own
+# libraries, as the fork start method has always needed.
+WORKER_MODULES = [__name__, *dict.fromkeys(KINDS.values())]
 
 
 class StopRequest:
@@ -154,9 +165,27 @@ def stop_on_sigterm() -> None:
     sys.unraisablehook = _stop_again
 
 
-def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, results: multiprocessing.Queue) -> None:
+def _leave_forkserver() -> None:
+    """Close the forkserver's "alive" pipe that a forked worker inherits: the forkserver exits once every
+    holder of its write end has, so a worker holding one would keep it, and so itself, alive after kill -9
+    of `hil run` (the worker waits for `PR_SET_PDEATHSIG` from the forkserver). Workers fork nothing."""
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
+
+
+def _worker_main(slot: int, campaign_dir: Path, environment: dict[str, str], tasks: multiprocessing.Queue,
+                 results: multiprocessing.Queue) -> None:
+    _leave_forkserver()
     die_with_parent()
+    if not multiprocessing.parent_process().is_alive():  # the pool died before that: no signal would come
+        return
     stop_on_sigterm()
+    # A forked worker has the forkserver's environment, as it was when the forkserver started: the pool's
+    # is the one a spawned worker would have (PX4_DIR, HIL_STATE_DIR, ... as they are now).
+    os.environ.clear()
+    os.environ.update(environment)
     while (spec := tasks.get()) is not None:
         try:
             results.put((slot, TrialDone(spec.trial_id, complete_trial(spec, campaign_dir))))
@@ -164,6 +193,19 @@ def _worker_main(slot: int, campaign_dir: Path, tasks: multiprocessing.Queue, re
             results.put((slot, TrialDone(spec.trial_id, None, str(refused), refused=True)))
         except Exception:  # a harness bug in one trial must not stop the campaign
             results.put((slot, TrialDone(spec.trial_id, None, traceback.format_exc(limit=5))))
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """The forkserver's context on Linux, WORKER_MODULES preloaded; spawn elsewhere. macOS has a forkserver,
+    but forking a process that loaded its system frameworks (numpy's Accelerate, libdispatch) is unsafe
+    there, which is why spawn is Python's default on it, and its workers could not die with their parent
+    (PR_SET_PDEATHSIG is Linux's); Windows has no fork."""
+    if not sys.platform.startswith("linux"):
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # Read when the forkserver starts, on this process's first worker; later calls change nothing.
+    context.set_forkserver_preload(WORKER_MODULES)
+    return context
 
 
 def _drain(results: multiprocessing.Queue) -> list[tuple[int, TrialDone]]:
@@ -204,7 +246,7 @@ class LocalPool:
         # about each one; that clean-up is its job, so the warning is noise (workers inherit the flag).
         if _TRACKER_QUIET not in sys.warnoptions:
             sys.warnoptions.append(_TRACKER_QUIET)
-        context = multiprocessing.get_context("spawn")
+        context = worker_context()
         results = context.Queue()
         pending = list(reversed(trials))  # popped from the end: campaign order
         died_once: set[str] = set()
@@ -215,7 +257,7 @@ class LocalPool:
             # What is still queued for a worker is worthless once the pool stops; without this, the
             # exit joins the queue's feeder thread, and a run interrupted under load once hung there.
             tasks.cancel_join_thread()
-            process = context.Process(target=_worker_main, args=(slot, campaign_dir, tasks, results),
+            process = context.Process(target=_worker_main, args=(slot, campaign_dir, dict(os.environ), tasks, results),
                                       name=f"hil-worker-{slot}", daemon=True)
             process.start()
             self._pool[slot] = _Worker(process, tasks)

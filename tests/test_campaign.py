@@ -358,7 +358,8 @@ def test_a_killed_worker_costs_no_trial(tmp_path):
     out = tmp_path / "run"
     run = _start_run(campaign, out, "--workers", "2")
     _wait_for_trials(out, 2)
-    victim = next(p for p in _descendants(run.pid) if "spawn_main" in " ".join(p.cmdline()))  # a worker
+    # A worker: a child of the forkserver, which `hil run` started and which forks each worker (hil.executors).
+    victim = next(p for p in _descendants(run.pid) if p.ppid() != run.pid and "forkserver" in " ".join(_cmdline(p)))
     victim.kill()
     stdout, stderr = _finish(run, 120)
     assert run.returncode == 0, stdout + stderr
