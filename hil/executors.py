@@ -208,6 +208,14 @@ def worker_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+def _end_forkserver() -> None:
+    """Stop this process's forkserver and reap it once the pool's workers have ended (it reaped them): its CPU time
+    and theirs then count as this process's children's, as spawned workers' did (`time hil run`, a benchmark's
+    RUSAGE_CHILDREN), and its imports (a few hundred MB) go with it. A next pool starts a new one."""
+    if sys.platform.startswith("linux"):
+        multiprocessing.forkserver._forkserver._stop()
+
+
 def _drain(results: multiprocessing.Queue) -> list[tuple[int, TrialDone]]:
     arrived = []
     with contextlib.suppress(queue.Empty):
@@ -303,6 +311,7 @@ class LocalPool:
         for worker in self._pool.values():
             worker.process.join()
         self._pool = {}
+        _end_forkserver()
 
     def _forget_dead_workers(self) -> list[tuple[TrialSpec, str]]:
         """Drop every worker that has died; the trials they held, each with how its worker ended."""
@@ -332,6 +341,7 @@ class LocalPool:
                 process.kill()
                 process.join()
         self._pool = {}
+        _end_forkserver()
 
 
 # ------------------------------------------------------------------------------------------------ ray
