@@ -349,6 +349,8 @@ class MavsdkVehicle(VehicleBase):
             follow()
 
     def _on_local_position(self, f: dict[str, Any]) -> None:
+        if self._fast.closed:  # handed over just before they closed: MAVSDK's telemetry plugin is gone
+            return
         try:
             stamp = f["time_boot_ms"] / 1e3
             # A field PX4 sends as NaN arrives as null in JSON.
@@ -952,13 +954,13 @@ class _FastStreams:
         self._loop = asyncio.get_running_loop()
         self._on_local_position = on_local_position
         self._local_seen = False
-        self._closed = False
+        self.closed = False
         # MAVSDK's synchronous plugins on the system its asyncio wrapper holds, as its own asyncio plugins make them.
         self._telemetry, self._direct = Telemetry(system._system), MavlinkDirect(system._system)
         self._handle = self._direct.subscribe_message("LOCAL_POSITION_NED", self._on_local)
 
     def close(self) -> None:
-        self._closed = True
+        self.closed = True
         self._direct.unsubscribe_message(self._handle)
         self._telemetry.destroy()
         self._direct.destroy()
@@ -985,7 +987,7 @@ class _FastStreams:
 
     def _on_local(self, message: MavlinkMessage, _user_data) -> None:  # on MAVSDK's thread
         self._local_seen = True
-        if self._closed:
+        if self.closed:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed under a message in flight
             self._loop.call_soon_threadsafe(self._on_local_position, json.loads(message.fields_json))
