@@ -131,6 +131,9 @@ def complete_trial(spec: TrialSpec, campaign_dir: Path) -> Summary:
 
 
 # ---------------------------------------------------------------------------------------- local pool
+_stopping = False  # a worker's SIGTERM came (`_stop_worker`)
+
+
 def _stop_worker(signum: int, frame: FrameType | None) -> None:
     """SIGTERM: SystemExit unwinds the running trial; asyncio.run cancels its tasks, simulators are
     stopped on the way out. The task the exit interrupted is abandoned on purpose, so asyncio's
@@ -141,6 +144,8 @@ def _stop_worker(signum: int, frame: FrameType | None) -> None:
         # longer than the alarm's millisecond): raising here would be ignored again, so it comes once more.
         signal.setitimer(signal.ITIMER_REAL, 0.001)
         return
+    global _stopping
+    _stopping = True
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
     sys.exit(128 + signal.SIGTERM)
@@ -154,7 +159,10 @@ def _stop_again(unraisable) -> None:
     if isinstance(unraisable.exc_value, SystemExit):
         signal.setitimer(signal.ITIMER_REAL, 0.001)
         return
-    sys.__unraisablehook__(unraisable)
+    # What the stop cut short fails again as it is collected (an event loop whose __init__ it interrupted, beside two
+    # CPU burners: "Exception ignored in BaseEventLoop.__del__ ... no attribute '_ssock'" on `hil run`'s stderr).
+    if not _stopping:
+        sys.__unraisablehook__(unraisable)
 
 
 def stop_on_sigterm() -> None:
