@@ -80,10 +80,10 @@ def observer(port: int):
 
 
 @contextlib.asynccontextmanager
-async def builtin(observer_port: int):
-    async with builtin_vehicle(SimProcessOptions(speed=BUILTIN_SPEED, params=FENCED,
+async def builtin(observer_port: int, speed: float = BUILTIN_SPEED):
+    async with builtin_vehicle(SimProcessOptions(speed=speed, params=FENCED,
                                                  extra_links=[f"udpout://127.0.0.1:{observer_port}"])) as sim:
-        yield sim.url, BUILTIN_SPEED
+        yield sim.url, speed
 
 
 @contextlib.asynccontextmanager

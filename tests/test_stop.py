@@ -11,6 +11,7 @@ phase here has nothing at the connection string (a flight controller not plugged
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import sys
@@ -51,7 +52,10 @@ async def test_a_signal_at_any_phase_leaves_the_builtin_vehicle_landed_and_resto
 
 
 async def test_kill_9_mid_mission_the_builtin_vehicle_returns_by_itself_and_the_next_run_restores(tmp_path):
-    await kill_mid_mission_then_fly_again(builtin, tmp_path)
+    # The next run must start and connect while the vehicle's own return is still in the air: at 8x, a `hil fly`
+    # starting beside two CPU burners outlasted it (it found the vehicle landed, so it did not wait); 2x gives it
+    # four times the wall time.
+    await kill_mid_mission_then_fly_again(functools.partial(builtin, speed=2.0), tmp_path)
 
 
 async def test_sigterm_to_a_campaign_on_a_flight_controller_lands_it_and_says_what_is_left(tmp_path):
