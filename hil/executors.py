@@ -9,9 +9,9 @@ complete records, whatever gets killed when.
 Local pool: one process per worker, each running one trial at a time with its own built-in vehicle
 (in-process lockstep, or a child simulator on a free loopback port) or PX4 SITL instance (each takes the
 lowest instance no process holds). On Linux, workers are forked by multiprocessing's forkserver, a fresh
-process started once per parent that has imported the harness (WORKER_MODULES) and nothing else, so no
-state leaks from the parent and a worker starts without paying the imports (1-1.5 CPU-s each when
-spawned); elsewhere they are spawned. Workers ignore Ctrl-C (the parent decides), exit on SIGTERM through
+process each pool starts (and stops and reaps when it ends) that has imported the harness (WORKER_MODULES)
+and nothing else, so no state leaks from the parent and a worker starts without paying the imports
+(1-1.5 CPU-s each when spawned); elsewhere they are spawned. Workers ignore Ctrl-C (the parent decides), exit on SIGTERM through
 their clean-up paths, and get SIGTERM from the kernel when their parent dies (`PR_SET_PDEATHSIG`): the
 forkserver, which exits when `hil run` does, however it ends. So neither kill -9 of `hil run` nor Ctrl-C
 leaves workers or simulators running.
@@ -66,6 +66,7 @@ STOP_GRACE_S = 5.0  # a worker gets this long after SIGTERM to stop its simulato
 # (hil.stop: two land tries, then a return, in vehicle seconds at 1x) before it is killed.
 HARDWARE_STOP_GRACE_S = 2 * (LAND_ACCEPT_S + LANDING_GRACE_S) + RETURN_ACCEPT_S + RETURN_GRACE_S
 _TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+FORKSERVER = sys.platform.startswith("linux")  # workers are forked by a forkserver, not spawned (`worker_context`)
 # What the forkserver imports before it forks any worker: this module (`_worker_main`, the trial) and every
 # target plugin, which `open_target` imports on a trial's first flight. Imports only: they start no Python
 # thread, open no socket and compile no numba kernel (kernels build or load on their first call, in the worker).
@@ -208,7 +209,7 @@ def worker_context() -> multiprocessing.context.BaseContext:
     but forking a process that loaded its system frameworks (numpy's Accelerate, libdispatch) is unsafe
     there, which is why spawn is Python's default on it, and its workers could not die with their parent
     (PR_SET_PDEATHSIG is Linux's); Windows has no fork."""
-    if not sys.platform.startswith("linux"):
+    if not FORKSERVER:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     # Read when the forkserver starts, on this process's first worker; later calls change nothing.
@@ -220,7 +221,7 @@ def _end_forkserver() -> None:
     """Stop this process's forkserver and reap it once the pool's workers have ended (it reaped them): its CPU time
     and theirs then count as this process's children's, as spawned workers' did (`time hil run`, a benchmark's
     RUSAGE_CHILDREN), and its imports (a few hundred MB) go with it. A next pool starts a new one."""
-    if sys.platform.startswith("linux"):
+    if FORKSERVER:
         multiprocessing.forkserver._forkserver._stop()
 
 
